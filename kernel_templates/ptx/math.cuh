@@ -1,0 +1,22 @@
+// Fast special functions: the SFU instructions the softmax is built on.
+#pragma once
+
+namespace fc {
+
+__device__ __forceinline__ float exp2_approx(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ float log2_approx(float x)
+{
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ float infinity() { return __int_as_float(0x7f800000); }
+
+}  // namespace fc

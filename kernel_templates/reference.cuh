@@ -1,0 +1,173 @@
+// The reference attention forward: simple, obviously correct, fp32 throughout.
+//
+// It is the correctness oracle of the GPU tests and the fallback for any shape no fast kernel
+// takes, so it favours clarity over speed: CUDA cores only, one key per lane for Q K^T, one head
+// dim per lane for P V, online softmax in fp32 (exp2, scale folded into Q).
+#pragma once
+
+#include "fc_args.h"
+#include "ptx/convert.cuh"
+#include "ptx/math.cuh"
+#include "ptx/warp.cuh"
+
+namespace fc {
+
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int WARPS>
+struct ReferenceKernel {
+    static constexpr int BLOCK_N = WARP_SIZE;                    // one key per lane
+    static constexpr int THREADS = WARPS * WARP_SIZE;
+    static constexpr int ROWS = BLOCK_M / WARPS;                 // query rows per warp
+    static constexpr int DIMS_PER_LANE = (HEAD_DIM + WARP_SIZE - 1) / WARP_SIZE;
+    static constexpr int WORDS_PER_ROW = HEAD_DIM / 2;           // two 16-bit values per word
+    // NOTE: one spare word per K/V row puts lane j's row on bank j: Q K^T reads are conflict-free.
+    static constexpr int PITCH_WORDS = WORDS_PER_ROW + 1;
+    static_assert(HEAD_DIM % 8 == 0 && HEAD_DIM <= 256, "head_dim: a multiple of 8 up to 256");
+    static_assert(BLOCK_M % WARPS == 0 && ROWS >= 1 && ROWS <= 8, "1 to 8 query rows per warp");
+
+    struct Shared {
+        float q[BLOCK_M * HEAD_DIM];              // (BLOCK_M, HEAD_DIM) fp32, scaled by scale*log2(e)
+        unsigned k[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) 16-bit pairs, padded rows
+        unsigned v[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) 16-bit pairs, padded rows
+    };
+
+    const fc_kernel_args &args;
+    Shared &smem;
+    int batch, head, kv_head, row0;
+
+    __device__ ReferenceKernel(const fc_kernel_args &a, char *shared) : args(a), smem(*reinterpret_cast<Shared *>(shared))
+    {
+        int block = blockIdx.x;
+        const int m_block = block % args.m_blocks;
+        block /= args.m_blocks;
+        head = block % args.heads_q;
+        batch = block / args.heads_q;
+        kv_head = head / args.q_per_kv;
+        row0 = m_block * BLOCK_M;
+    }
+
+    __device__ void load_q()
+    {
+        const T *q = static_cast<const T *>(args.q) + batch * args.q_stride[0] + head * args.q_stride[2];
+        for (int i = threadIdx.x; i < BLOCK_M * HEAD_DIM; i += THREADS) {
+            const int row = row0 + i / HEAD_DIM, d = i % HEAD_DIM;
+            smem.q[i] = row < args.seqlen_q ? to_float(q[row * args.q_stride[1] + d]) * args.scale_log2 : 0.f;
+        }
+    }
+
+    // Rows past seqlen_k are zero-filled: they are masked, but must not hold NaN bit patterns.
+    __device__ void load_kv(int key0)
+    {
+        const T *k = static_cast<const T *>(args.k) + batch * args.k_stride[0] + kv_head * args.k_stride[2];
+        const T *v = static_cast<const T *>(args.v) + batch * args.v_stride[0] + kv_head * args.v_stride[2];
+        for (int i = threadIdx.x; i < BLOCK_N * WORDS_PER_ROW; i += THREADS) {
+            const int j = i / WORDS_PER_ROW, w = i % WORDS_PER_ROW, key = key0 + j;
+            unsigned kw = 0, vw = 0;
+            if (key < args.seqlen_k) {
+                kw = reinterpret_cast<const unsigned *>(k + key * args.k_stride[1])[w];
+                vw = reinterpret_cast<const unsigned *>(v + key * args.v_stride[1])[w];
+            }
+            smem.k[j * PITCH_WORDS + w] = kw;
+            smem.v[j * PITCH_WORDS + w] = vw;
+        }
+    }
+
+    // Causal, bottom-right aligned: row i sees keys j <= i + seqlen_k - seqlen_q.
+    __device__ bool visible(int row, int key) const
+    {
+        return key < args.seqlen_k && (!CAUSAL || key <= row + args.seqlen_k - args.seqlen_q);
+    }
+
+    __device__ void run()
+    {
+        const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
+        const int my_row0 = row0 + warp * ROWS;
+        int key_end = args.seqlen_k;   // keys past the block's last visible one are skipped
+        if (CAUSAL)
+            key_end = min(key_end, row0 + BLOCK_M + args.seqlen_k - args.seqlen_q);
+
+        float row_max[ROWS], row_sum[ROWS], acc[ROWS][DIMS_PER_LANE];
+        for (int r = 0; r < ROWS; r++) {
+            row_max[r] = -infinity();
+            row_sum[r] = 0.f;
+            for (int i = 0; i < DIMS_PER_LANE; i++)
+                acc[r][i] = 0.f;
+        }
+
+        load_q();
+        for (int key0 = 0; key0 < key_end; key0 += BLOCK_N) {
+            __syncthreads();   // the previous tile is consumed
+            load_kv(key0);
+            __syncthreads();
+
+            // S = Q K^T for this lane's key, ROWS rows at once.
+            float s[ROWS];
+            for (int r = 0; r < ROWS; r++)
+                s[r] = 0.f;
+            for (int w = 0; w < WORDS_PER_ROW; w++) {
+                float k0, k1;
+                unpack2<T>(smem.k[lane * PITCH_WORDS + w], k0, k1);
+                for (int r = 0; r < ROWS; r++) {
+                    const float2 q = reinterpret_cast<const float2 *>(smem.q + (warp * ROWS + r) * HEAD_DIM)[w];
+                    s[r] += q.x * k0 + q.y * k1;
+                }
+            }
+
+            // Online softmax: new running max, rescale what was accumulated, P = exp2(S - max).
+            float p[ROWS];
+            for (int r = 0; r < ROWS; r++) {
+                const float score = visible(my_row0 + r, key0 + lane) ? s[r] : -infinity();
+                const float new_max = fmaxf(row_max[r], warp_max(score));
+                const bool none_yet = new_max == -infinity();   // exp2(-inf - -inf) would be NaN
+                p[r] = none_yet ? 0.f : exp2_approx(score - new_max);
+                const float correction = none_yet ? 1.f : exp2_approx(row_max[r] - new_max);
+                row_sum[r] = row_sum[r] * correction + warp_sum(p[r]);
+                row_max[r] = new_max;
+                for (int i = 0; i < DIMS_PER_LANE; i++)
+                    acc[r][i] *= correction;
+            }
+
+            // O += P V: this lane's head dims, every key of the tile.
+            const unsigned short *v_tile = reinterpret_cast<const unsigned short *>(smem.v);
+            for (int j = 0; j < BLOCK_N; j++) {
+                float vj[DIMS_PER_LANE];
+                for (int i = 0; i < DIMS_PER_LANE; i++) {
+                    const int d = lane + i * WARP_SIZE;
+                    T x;
+                    x.bits = d < HEAD_DIM ? v_tile[j * 2 * PITCH_WORDS + d] : 0;
+                    vj[i] = to_float(x);
+                }
+                for (int r = 0; r < ROWS; r++) {
+                    const float pj = __shfl_sync(FULL_WARP, p[r], j);
+                    for (int i = 0; i < DIMS_PER_LANE; i++)
+                        acc[r][i] += pj * vj[i];
+                }
+            }
+        }
+        store(acc, row_max, row_sum);
+    }
+
+    __device__ void store(const float (&acc)[ROWS][DIMS_PER_LANE], const float (&row_max)[ROWS],
+                          const float (&row_sum)[ROWS])
+    {
+        const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
+        T *o = static_cast<T *>(args.o) + batch * args.o_stride[0] + head * args.o_stride[2];
+        for (int r = 0; r < ROWS; r++) {
+            const int row = row0 + warp * ROWS + r;
+            if (row >= args.seqlen_q)
+                break;
+            const float inverse = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;   // no visible key: 0
+            for (int i = 0; i < DIMS_PER_LANE; i++) {
+                const int d = lane + i * WARP_SIZE;
+                if (d < HEAD_DIM)
+                    o[row * args.o_stride[1] + d] = from_float<T>(acc[r][i] * inverse);
+            }
+            if (args.lse && lane == 0) {
+                constexpr float LN2 = 0.693147180559945309f;
+                const float lse = row_sum[r] > 0.f ? (row_max[r] + log2_approx(row_sum[r])) * LN2 : -infinity();
+                args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] = lse;
+            }
+        }
+    }
+};
+
+}  // namespace fc

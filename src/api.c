@@ -1,0 +1,89 @@
+/* The public entry points: validate -> plan -> kernel -> launch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "context_internal.h"
+#include "fc_args.h"
+
+void fc_attention_params_init(struct fc_attention_params *params)
+{
+    if (params)
+        memset(params, 0, sizeof *params);
+}
+
+const char *fc_status_name(enum fc_status status)
+{
+    static const char *const NAMES[] = {
+        "FC_OK", "FC_ERR_INVALID_ARG", "FC_ERR_UNSUPPORTED", "FC_ERR_NO_DEVICE", "FC_ERR_NO_COMPILER",
+        "FC_ERR_CUDA", "FC_ERR_COMPILE", "FC_ERR_CACHE", "FC_ERR_CONFIG", "FC_ERR_NOMEM", "FC_ERR_INTERNAL",
+    };
+    return (unsigned)status < sizeof NAMES / sizeof NAMES[0] ? NAMES[status] : "FC_ERR_UNKNOWN";
+}
+
+#define STRINGIFY2(x) #x
+#define STRINGIFY(x) STRINGIFY2(x)
+
+const char *fc_version(void)
+{
+    return STRINGIFY(FC_VERSION_MAJOR) "." STRINGIFY(FC_VERSION_MINOR) "." STRINGIFY(FC_VERSION_PATCH);
+}
+
+/* Validation and selection, shared by forward and plan: the two can never disagree. */
+static enum fc_status prepare(struct fc_context *ctx, const struct fc_attention_params *params,
+                              struct fc_problem *problem, struct fc_plan *plan, char *msg)
+{
+    enum fc_status status = fc_problem_from_params(params, problem, msg, FC_MESSAGE_MAX);
+    if (status == FC_OK)
+        status = fc_plan_select(problem, ctx->arch, ctx->arch_specific, plan, msg, FC_MESSAGE_MAX);
+    return status;
+}
+
+enum fc_status fc_attention_plan(struct fc_context *ctx, const struct fc_attention_params *params,
+                                 struct fc_plan_info *info)
+{
+    if (!ctx)
+        return FC_ERR_INVALID_ARG;
+    char *msg = fc_context_message(ctx);
+    struct fc_problem problem;
+    struct fc_plan plan;
+    enum fc_status status = prepare(ctx, params, &problem, &plan, msg);
+    if (status == FC_OK && info) {
+        fc_variant_name(&plan.variant, info->kernel);
+        snprintf(info->reason, sizeof info->reason, "%s", plan.reason);
+    }
+    return status;
+}
+
+enum fc_status fc_attention_forward(struct fc_context *ctx, const struct fc_attention_params *params,
+                                    void *stream)
+{
+    if (!ctx)
+        return FC_ERR_INVALID_ARG;
+    char *msg = fc_context_message(ctx);
+    struct fc_problem problem;
+    struct fc_plan plan;
+    enum fc_status status = prepare(ctx, params, &problem, &plan, msg);
+    if (status != FC_OK)
+        return status;
+    if (!ctx->cuda) {
+        snprintf(msg, FC_MESSAGE_MAX, "this context has no GPU (%.4000s)",
+                 ctx->device == FC_DEVICE_NONE ? "it was created with FC_DEVICE_NONE" : ctx->create_message);
+        return FC_ERR_NO_DEVICE;
+    }
+    int pushed;
+    if ((status = fc_context_enter(ctx, &pushed)) != FC_OK)
+        return status;
+    struct fc_kernel kernel;
+    status = fc_context_kernel(ctx, &plan, &problem, &kernel);
+    if (status == FC_OK) {
+        struct fc_kernel_args args;
+        fc_plan_kernel_args(&problem, &plan, &args);
+        void *kernel_params[] = {&args};
+        CUresult r = ctx->cuda->cuLaunchKernel(kernel.function, plan.grid, 1, 1, plan.threads, 1, 1,
+                                               plan.smem_bytes, (CUstream)stream, kernel_params, NULL);
+        if (r != CUDA_SUCCESS)
+            status = fc_cuda_fail(ctx->cuda, r, "cuLaunchKernel", msg, FC_MESSAGE_MAX);
+    }
+    fc_context_leave(ctx, pushed);
+    return status;
+}

@@ -1,0 +1,73 @@
+/* Internal: the SQLite store of compiled kernels (schema in tuning_db/schema.sql). */
+#ifndef FC_CACHE_INTERNAL_H
+#define FC_CACHE_INTERNAL_H
+
+#include <stddef.h>
+
+#include "flashcore.h"
+#include "variant_internal.h"
+
+/* Bump when the schema or the meaning of a key changes; part of every cache key. */
+#define FC_CACHE_SCHEMA_VERSION 1
+#define FC_KEY_HEX 33   /* 128-bit key as 32 hex digits + NUL */
+
+struct fc_cache;
+
+struct fc_cubin_record {
+    char key[FC_KEY_HEX];
+    char source_key[FC_KEY_HEX];
+    char name[FC_VARIANT_NAME_MAX];
+    char arch[FC_ARCH_NAME_MAX];
+    char nvrtc_version[16];
+    int registers, smem_static, smem_dynamic, spill_stores, spill_loads, stack_bytes;
+    double compile_ms;
+    void *cubin;          /* owned by the record when it came from fc_cache_get */
+    size_t cubin_size;
+    char created_at[24];
+};
+
+/** Where the cache lives by default: $FC_TUNING_DB, $XDG_CACHE_HOME/flashcore/tuning.db, or
+ *  $HOME/.cache/flashcore/tuning.db. Returns -1 if none can be formed. */
+int fc_cache_default_path(char *out, size_t out_size);
+
+/** Opens (creating file, folder and schema as needed) the cache at path. */
+enum fc_status fc_cache_open(const char *path, struct fc_cache **out, char *msg, size_t msg_size);
+void fc_cache_close(struct fc_cache *cache);
+const char *fc_cache_path(const struct fc_cache *cache);
+
+/**
+ * Looks a cubin up by key or, when key is NULL, the newest by source_key.
+ * A row whose checksum fails is deleted and reported as a miss with *corrupt set.
+ * @param found  1 on a hit (out then owns its cubin: fc_cubin_record_free)
+ */
+enum fc_status fc_cache_get(struct fc_cache *cache, const char *key, const char *source_key,
+                            struct fc_cubin_record *out, int *found, int *corrupt,
+                            char *msg, size_t msg_size);
+
+/** Inserts or replaces a row (checksum computed here), in one IMMEDIATE transaction. */
+enum fc_status fc_cache_put(struct fc_cache *cache, const struct fc_cubin_record *record,
+                            char *msg, size_t msg_size);
+
+/** Calls visit for every row, oldest first; a nonzero return stops the walk. */
+typedef int (*fc_cache_visit_fn)(void *user, const struct fc_cubin_record *record, int checksum_ok);
+enum fc_status fc_cache_foreach(struct fc_cache *cache, fc_cache_visit_fn visit, void *user,
+                                char *msg, size_t msg_size);
+
+enum fc_status fc_cache_delete(struct fc_cache *cache, const char *key, char *msg, size_t msg_size);
+/** Deletes every cubin row and the lock files; *deleted gets the row count. */
+enum fc_status fc_cache_clear(struct fc_cache *cache, int *deleted, char *msg, size_t msg_size);
+
+/**
+ * Takes a cross-process lock on one key (flock on a file beside the database), so that many
+ * processes starting at once compile each kernel once. Blocks; released by fc_cache_unlock or
+ * by the process ending. Returns the lock handle, or -1 (then proceed unlocked).
+ */
+int fc_cache_lock(struct fc_cache *cache, const char *key);
+void fc_cache_unlock(int lock);
+
+void fc_cubin_record_free(struct fc_cubin_record *record);
+
+/** XXH3-64 of data as 16 hex digits. */
+void fc_checksum_hex(const void *data, size_t size, char out[17]);
+
+#endif

@@ -1,0 +1,862 @@
+/* Sweep specs: reads the YAML that lists kernel variants and expands each entry into the
+ * cartesian product of its values.
+ *
+ * libyaml's event API is used rather than its document API so that every node is read once, in
+ * document order, with its own position, and aliases can be refused where they appear instead of
+ * being silently resolved. Every problem is fatal, so the reader never has to skip a subtree.
+ * The text goes through the parser once for syntax alone first, so that a YAML mistake is
+ * reported as one rather than as the odd value it makes of the lines before it. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "config_internal.h"
+
+#define SPEC_VERSION "1"
+#define SPEC_INT_MAX 65535
+/* Far more than anyone can compile or time; the cap keeps a typo (a list ten thousand long) from
+ * exhausting memory during expansion. Counts candidates before pruning, over the whole spec. */
+#define SPEC_CANDIDATES_MAX 100000
+#define SPEC_FILE_BYTES_MAX (16 * 1024 * 1024)
+#define KEY_NAME_MAX 64
+#define NAMES_MAX 256
+#define DESCRIPTION_MAX 96
+#define REASON_MAX 256
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(format_index) __attribute__((format(printf, format_index, format_index + 1)))
+#else
+#define PRINTF_LIKE(format_index)
+#endif
+
+/* Keys of a variants entry. The product nests them in this order: the last varies fastest. */
+enum entry_key {
+    KEY_KERNEL, KEY_ARCH, KEY_DTYPE, KEY_HEAD_DIM, KEY_CAUSAL,   /* required */
+    KEY_BLOCK_M, KEY_BLOCK_N, KEY_STAGES, KEY_WARPS,             /* absent: the family default */
+    KEY_COUNT
+};
+#define KEY_FIRST_OPTIONAL KEY_BLOCK_M
+
+enum top_key { TOP_VERSION, TOP_VARIANTS, TOP_COUNT };
+
+/* An arch is a pair (arch, arch_specific); packing it keeps every axis a plain list of ints. */
+#define ARCH_PACK(arch, arch_specific) ((arch) << 1 | (arch_specific))
+
+/* The keys one kind of mapping allows; the first `required` of them must be given. */
+struct mapping_keys {
+    const char *where;   /* for messages: "at the top of the spec" */
+    const char *const *names;
+    int count;
+    int required;
+};
+
+static const char *const TOP_KEY_NAMES[TOP_COUNT] = {"version", "variants"};
+static const char *const ENTRY_KEY_NAMES[KEY_COUNT] = {
+    "kernel", "arch", "dtype", "head_dim", "causal", "block_m", "block_n", "stages", "warps",
+};
+static const struct mapping_keys TOP_KEYS = {
+    "at the top of the spec", TOP_KEY_NAMES, TOP_COUNT, TOP_COUNT,
+};
+static const struct mapping_keys ENTRY_KEYS = {
+    "in this variants entry", ENTRY_KEY_NAMES, KEY_COUNT, KEY_FIRST_OPTIONAL,
+};
+
+struct key_seen {
+    int given;
+    yaml_mark_t mark;   /* where, for "duplicate key" messages */
+};
+
+/* The values one key of an entry lists. */
+struct axis {
+    int *values;
+    size_t count;
+    size_t capacity;
+};
+
+struct entry {
+    struct axis axes[KEY_COUNT];
+    struct key_seen seen[KEY_COUNT];
+    yaml_mark_t mark;
+};
+
+struct reader {
+    yaml_parser_t parser;
+    yaml_event_t event;   /* the current event; owned while has_event */
+    int has_event;
+    const char *name;
+    const char *text;     /* to place reader errors, which libyaml gives as a byte offset */
+    size_t length;
+    char *err;
+    size_t err_size;
+    size_t candidates;    /* expanded so far, against SPEC_CANDIDATES_MAX */
+    size_t list_capacity;
+    char description[DESCRIPTION_MAX];
+};
+
+typedef enum fc_status (*value_parser)(struct reader *r, const char *key, int *value);
+
+PRINTF_LIKE(3)
+static enum fc_status fail_at(struct reader *r, yaml_mark_t mark, const char *format, ...)
+{
+    if (!r->err || !r->err_size)
+        return FC_ERR_CONFIG;
+    int used = snprintf(r->err, r->err_size, "%s:%zu:%zu: ", r->name, mark.line + 1,
+                        mark.column + 1);
+    if (used >= 0 && (size_t)used < r->err_size) {
+        va_list args;
+        va_start(args, format);
+        vsnprintf(r->err + used, r->err_size - (size_t)used, format, args);
+        va_end(args);
+    }
+    return FC_ERR_CONFIG;
+}
+
+static enum fc_status out_of_memory(struct reader *r)
+{
+    if (r->err && r->err_size)
+        snprintf(r->err, r->err_size, "%s: out of memory", r->name);
+    return FC_ERR_NOMEM;
+}
+
+/* The position of a byte offset, counting columns in characters as libyaml's marks do. */
+static yaml_mark_t mark_at_offset(const struct reader *r, size_t offset)
+{
+    yaml_mark_t mark = {0, 0, 0};
+    for (size_t i = 0; i < offset && i < r->length; i++) {
+        unsigned char byte = (unsigned char)r->text[i];
+        if (byte == '\n') {
+            mark.line++;
+            mark.column = 0;
+        } else if ((byte & 0xC0) != 0x80) {   /* not a UTF-8 continuation byte */
+            mark.column++;
+        }
+    }
+    mark.index = offset;
+    return mark;
+}
+
+static enum fc_status syntax_error(struct reader *r, const yaml_parser_t *p)
+{
+    if (p->error == YAML_MEMORY_ERROR)
+        return out_of_memory(r);
+    if (p->error == YAML_READER_ERROR)
+        return fail_at(r, mark_at_offset(r, p->problem_offset), "unreadable text: %s",
+                       p->problem);
+    if (p->context)
+        return fail_at(r, p->problem_mark, "YAML syntax error: %s (%s that starts at %zu:%zu)",
+                       p->problem, p->context, p->context_mark.line + 1,
+                       p->context_mark.column + 1);
+    return fail_at(r, p->problem_mark, "YAML syntax error: %s",
+                   p->problem ? p->problem : "unknown problem");
+}
+
+/* Anchors, aliases and tags are refused: a spec is small enough to write out, and resolving
+ * them would let one line expand into many without showing where. */
+static enum fc_status refuse_unsupported(struct reader *r)
+{
+    const yaml_event_t *e = &r->event;
+    const yaml_char_t *anchor = NULL, *tag = NULL;
+    if (e->type == YAML_ALIAS_EVENT)
+        return fail_at(r, e->start_mark, "aliases (*%s) are not supported in a spec; write the "
+                       "values out", (const char *)e->data.alias.anchor);
+    if (e->type == YAML_SCALAR_EVENT) {
+        anchor = e->data.scalar.anchor;
+        tag = e->data.scalar.tag;
+    } else if (e->type == YAML_SEQUENCE_START_EVENT) {
+        anchor = e->data.sequence_start.anchor;
+        tag = e->data.sequence_start.tag;
+    } else if (e->type == YAML_MAPPING_START_EVENT) {
+        anchor = e->data.mapping_start.anchor;
+        tag = e->data.mapping_start.tag;
+    }
+    if (anchor)
+        return fail_at(r, e->start_mark, "anchors (&%s) are not supported in a spec; write the "
+                       "values out", (const char *)anchor);
+    if (tag)
+        return fail_at(r, e->start_mark, "tags (%s) are not supported in a spec; write plain "
+                       "values", (const char *)tag);
+    /* A "\0" escape would cut every C string comparison short. */
+    if (e->type == YAML_SCALAR_EVENT &&
+        strlen((const char *)e->data.scalar.value) != e->data.scalar.length)
+        return fail_at(r, e->start_mark, "a value holds a NUL character (\\0)");
+    return FC_OK;
+}
+
+/* Replaces the current event with the next one. */
+static enum fc_status next_event(struct reader *r)
+{
+    if (r->has_event) {
+        yaml_event_delete(&r->event);
+        r->has_event = 0;
+    }
+    if (!yaml_parser_parse(&r->parser, &r->event))
+        return syntax_error(r, &r->parser);
+    r->has_event = 1;
+    return refuse_unsupported(r);
+}
+
+/* What the current node is, for messages: "\"sm_100\"", "an empty value", "a list". */
+static const char *describe(struct reader *r)
+{
+    const yaml_event_t *e = &r->event;
+    if (e->type == YAML_SEQUENCE_START_EVENT)
+        return "a list";
+    if (e->type == YAML_MAPPING_START_EVENT)
+        return "a mapping";
+    if (e->type != YAML_SCALAR_EVENT)
+        return "nothing";
+    if (e->data.scalar.length == 0 && e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+        return "an empty value";
+    snprintf(r->description, sizeof r->description, "\"%.64s\"",
+             (const char *)e->data.scalar.value);
+    return r->description;
+}
+
+static const char *scalar_text(const struct reader *r)
+{
+    return (const char *)r->event.data.scalar.value;
+}
+
+static int scalar_is_plain(const struct reader *r)
+{
+    return r->event.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+}
+
+/* "a, b, c" */
+static void join_names(char *out, size_t size, const char *const *names, int count)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < count && used < size; i++) {
+        int n = snprintf(out + used, size - used, "%s%s", i ? ", " : "", names[i]);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
+/* Refuses a value that is none of the accepted names, listing them. */
+static enum fc_status fail_unknown(struct reader *r, const char *key, const char *const *names,
+                                   int count)
+{
+    char accepted[NAMES_MAX];
+    join_names(accepted, sizeof accepted, names, count);
+    return fail_at(r, r->event.start_mark, "unknown %s %s; accepted: %s", key, describe(r),
+                   accepted);
+}
+
+static enum fc_status parse_kernel(struct reader *r, const char *key, int *value)
+{
+    enum fc_kernel_family family;
+    if (fc_kernel_family_parse(scalar_text(r), &family) == 0) {
+        *value = (int)family;
+        return FC_OK;
+    }
+    const char *names[FC_KERNEL_FAMILY_COUNT];
+    for (int i = 0; i < FC_KERNEL_FAMILY_COUNT; i++)
+        names[i] = fc_kernel_family_name((enum fc_kernel_family)i);
+    return fail_unknown(r, key, names, FC_KERNEL_FAMILY_COUNT);
+}
+
+static enum fc_status parse_dtype(struct reader *r, const char *key, int *value)
+{
+    enum fc_dtype dtype;
+    if (fc_dtype_parse(scalar_text(r), &dtype) == 0) {
+        *value = (int)dtype;
+        return FC_OK;
+    }
+    const char *names[FC_E4M3 + 1];
+    for (int i = 0; i <= FC_E4M3; i++)
+        names[i] = fc_dtype_name((enum fc_dtype)i);
+    return fail_unknown(r, key, names, FC_E4M3 + 1);
+}
+
+static enum fc_status parse_arch(struct reader *r, const char *key, int *value)
+{
+    int arch = 0, arch_specific = 0;
+    if (fc_arch_parse(scalar_text(r), &arch, &arch_specific) == 0) {
+        *value = ARCH_PACK(arch, arch_specific);
+        return FC_OK;
+    }
+    return fail_at(r, r->event.start_mark, "unknown %s %s; accepted: sm_XY or sm_XYa with a "
+                   "compute capability X.Y of 7.0 or later, e.g. sm_80, sm_86, sm_90a",
+                   key, describe(r));
+}
+
+/* Quoted scalars are strings in YAML, so "64" and "true" are refused where a number or a
+ * boolean is expected rather than guessed at. */
+static enum fc_status refuse_quoted(struct reader *r, const char *key, const char *expected)
+{
+    return fail_at(r, r->event.start_mark, "`%s` must be %s, but %s is quoted, which makes it a "
+                   "string", key, expected, describe(r));
+}
+
+static enum fc_status parse_positive_int(struct reader *r, const char *key, int *value)
+{
+    const char *expected = "a positive integer (1 to 65535)";
+    if (!scalar_is_plain(r))
+        return refuse_quoted(r, key, expected);
+    const char *text = scalar_text(r);
+    const char *digits = text[0] == '-' ? text + 1 : text;
+    char *end = NULL;
+    errno = 0;
+    long number = strtol(text, &end, 10);
+    /* strtol alone would take " 12", "+12" and "12abc"; only an optional '-' and digits pass. */
+    if (!isdigit((unsigned char)digits[0]) || *end != '\0' || errno == ERANGE || number < 1 ||
+        number > SPEC_INT_MAX)
+        return fail_at(r, r->event.start_mark, "`%s` must be %s, not %s", key, expected,
+                       describe(r));
+    *value = (int)number;
+    return FC_OK;
+}
+
+static enum fc_status parse_boolean(struct reader *r, const char *key, int *value)
+{
+    /* YAML 1.2's core schema, plus 0 and 1; YAML 1.1's yes/no/on/off are refused as ambiguous. */
+    static const struct { const char *word; int value; } WORDS[] = {
+        {"true", 1}, {"True", 1}, {"TRUE", 1}, {"1", 1},
+        {"false", 0}, {"False", 0}, {"FALSE", 0}, {"0", 0},
+    };
+    const char *expected = "true or false (or 1 or 0)";
+    if (!scalar_is_plain(r))
+        return refuse_quoted(r, key, expected);
+    for (size_t i = 0; i < sizeof WORDS / sizeof WORDS[0]; i++) {
+        if (strcmp(scalar_text(r), WORDS[i].word) == 0) {
+            *value = WORDS[i].value;
+            return FC_OK;
+        }
+    }
+    return fail_at(r, r->event.start_mark, "`%s` must be %s, not %s", key, expected,
+                   describe(r));
+}
+
+static const value_parser ENTRY_KEY_PARSERS[KEY_COUNT] = {
+    [KEY_KERNEL] = parse_kernel,        [KEY_ARCH] = parse_arch,
+    [KEY_DTYPE] = parse_dtype,          [KEY_HEAD_DIM] = parse_positive_int,
+    [KEY_CAUSAL] = parse_boolean,       [KEY_BLOCK_M] = parse_positive_int,
+    [KEY_BLOCK_N] = parse_positive_int, [KEY_STAGES] = parse_positive_int,
+    [KEY_WARPS] = parse_positive_int,
+};
+
+static enum fc_status axis_append(struct reader *r, struct axis *axis, int value)
+{
+    if (axis->count == axis->capacity) {
+        size_t capacity = axis->capacity ? axis->capacity * 2 : 8;
+        int *grown = realloc(axis->values, capacity * sizeof *grown);
+        if (!grown)
+            return out_of_memory(r);
+        axis->values = grown;
+        axis->capacity = capacity;
+    }
+    axis->values[axis->count++] = value;
+    return FC_OK;
+}
+
+static enum fc_status parse_axis_item(struct reader *r, enum entry_key key, struct axis *axis)
+{
+    int value = 0;
+    enum fc_status status = ENTRY_KEY_PARSERS[key](r, ENTRY_KEY_NAMES[key], &value);
+    return status == FC_OK ? axis_append(r, axis, value) : status;
+}
+
+/* Reads the value of an entry's key, a scalar or a list of scalars, into its axis. */
+static enum fc_status parse_axis(struct reader *r, enum entry_key key, struct axis *axis)
+{
+    const char *name = ENTRY_KEY_NAMES[key];
+    if (r->event.type == YAML_SCALAR_EVENT)
+        return parse_axis_item(r, key, axis);
+    if (r->event.type != YAML_SEQUENCE_START_EVENT)
+        return fail_at(r, r->event.start_mark, "`%s` must be a value or a list of values, not %s",
+                       name, describe(r));
+    yaml_mark_t list_mark = r->event.start_mark;
+    enum fc_status status;
+    while ((status = next_event(r)) == FC_OK && r->event.type != YAML_SEQUENCE_END_EVENT) {
+        if (r->event.type != YAML_SCALAR_EVENT)
+            return fail_at(r, r->event.start_mark, "the items of `%s` must be single values, "
+                           "not %s", name, describe(r));
+        status = parse_axis_item(r, key, axis);
+        if (status != FC_OK)
+            return status;
+    }
+    if (status == FC_OK && axis->count == 0)
+        return fail_at(r, list_mark, "`%s` is an empty list; give at least one value", name);
+    return status;
+}
+
+/* Moves to the next key of a mapping and copies its name out (the value's event will replace
+ * the key's); *done is set at the end of the mapping instead. */
+static enum fc_status next_key(struct reader *r, char key[KEY_NAME_MAX], yaml_mark_t *mark,
+                               int *done)
+{
+    enum fc_status status = next_event(r);
+    if (status != FC_OK)
+        return status;
+    *done = r->event.type == YAML_MAPPING_END_EVENT;
+    if (*done)
+        return FC_OK;
+    if (r->event.type != YAML_SCALAR_EVENT)
+        return fail_at(r, r->event.start_mark, "keys must be names such as `kernel`, not %s",
+                       describe(r));
+    *mark = r->event.start_mark;
+    snprintf(key, KEY_NAME_MAX, "%s", scalar_text(r));
+    /* A name too long for the buffer can match no key; keep it from matching a truncation. */
+    if (r->event.data.scalar.length >= KEY_NAME_MAX)
+        key[0] = '\0';
+    return FC_OK;
+}
+
+/* Finds the key among those allowed and marks it given; refuses unknown and repeated keys. */
+static enum fc_status accept_key(struct reader *r, const struct mapping_keys *keys,
+                                 const char *key, yaml_mark_t mark, struct key_seen *seen,
+                                 int *index)
+{
+    for (int i = 0; i < keys->count; i++) {
+        if (strcmp(key, keys->names[i]) != 0)
+            continue;
+        if (seen[i].given)
+            return fail_at(r, mark, "duplicate key `%s` %s (first given at %zu:%zu)", key,
+                           keys->where, seen[i].mark.line + 1, seen[i].mark.column + 1);
+        seen[i].given = 1;
+        seen[i].mark = mark;
+        *index = i;
+        return FC_OK;
+    }
+    char allowed[NAMES_MAX];
+    join_names(allowed, sizeof allowed, keys->names, keys->count);
+    return fail_at(r, mark, "unknown key %s %s; allowed: %s", describe(r), keys->where, allowed);
+}
+
+static enum fc_status check_required(struct reader *r, const struct mapping_keys *keys,
+                                     const struct key_seen *seen, yaml_mark_t mapping_mark)
+{
+    for (int i = 0; i < keys->required; i++) {
+        if (!seen[i].given)
+            return fail_at(r, mapping_mark, "missing required key `%s` %s", keys->names[i],
+                           keys->where);
+    }
+    return FC_OK;
+}
+
+static enum fc_status list_append(struct reader *r, struct fc_variant_list *list,
+                                  const struct fc_variant *variant)
+{
+    if (list->count == r->list_capacity) {
+        size_t capacity = r->list_capacity ? r->list_capacity * 2 : 64;
+        struct fc_variant *grown = realloc(list->items, capacity * sizeof *grown);
+        if (!grown)
+            return out_of_memory(r);
+        list->items = grown;
+        r->list_capacity = capacity;
+    }
+    list->items[list->count++] = *variant;
+    return FC_OK;
+}
+
+/* The candidate at one position of the entry's product. */
+static void build_candidate(const struct entry *entry, const size_t position[KEY_COUNT],
+                            struct fc_variant *v)
+{
+    int value[KEY_COUNT];
+    for (int k = 0; k < KEY_COUNT; k++)
+        value[k] = entry->axes[k].count ? entry->axes[k].values[position[k]] : 0;
+    /* Zeroed whole, padding included, so that no stale byte survives into a copy. */
+    memset(v, 0, sizeof *v);
+    v->family = (enum fc_kernel_family)value[KEY_KERNEL];
+    v->arch = value[KEY_ARCH] >> 1;
+    v->arch_specific = value[KEY_ARCH] & 1;
+    v->dtype = (enum fc_dtype)value[KEY_DTYPE];
+    v->head_dim = value[KEY_HEAD_DIM];
+    v->causal = value[KEY_CAUSAL];
+    fc_variant_defaults(v);   /* the family's choices, which the optional keys then override */
+    if (entry->axes[KEY_BLOCK_M].count)
+        v->block_m = value[KEY_BLOCK_M];
+    if (entry->axes[KEY_BLOCK_N].count)
+        v->block_n = value[KEY_BLOCK_N];
+    if (entry->axes[KEY_STAGES].count)
+        v->stages = value[KEY_STAGES];
+    if (entry->axes[KEY_WARPS].count)
+        v->warps = value[KEY_WARPS];
+}
+
+/* Steps the position to the next candidate, the last key fastest; returns 0 after the last. */
+static int next_position(const struct entry *entry, size_t position[KEY_COUNT])
+{
+    for (int k = KEY_COUNT - 1; k >= 0; k--) {
+        if (entry->axes[k].count == 0)
+            continue;
+        if (++position[k] < entry->axes[k].count)
+            return 1;
+        position[k] = 0;
+    }
+    return 0;
+}
+
+static enum fc_status count_candidates(struct reader *r, const struct entry *entry,
+                                       size_t *total)
+{
+    size_t product = 1;
+    for (int k = 0; k < KEY_COUNT; k++) {
+        size_t count = entry->axes[k].count;
+        if (count && product > SPEC_CANDIDATES_MAX / count)
+            product = SPEC_CANDIDATES_MAX + 1;   /* saturate instead of overflowing */
+        else if (count)
+            product *= count;
+    }
+    if (product > SPEC_CANDIDATES_MAX - r->candidates)
+        return fail_at(r, entry->mark, "this entry brings the spec past %d candidates; split the "
+                       "sweep or shorten its lists", SPEC_CANDIDATES_MAX);
+    r->candidates += product;
+    *total = product;
+    return FC_OK;
+}
+
+/* Appends the entry's candidates that fc_variant_check accepts and counts the others; an entry
+ * none of whose candidates can compile is a mistake in the spec, not something to prune. */
+static enum fc_status expand_entry(struct reader *r, const struct entry *entry,
+                                   struct fc_variant_list *list)
+{
+    size_t total = 0, valid = 0;
+    enum fc_status status = count_candidates(r, entry, &total);
+    if (status != FC_OK)
+        return status;
+    size_t position[KEY_COUNT] = {0};
+    char why[REASON_MAX] = "", rejected[FC_VARIANT_NAME_MAX] = "";
+    do {
+        struct fc_variant v;
+        build_candidate(entry, position, &v);
+        char reason[REASON_MAX];
+        if (fc_variant_check(&v, reason, sizeof reason) == 0) {
+            status = list_append(r, list, &v);
+            if (status != FC_OK)
+                return status;
+            valid++;
+        } else {
+            list->pruned++;
+            if (why[0] == '\0') {   /* the first rejection explains an entry that yields none */
+                snprintf(why, sizeof why, "%s", reason);
+                fc_variant_name(&v, rejected);
+            }
+        }
+    } while (next_position(entry, position));
+    if (valid == 0)
+        return fail_at(r, entry->mark, "this entry yields no valid variant (%zu rejected), "
+                       "e.g. %s: %s", total, rejected, why);
+    return FC_OK;
+}
+
+/* Reads the value of a known key, the current event; context is what the mapping fills. */
+typedef enum fc_status (*value_reader)(struct reader *r, int key, void *context);
+
+/* Reads the keys of the mapping whose start is the current event, up to its end: refuses
+ * unknown and repeated keys, hands each value to read_value, then checks the required keys. */
+static enum fc_status read_mapping(struct reader *r, const struct mapping_keys *keys,
+                                   struct key_seen *seen, value_reader read_value, void *context)
+{
+    yaml_mark_t mapping_mark = r->event.start_mark;
+    for (;;) {
+        char key[KEY_NAME_MAX];
+        yaml_mark_t mark;
+        int done = 0, index = 0;
+        enum fc_status status = next_key(r, key, &mark, &done);
+        if (status != FC_OK)
+            return status;
+        if (done)
+            return check_required(r, keys, seen, mapping_mark);
+        status = accept_key(r, keys, key, mark, seen, &index);
+        if (status == FC_OK)
+            status = next_event(r);
+        if (status == FC_OK)
+            status = read_value(r, index, context);
+        if (status != FC_OK)
+            return status;
+    }
+}
+
+static enum fc_status read_entry_value(struct reader *r, int key, void *context)
+{
+    struct entry *entry = context;
+    return parse_axis(r, (enum entry_key)key, &entry->axes[key]);
+}
+
+static enum fc_status parse_entry(struct reader *r, struct fc_variant_list *list)
+{
+    if (r->event.type != YAML_MAPPING_START_EVENT)
+        return fail_at(r, r->event.start_mark, "each entry of `variants` must be a mapping "
+                       "(kernel: ..., arch: ...), not %s", describe(r));
+    struct entry entry;
+    memset(&entry, 0, sizeof entry);
+    entry.mark = r->event.start_mark;
+    enum fc_status status = read_mapping(r, &ENTRY_KEYS, entry.seen, read_entry_value, &entry);
+    if (status == FC_OK)
+        status = expand_entry(r, &entry, list);
+    for (int k = 0; k < KEY_COUNT; k++)
+        free(entry.axes[k].values);
+    return status;
+}
+
+static enum fc_status parse_variants(struct reader *r, struct fc_variant_list *list)
+{
+    if (r->event.type != YAML_SEQUENCE_START_EVENT)
+        return fail_at(r, r->event.start_mark, "`variants` must be a list of entries "
+                       "(- kernel: ...), not %s", describe(r));
+    yaml_mark_t mark = r->event.start_mark;
+    size_t entries = 0;
+    enum fc_status status;
+    while ((status = next_event(r)) == FC_OK && r->event.type != YAML_SEQUENCE_END_EVENT) {
+        status = parse_entry(r, list);
+        if (status != FC_OK)
+            return status;
+        entries++;
+    }
+    if (status == FC_OK && entries == 0)
+        return fail_at(r, mark, "`variants` is an empty list; give at least one entry");
+    return status;
+}
+
+static enum fc_status read_top_value(struct reader *r, int key, void *context)
+{
+    if (key == TOP_VARIANTS)
+        return parse_variants(r, context);
+    if (r->event.type == YAML_SCALAR_EVENT && !scalar_is_plain(r))
+        return refuse_quoted(r, "version", SPEC_VERSION);
+    if (r->event.type == YAML_SCALAR_EVENT && scalar_is_plain(r) &&
+        strcmp(scalar_text(r), SPEC_VERSION) == 0)
+        return FC_OK;
+    return fail_at(r, r->event.start_mark, "unsupported `version`: %s; expected `version: "
+                   SPEC_VERSION "`, the only spec version this FlashCore reads", describe(r));
+}
+
+/* The root: a mapping with `version` and `variants`. */
+static enum fc_status parse_top(struct reader *r, struct fc_variant_list *list)
+{
+    if (r->event.type != YAML_MAPPING_START_EVENT)
+        return fail_at(r, r->event.start_mark, "a spec must be a mapping with `version: "
+                       SPEC_VERSION "` and `variants`, not %s", describe(r));
+    struct key_seen seen[TOP_COUNT];
+    memset(seen, 0, sizeof seen);
+    return read_mapping(r, &TOP_KEYS, seen, read_top_value, list);
+}
+
+static enum fc_status parse_stream(struct reader *r, struct fc_variant_list *list)
+{
+    enum fc_status status = next_event(r);   /* STREAM-START */
+    if (status == FC_OK)
+        status = next_event(r);
+    if (status != FC_OK)
+        return status;
+    if (r->event.type == YAML_STREAM_END_EVENT)
+        return fail_at(r, r->event.start_mark, "the spec is empty; expected a mapping with "
+                       "`version: " SPEC_VERSION "` and `variants`");
+    status = next_event(r);   /* past DOCUMENT-START to the root node */
+    if (status == FC_OK)
+        status = parse_top(r, list);
+    if (status == FC_OK)
+        status = next_event(r);   /* DOCUMENT-END */
+    if (status == FC_OK)
+        status = next_event(r);
+    if (status == FC_OK && r->event.type != YAML_STREAM_END_EVENT)
+        return fail_at(r, r->event.start_mark, "a second YAML document starts here; a spec is "
+                       "one document");
+    return status;
+}
+
+static int variant_compare(const struct fc_variant *a, const struct fc_variant *b)
+{
+    /* Field by field: memcmp would also compare padding. */
+    const int left[] = {(int)a->family, (int)a->dtype, a->head_dim, a->causal, a->block_m,
+                        a->block_n, a->stages, a->warps, a->arch, a->arch_specific};
+    const int right[] = {(int)b->family, (int)b->dtype, b->head_dim, b->causal, b->block_m,
+                         b->block_n, b->stages, b->warps, b->arch, b->arch_specific};
+    for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
+        if (left[i] != right[i])
+            return left[i] < right[i] ? -1 : 1;
+    }
+    return 0;
+}
+
+struct ranked_variant {
+    struct fc_variant variant;
+    size_t order;   /* index in the list */
+};
+
+static int ranked_compare(const void *a, const void *b)
+{
+    const struct ranked_variant *left = a, *right = b;
+    int fields = variant_compare(&left->variant, &right->variant);
+    if (fields)
+        return fields;
+    return left->order < right->order ? -1 : left->order > right->order;
+}
+
+/* Keeps the first of each set of equal variants, in list order. Sorting a copy keeps this
+ * O(n log n) for large sweeps. */
+static enum fc_status remove_duplicates(struct reader *r, struct fc_variant_list *list)
+{
+    if (list->count < 2)
+        return FC_OK;
+    struct ranked_variant *ranked = malloc(list->count * sizeof *ranked);
+    unsigned char *keep = calloc(list->count, 1);
+    if (!ranked || !keep) {
+        free(ranked);
+        free(keep);
+        return out_of_memory(r);
+    }
+    for (size_t i = 0; i < list->count; i++)
+        ranked[i] = (struct ranked_variant){list->items[i], i};
+    qsort(ranked, list->count, sizeof *ranked, ranked_compare);
+    for (size_t i = 0; i < list->count; i++)
+        keep[ranked[i].order] = i == 0 || variant_compare(&ranked[i - 1].variant,
+                                                          &ranked[i].variant) != 0;
+    size_t kept = 0;
+    for (size_t i = 0; i < list->count; i++) {
+        if (keep[i])
+            list->items[kept++] = list->items[i];
+    }
+    list->count = kept;
+    free(ranked);
+    free(keep);
+    return FC_OK;
+}
+
+/* Runs the text through the parser once before reading it, so that a syntax error is reported
+ * as such even where the nodes before it already make no sense (an unclosed "[" swallows the
+ * next line as a value). */
+static enum fc_status check_syntax(struct reader *r)
+{
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return out_of_memory(r);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)r->text, r->length);
+    enum fc_status status = FC_OK;
+    for (int done = 0; !done && status == FC_OK;) {
+        yaml_event_t event;
+        if (!yaml_parser_parse(&parser, &event)) {
+            status = syntax_error(r, &parser);
+            break;
+        }
+        done = event.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&event);
+    }
+    yaml_parser_delete(&parser);
+    return status;
+}
+
+enum fc_status fc_config_parse_variants(const char *text, size_t length, const char *name,
+                                        struct fc_variant_list *out, char *err, size_t err_size)
+{
+    if (err && err_size)
+        err[0] = '\0';
+    if (!out || (!text && length)) {
+        if (err && err_size)
+            snprintf(err, err_size, "fc_config_parse_variants: %s is NULL", out ? "text" : "out");
+        return FC_ERR_INVALID_ARG;
+    }
+    memset(out, 0, sizeof *out);
+    struct reader r;
+    memset(&r, 0, sizeof r);
+    r.name = name ? name : "<embedded>";
+    r.text = text ? text : "";
+    r.length = length;
+    r.err = err;
+    r.err_size = err_size;
+    enum fc_status status = check_syntax(&r);
+    if (status != FC_OK)
+        return status;
+    if (!yaml_parser_initialize(&r.parser))
+        return out_of_memory(&r);
+    yaml_parser_set_input_string(&r.parser, (const unsigned char *)r.text, length);
+    struct fc_variant_list list = {NULL, 0, 0};
+    status = parse_stream(&r, &list);
+    if (status == FC_OK)
+        status = remove_duplicates(&r, &list);
+    if (r.has_event)
+        yaml_event_delete(&r.event);
+    yaml_parser_delete(&r.parser);
+    if (status != FC_OK) {
+        free(list.items);   /* nothing half-built is returned */
+        return status;
+    }
+    *out = list;
+    return FC_OK;
+}
+
+static enum fc_status file_error(enum fc_status status, const char *path, const char *reason,
+                                 char *err, size_t err_size)
+{
+    if (err && err_size)
+        snprintf(err, err_size, "%s: %s", path, reason);
+    return status;
+}
+
+/* Reads the whole file; a loop rather than a size from fseek, so pipes and /dev/stdin work. */
+static enum fc_status read_file(const char *path, char **text, size_t *length, char *err,
+                                size_t err_size)
+{
+    FILE *file = fopen(path, "rb");
+    if (!file)
+        return file_error(FC_ERR_CONFIG, path, strerror(errno), err, err_size);
+    char *buffer = NULL;
+    size_t used = 0, capacity = 0, got = 0;
+    enum fc_status status = FC_OK;
+    do {
+        if (used == capacity && capacity >= SPEC_FILE_BYTES_MAX) {
+            status = file_error(FC_ERR_CONFIG, path, "larger than 16 MiB, too large for a spec",
+                                err, err_size);
+            break;
+        }
+        if (used == capacity) {
+            capacity = capacity ? capacity * 2 : 4096;
+            char *grown = realloc(buffer, capacity);
+            if (!grown) {
+                status = file_error(FC_ERR_NOMEM, path, "out of memory", err, err_size);
+                break;
+            }
+            buffer = grown;
+        }
+        got = fread(buffer + used, 1, capacity - used, file);
+        used += got;
+    } while (got > 0);
+    if (status == FC_OK && ferror(file))   /* e.g. EISDIR: a directory opens, but won't read */
+        status = file_error(FC_ERR_CONFIG, path, strerror(errno), err, err_size);
+    fclose(file);
+    if (status != FC_OK) {
+        free(buffer);
+        return status;
+    }
+    *text = buffer;
+    *length = used;
+    return FC_OK;
+}
+
+enum fc_status fc_config_load_variants(const char *path, struct fc_variant_list *out, char *err,
+                                       size_t err_size)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!path || !out) {
+        if (err && err_size)
+            snprintf(err, err_size, "fc_config_load_variants: %s is NULL", path ? "out" : "path");
+        return FC_ERR_INVALID_ARG;
+    }
+    char *text = NULL;
+    size_t length = 0;
+    enum fc_status status = read_file(path, &text, &length, err, err_size);
+    if (status != FC_OK)
+        return status;
+    status = fc_config_parse_variants(text, length, path, out, err, err_size);
+    free(text);
+    return status;
+}
+
+void fc_variant_list_free(struct fc_variant_list *list)
+{
+    if (!list)
+        return;
+    free(list->items);
+    memset(list, 0, sizeof *list);
+}

@@ -1,0 +1,288 @@
+/* The context: device, kernel cache and JIT, the in-memory kernel table, per-thread messages. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "context_internal.h"
+
+#define KERNEL_TABLE_START 64   /* a power of two */
+
+/* The message of the last failed call, per thread: no lock, and a call on another thread cannot
+ * overwrite the message this thread is about to read. */
+static _Thread_local struct {
+    const struct fc_context *owner;
+    char text[FC_MESSAGE_MAX];
+} last_message;
+
+char *fc_context_message(const struct fc_context *ctx)
+{
+    last_message.owner = ctx;
+    last_message.text[0] = 0;
+    return last_message.text;
+}
+
+const char *fc_context_errmsg(const struct fc_context *ctx)
+{
+    if (!ctx)
+        return "the context is NULL (fc_context_create failed for lack of memory?)";
+    if (last_message.owner == ctx)
+        return last_message.text;
+    return ctx->create_message;
+}
+
+void fc_options_init(struct fc_options *options)
+{
+    if (options)
+        memset(options, 0, sizeof *options);
+}
+
+static enum fc_status open_device(struct fc_context *ctx, char *msg, size_t size)
+{
+    char why[512];
+    ctx->cuda = fc_cuda_load(why, sizeof why);
+    if (!ctx->cuda) {
+        snprintf(msg, size, "%s", why);
+        return FC_ERR_NO_DEVICE;
+    }
+    const struct fc_cuda_api *cu = ctx->cuda;
+    int count = 0;
+    cu->cuDeviceGetCount(&count);
+    if (ctx->device < 0 || ctx->device >= count) {
+        snprintf(msg, size, "device %d does not exist: this machine has %d CUDA device%s",
+                 ctx->device, count, count == 1 ? "" : "s");
+        ctx->cuda = NULL;
+        return FC_ERR_NO_DEVICE;
+    }
+    CUresult r;
+    int major = 0, minor = 0;
+    if ((r = cu->cuDeviceGet(&ctx->cu_device, ctx->device)) ||
+        (r = cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx->cu_device)) ||
+        (r = cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->cu_device)) ||
+        (r = cu->cuDeviceGetAttribute(&ctx->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx->cu_device)) ||
+        (r = cu->cuDeviceGetName(ctx->gpu_name, sizeof ctx->gpu_name, ctx->cu_device)) ||
+        (r = cu->cuDevicePrimaryCtxRetain(&ctx->cu_context, ctx->cu_device))) {
+        enum fc_status status = fc_cuda_fail(cu, r, "opening the device", msg, size);
+        ctx->cuda = NULL;
+        return status;
+    }
+    ctx->arch = major * 10 + minor;
+    ctx->arch_specific = ctx->arch == 90;   /* Hopper: build for sm_90a (wgmma, setmaxnreg) */
+    fc_log(&ctx->logger, FC_LOG_INFO, "device %d: %s, sm_%d%s, %d SMs, driver %d", ctx->device,
+           ctx->gpu_name, ctx->arch, ctx->arch_specific ? "a" : "", ctx->sm_count, cu->driver_version);
+    return FC_OK;
+}
+
+static enum fc_status open_cache_and_jit(struct fc_context *ctx, const struct fc_options *o,
+                                         char *msg, size_t size)
+{
+    enum fc_status status;
+    if (!o->no_disk_cache) {
+        char path[4096];
+        if (o->cache_path && *o->cache_path)
+            snprintf(path, sizeof path, "%s", o->cache_path);
+        else if (fc_cache_default_path(path, sizeof path)) {
+            snprintf(msg, size, "no kernel cache path: set FC_TUNING_DB, XDG_CACHE_HOME or HOME, "
+                     "or pass fc_options.no_disk_cache");
+            return FC_ERR_CACHE;
+        }
+        if ((status = fc_cache_open(path, &ctx->cache, msg, size)) != FC_OK)
+            return status;
+    }
+    const char *dir = o->template_dir ? o->template_dir : getenv("FC_TEMPLATE_DIR");
+    if ((status = fc_jit_create(dir, ctx->cache, &ctx->jit, msg, size)) != FC_OK)
+        return status;
+    fc_jit_set_logger(ctx->jit, &ctx->logger);
+    return FC_OK;
+}
+
+enum fc_status fc_context_create(int device, const struct fc_options *options, struct fc_context **out)
+{
+    if (!out)
+        return FC_ERR_INVALID_ARG;
+    struct fc_context *ctx = calloc(1, sizeof *ctx);
+    *out = ctx;
+    if (!ctx)
+        return FC_ERR_NOMEM;
+    struct fc_options defaults;
+    fc_options_init(&defaults);
+    const struct fc_options *o = options ? options : &defaults;
+    pthread_mutex_init(&ctx->kernels_lock, NULL);
+    ctx->device = device;
+    ctx->arch = 90;            /* what a device-less context plans for */
+    ctx->arch_specific = 1;
+    ctx->logger.level = o->log_level != FC_LOG_OFF ? o->log_level : fc_log_level_from_env(FC_LOG_OFF);
+    ctx->logger.fn = o->log_fn;
+    ctx->logger.user = o->log_user;
+    enum fc_status status = FC_OK;
+    if (device < 0 && device != FC_DEVICE_NONE) {
+        snprintf(ctx->create_message, sizeof ctx->create_message,
+                 "device %d is not a CUDA ordinal (use 0, 1, ... or FC_DEVICE_NONE)", device);
+        status = FC_ERR_INVALID_ARG;
+    }
+    if (status == FC_OK)
+        status = open_cache_and_jit(ctx, o, ctx->create_message, sizeof ctx->create_message);
+    if (status == FC_OK && device != FC_DEVICE_NONE)
+        status = open_device(ctx, ctx->create_message, sizeof ctx->create_message);
+    if (status != FC_OK)
+        fc_log(&ctx->logger, FC_LOG_ERROR, "%s", ctx->create_message);
+    return status;
+}
+
+void fc_context_destroy(struct fc_context *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->cuda) {
+        int pushed = 0;
+        if (fc_context_enter(ctx, &pushed) == FC_OK) {
+            for (unsigned i = 0; i < ctx->kernel_capacity; i++)
+                if (ctx->kernels[i].occupied)
+                    ctx->cuda->cuModuleUnload(ctx->kernels[i].module);
+            fc_context_leave(ctx, pushed);
+        }
+        ctx->cuda->cuDevicePrimaryCtxRelease(ctx->cu_device);
+    }
+    free(ctx->kernels);
+    fc_jit_destroy(ctx->jit);
+    fc_cache_close(ctx->cache);
+    pthread_mutex_destroy(&ctx->kernels_lock);
+    free(ctx);
+}
+
+enum fc_status fc_context_enter(struct fc_context *ctx, int *pushed)
+{
+    CUcontext current = NULL;
+    *pushed = 0;
+    ctx->cuda->cuCtxGetCurrent(&current);
+    if (current == ctx->cu_context)
+        return FC_OK;
+    CUresult r = ctx->cuda->cuCtxPushCurrent(ctx->cu_context);
+    if (r != CUDA_SUCCESS)
+        return fc_cuda_fail(ctx->cuda, r, "cuCtxPushCurrent", fc_context_message(ctx), FC_MESSAGE_MAX);
+    *pushed = 1;
+    return FC_OK;
+}
+
+void fc_context_leave(struct fc_context *ctx, int pushed)
+{
+    CUcontext popped;
+    if (pushed)
+        ctx->cuda->cuCtxPopCurrent(&popped);
+}
+
+/* ---- the in-memory kernel table ---- */
+
+static unsigned variant_slot(const struct fc_variant *v, unsigned capacity)
+{
+    return (unsigned)XXH3_64bits(v, sizeof *v) & (capacity - 1);
+}
+
+static int same_variant(const struct fc_variant *a, const struct fc_variant *b)
+{
+    return memcmp(a, b, sizeof *a) == 0;   /* plans memset variants: no stray padding bytes */
+}
+
+/* Finds the kernel under the lock; returns 1 and copies it out on a hit. */
+static int table_find(struct fc_context *ctx, const struct fc_variant *v, struct fc_kernel *out)
+{
+    if (!ctx->kernel_capacity)
+        return 0;
+    for (unsigned i = variant_slot(v, ctx->kernel_capacity);; i = (i + 1) & (ctx->kernel_capacity - 1)) {
+        if (!ctx->kernels[i].occupied)
+            return 0;
+        if (same_variant(&ctx->kernels[i].variant, v)) {
+            *out = ctx->kernels[i];
+            return 1;
+        }
+    }
+}
+
+static void table_put(struct fc_kernel *table, unsigned capacity, const struct fc_kernel *kernel)
+{
+    unsigned i = variant_slot(&kernel->variant, capacity);
+    while (table[i].occupied)
+        i = (i + 1) & (capacity - 1);
+    table[i] = *kernel;
+}
+
+static enum fc_status table_insert(struct fc_context *ctx, const struct fc_kernel *kernel)
+{
+    if (2 * (ctx->kernel_count + 1) > ctx->kernel_capacity) {   /* keep the load under one half */
+        unsigned capacity = ctx->kernel_capacity ? 2 * ctx->kernel_capacity : KERNEL_TABLE_START;
+        struct fc_kernel *grown = calloc(capacity, sizeof *grown);
+        if (!grown)
+            return FC_ERR_NOMEM;
+        for (unsigned i = 0; i < ctx->kernel_capacity; i++)
+            if (ctx->kernels[i].occupied)
+                table_put(grown, capacity, &ctx->kernels[i]);
+        free(ctx->kernels);
+        ctx->kernels = grown;
+        ctx->kernel_capacity = capacity;
+    }
+    table_put(ctx->kernels, ctx->kernel_capacity, kernel);
+    ctx->kernel_count++;
+    return FC_OK;
+}
+
+static enum fc_status load_module(struct fc_context *ctx, const struct fc_plan *plan, const struct fc_cubin *cubin,
+                                  struct fc_kernel *out, char *msg)
+{
+    const struct fc_cuda_api *cu = ctx->cuda;
+    CUresult r = cu->cuModuleLoadData(&out->module, cubin->record.cubin);
+    if (r != CUDA_SUCCESS) {
+        fc_cuda_fail(cu, r, "cuModuleLoadData", msg, FC_MESSAGE_MAX);
+        size_t n = strlen(msg);
+        snprintf(msg + n, FC_MESSAGE_MAX - n, " loading kernel %s", cubin->record.name);
+        return FC_ERR_CUDA;
+    }
+    if ((r = cu->cuModuleGetFunction(&out->function, out->module, FC_KERNEL_ENTRY)) ||
+        (r = cu->cuFuncSetAttribute(out->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    (int)plan->smem_bytes))) {
+        cu->cuModuleUnload(out->module);
+        return fc_cuda_fail(cu, r, "preparing the kernel", msg, FC_MESSAGE_MAX);
+    }
+    out->variant = plan->variant;
+    out->occupied = 1;
+    return FC_OK;
+}
+
+enum fc_status fc_context_kernel(struct fc_context *ctx, const struct fc_plan *plan,
+                                 const struct fc_problem *problem, struct fc_kernel *out)
+{
+    pthread_mutex_lock(&ctx->kernels_lock);
+    int hit = table_find(ctx, &plan->variant, out);
+    pthread_mutex_unlock(&ctx->kernels_lock);
+    if (hit)
+        return FC_OK;
+
+    char *msg = fc_context_message(ctx);
+    struct fc_cubin cubin;
+    enum fc_status status = fc_jit_get_cubin(ctx->jit, &plan->variant, 0, &cubin, msg, FC_MESSAGE_MAX);
+    if (status != FC_OK)
+        return status;
+    status = load_module(ctx, plan, &cubin, out, msg);
+    if (status == FC_OK)
+        fc_log(&ctx->logger, FC_LOG_DEBUG,
+               "B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s -> %s (%s; %s)", problem->batch,
+               problem->seqlen_q, problem->seqlen_k, problem->heads_q, problem->heads_kv,
+               problem->head_dim, fc_dtype_name(problem->dtype), problem->causal ? " causal" : "",
+               cubin.record.name, cubin.origin == FC_CUBIN_COMPILED ? "compiled" : "from cache", plan->reason);
+    fc_cubin_free(&cubin);
+    if (status != FC_OK)
+        return status;
+
+    pthread_mutex_lock(&ctx->kernels_lock);
+    struct fc_kernel existing;
+    if (table_find(ctx, &plan->variant, &existing)) {   /* another thread loaded it meanwhile */
+        ctx->cuda->cuModuleUnload(out->module);
+        *out = existing;
+    } else {
+        status = table_insert(ctx, out);
+        if (status != FC_OK)
+            ctx->cuda->cuModuleUnload(out->module);
+    }
+    pthread_mutex_unlock(&ctx->kernels_lock);
+    return status;
+}

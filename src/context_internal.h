@@ -1,0 +1,56 @@
+/* Internal: the context behind the opaque public handle. */
+#ifndef FC_CONTEXT_INTERNAL_H
+#define FC_CONTEXT_INTERNAL_H
+
+#include <pthread.h>
+
+#include "cache_internal.h"
+#include "cuda_api_internal.h"
+#include "jit_internal.h"
+#include "log_internal.h"
+#include "plan_internal.h"
+
+#define FC_MESSAGE_MAX 8192
+
+/** A loaded kernel: the in-memory level of the two-level cache. */
+struct fc_kernel {
+    struct fc_variant variant;
+    CUmodule module;
+    CUfunction function;
+    int occupied;
+};
+
+struct fc_context {
+    int device;                       /* FC_DEVICE_NONE: compile only */
+    const struct fc_cuda_api *cuda;   /* NULL without a device */
+    CUdevice cu_device;
+    CUcontext cu_context;             /* the device's primary context (shared with the runtime API) */
+    int arch, arch_specific, sm_count;
+    char gpu_name[128];
+
+    struct fc_logger logger;
+    struct fc_cache *cache;           /* NULL with no_disk_cache */
+    struct fc_jit *jit;
+
+    pthread_mutex_t kernels_lock;
+    struct fc_kernel *kernels;        /* open addressing on the variant's hash */
+    unsigned kernel_capacity, kernel_count;
+
+    char create_message[FC_MESSAGE_MAX];   /* why fc_context_create failed, if it did */
+};
+
+/** This thread's message buffer, now attributed to ctx (cleared). */
+char *fc_context_message(const struct fc_context *ctx);
+
+/**
+ * The loaded kernel for a variant (copied into *out): the in-memory table, else the JIT (SQLite or NVRTC) and
+ * cuModuleLoadData. Thread-safe; the caller has made ctx->cu_context current.
+ */
+enum fc_status fc_context_kernel(struct fc_context *ctx, const struct fc_plan *plan,
+                                 const struct fc_problem *problem, struct fc_kernel *out);
+
+/** Makes the context's CUDA context current; *pushed tells fc_context_leave what to undo. */
+enum fc_status fc_context_enter(struct fc_context *ctx, int *pushed);
+void fc_context_leave(struct fc_context *ctx, int pushed);
+
+#endif

@@ -1,0 +1,165 @@
+/*
+ * FlashCore JIT: run-time specialized fused attention for NVIDIA GPUs.
+ *
+ * The one public header. Every call returns an enum fc_status; the context keeps the message of
+ * the last failure (fc_context_errmsg). The library never aborts and never prints unless a log
+ * level is asked for (fc_options.log_level or the FC_LOG environment variable).
+ */
+#ifndef FLASHCORE_H
+#define FLASHCORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(FLASHCORE_BUILDING) && defined(__GNUC__)
+#define FC_API __attribute__((visibility("default")))
+#else
+#define FC_API
+#endif
+
+#define FC_VERSION_MAJOR 0
+#define FC_VERSION_MINOR 1
+#define FC_VERSION_PATCH 0
+
+/** Opaque: one per device and process; thread-safe. */
+struct fc_context;
+
+/** Status codes. Values are stable and never reused; new codes are added at the end. */
+enum fc_status {
+    FC_OK = 0,
+    FC_ERR_INVALID_ARG = 1,   /**< a parameter breaks a documented rule; the message names it */
+    FC_ERR_UNSUPPORTED = 2,   /**< valid, but no kernel takes it (dtype, head_dim, arch) */
+    FC_ERR_NO_DEVICE = 3,     /**< no CUDA driver, no GPU, or the device index does not exist */
+    FC_ERR_NO_COMPILER = 4,   /**< a kernel must be compiled but libnvrtc could not be loaded */
+    FC_ERR_CUDA = 5,          /**< a CUDA driver call failed; the message has its name and code */
+    FC_ERR_COMPILE = 6,       /**< NVRTC rejected a kernel; the message holds its log */
+    FC_ERR_CACHE = 7,         /**< the SQLite kernel cache could not be opened or written */
+    FC_ERR_CONFIG = 8,        /**< a YAML spec or setting is malformed */
+    FC_ERR_NOMEM = 9,         /**< host memory ran out */
+    FC_ERR_INTERNAL = 10,     /**< a bug in FlashCore; please report the message */
+};
+
+enum fc_dtype {
+    FC_F16 = 0,
+    FC_BF16 = 1,
+    FC_E4M3 = 2,   /**< reserved: rejected with FC_ERR_UNSUPPORTED for now */
+};
+
+enum fc_log_level {
+    FC_LOG_OFF = 0,
+    FC_LOG_ERROR = 1,
+    FC_LOG_WARN = 2,
+    FC_LOG_INFO = 3,
+    FC_LOG_DEBUG = 4,
+};
+
+/** Receives log lines when a log level is set; NULL prints them to stderr. */
+typedef void (*fc_log_fn)(void *user, enum fc_log_level level, const char *message);
+
+/** Passed to fc_context_create; start from fc_options_init(). */
+struct fc_options {
+    /** SQLite kernel cache file. NULL: $FC_TUNING_DB, else $XDG_CACHE_HOME/flashcore/tuning.db,
+     *  else $HOME/.cache/flashcore/tuning.db. */
+    const char *cache_path;
+    /** Nonzero: keep compiled kernels in memory only (no file is opened or written). */
+    int no_disk_cache;
+    /** FC_LOG_OFF unless the FC_LOG environment variable (error|warn|info|debug) says otherwise. */
+    enum fc_log_level log_level;
+    fc_log_fn log_fn;
+    void *log_user;
+    /** Development: read kernel templates from this folder instead of the embedded copies.
+     *  NULL: $FC_TEMPLATE_DIR if set, else the embedded copies. */
+    const char *template_dir;
+};
+
+/** Pass as the device to create a context that compiles and caches kernels but runs none
+ *  (precompiling on a machine without a GPU). */
+#define FC_DEVICE_NONE (-1)
+
+/**
+ * One attention problem: out = softmax(scale * Q K^T [+ causal mask]) V, per batch and query head.
+ *
+ * Tensors are [batch, seq, head, head_dim] with the last dimension contiguous. Strides are in
+ * elements, in the order {batch, seq, head}; all three 0 means packed BSHD.
+ * Query head h reads key/value head h / (heads_q / heads_kv) (GQA/MQA).
+ * Causal masking is bottom-right aligned: query row i sees keys j <= i + seqlen_k - seqlen_q.
+ * A query row that sees no key at all gets out = 0 and lse = -inf.
+ */
+struct fc_attention_params {
+    enum fc_dtype dtype;
+    int batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
+    const void *q, *k, *v;   /**< device pointers, 16-byte aligned */
+    void *out;               /**< device pointer, 16-byte aligned, same dtype */
+    float *lse;              /**< optional [batch, heads_q, seqlen_q] fp32, natural log; NULL = none */
+    int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];   /**< multiples of 8 elements */
+    float softmax_scale;     /**< 0 = 1/sqrt(head_dim) */
+    int causal;              /**< 0 or 1 */
+};
+
+/** What the selector chose for a problem (fc_attention_plan). */
+struct fc_plan_info {
+    char kernel[96];   /**< readable variant name, e.g. "reference_f16_d128_causal_sm_90a" */
+    char reason[256];  /**< why this kernel, and why faster ones were not taken */
+};
+
+/** Fills *options with the defaults. */
+FC_API void fc_options_init(struct fc_options *options);
+
+/** Zeroes *params: packed strides, default scale, not causal, fp16. Sizes and pointers must be set. */
+FC_API void fc_attention_params_init(struct fc_attention_params *params);
+
+/**
+ * Creates a context for one device (a CUDA ordinal) or FC_DEVICE_NONE.
+ *
+ * As with sqlite3_open, *context is set whenever memory allows, even on failure, so that
+ * fc_context_errmsg can say what went wrong; destroy it in every case.
+ * @param device   CUDA device ordinal, or FC_DEVICE_NONE
+ * @param options  NULL for the defaults
+ * @param context  receives the new context
+ * @return FC_OK, FC_ERR_NO_DEVICE (no driver or GPU), FC_ERR_CACHE, FC_ERR_NOMEM, ...
+ */
+FC_API enum fc_status fc_context_create(int device, const struct fc_options *options,
+                                        struct fc_context **context);
+
+/**
+ * Validates the problem, picks and (at first use) compiles its kernel, and launches it on stream.
+ *
+ * Asynchronous like any kernel launch; on an in-memory hit it does no file I/O, no allocation and
+ * no synchronization, so it can be captured in a CUDA graph. Nothing is launched unless every
+ * parameter is valid.
+ * @param stream  a CUstream / cudaStream_t of the context's device; NULL = the legacy stream
+ * @return FC_OK, FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED, FC_ERR_NO_DEVICE, FC_ERR_COMPILE, ...
+ */
+FC_API enum fc_status fc_attention_forward(struct fc_context *context,
+                                           const struct fc_attention_params *params,
+                                           void *stream);
+
+/**
+ * Answers, with the selector fc_attention_forward uses, whether a problem is supported and which
+ * kernel would run. Needs no GPU, compiles and launches nothing.
+ * @param info  may be NULL
+ */
+FC_API enum fc_status fc_attention_plan(struct fc_context *context,
+                                        const struct fc_attention_params *params,
+                                        struct fc_plan_info *info);
+
+/** The message of the last failure on this context ("" if none). Valid until the next call. */
+FC_API const char *fc_context_errmsg(const struct fc_context *context);
+
+/** Releases the context and its loaded kernels. NULL is allowed. */
+FC_API void fc_context_destroy(struct fc_context *context);
+
+/** A short constant name for a status, e.g. "FC_ERR_INVALID_ARG". */
+FC_API const char *fc_status_name(enum fc_status status);
+
+/** "MAJOR.MINOR.PATCH". */
+FC_API const char *fc_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLASHCORE_H */

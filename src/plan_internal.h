@@ -1,0 +1,32 @@
+/* Internal: the one selector. Answers both "is this supported?" and "which kernel?", for
+ * fc_attention_forward, fc_attention_plan and fcjit alike. */
+#ifndef FC_PLAN_INTERNAL_H
+#define FC_PLAN_INTERNAL_H
+
+#include <stddef.h>
+
+#include "problem_internal.h"
+#include "variant_internal.h"
+
+struct fc_plan {
+    struct fc_variant variant;
+    unsigned grid;          /* CTAs */
+    unsigned threads;       /* per CTA */
+    unsigned smem_bytes;    /* dynamic shared memory */
+    int m_blocks;           /* query row blocks per (batch, head) */
+    const char *reason;     /* a constant sentence: why this kernel */
+};
+
+/**
+ * Chooses the variant for a validated problem on a target (arch = major * 10 + minor).
+ * @return FC_OK or FC_ERR_UNSUPPORTED with the reason in msg
+ */
+enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int arch_specific,
+                              struct fc_plan *plan, char *msg, size_t msg_size);
+
+struct fc_kernel_args;
+/** The kernel's one argument, from a validated problem and its plan. */
+void fc_plan_kernel_args(const struct fc_problem *problem, const struct fc_plan *plan,
+                         struct fc_kernel_args *args);
+
+#endif

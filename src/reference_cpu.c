@@ -1,0 +1,209 @@
+/* Host-side checking tools: conversions, random inputs, fp64 attention, the error rule. */
+#include <math.h>
+#include <string.h>
+
+#include "reference_cpu_internal.h"
+
+#define ERROR_FACTOR 2.0       /* BENCH.md: within twice PyTorch's own error ... */
+#define ERROR_SLACK 1e-5       /* ... plus this */
+#define LSE_TOLERANCE 1e-3
+
+static uint32_t float_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float bits_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+float fc_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    if (exponent == 0x1f)
+        return bits_float(sign | 0x7f800000u | (mantissa << 13));
+    if (exponent == 0) {   /* zero or subnormal: mantissa * 2^-24 */
+        float f = (float)mantissa * 5.9604644775390625e-08f;
+        return sign ? -f : f;
+    }
+    return bits_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+uint16_t fc_float_to_half(float value)
+{
+    uint32_t u = float_bits(value), sign = (u >> 16) & 0x8000;
+    float a = fabsf(value);
+    if (isnan(value))
+        return (uint16_t)(sign | 0x7e00);
+    if (a >= 65520.f)   /* rounds to infinity */
+        return (uint16_t)(sign | 0x7c00);
+    if (a < 6.103515625e-05f) {   /* subnormal half: round a * 2^24 to an integer, ties to even */
+        float scaled = a * 16777216.f;
+        return (uint16_t)(sign | (uint16_t)nearbyintf(scaled));
+    }
+    uint32_t m = float_bits(a);
+    uint32_t rounded = m + 0xfff + ((m >> 13) & 1);   /* round to nearest even at bit 13 */
+    return (uint16_t)(sign | (((rounded >> 23) - 112) << 10) | ((rounded >> 13) & 0x3ff));
+}
+
+float fc_bf16_to_float(uint16_t bits) { return bits_float((uint32_t)bits << 16); }
+
+uint16_t fc_float_to_bf16(float value)
+{
+    uint32_t u = float_bits(value);
+    if (isnan(value))
+        return (uint16_t)((u >> 16) | 0x40);
+    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+
+float fc_storage_to_float(enum fc_dtype dtype, uint16_t bits)
+{
+    return dtype == FC_BF16 ? fc_bf16_to_float(bits) : fc_half_to_float(bits);
+}
+
+uint16_t fc_float_to_storage(enum fc_dtype dtype, float value)
+{
+    return dtype == FC_BF16 ? fc_float_to_bf16(value) : fc_float_to_half(value);
+}
+
+float fc_round_to(enum fc_dtype dtype, float value)
+{
+    return fc_storage_to_float(dtype, fc_float_to_storage(dtype, value));
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t next(struct fc_random *r)   /* xoshiro256** */
+{
+    uint64_t result = rotl(r->s[1] * 5, 7) * 9, t = r->s[1] << 17;
+    r->s[2] ^= r->s[0];
+    r->s[3] ^= r->s[1];
+    r->s[1] ^= r->s[2];
+    r->s[0] ^= r->s[3];
+    r->s[2] ^= t;
+    r->s[3] = rotl(r->s[3], 45);
+    return result;
+}
+
+void fc_random_seed(struct fc_random *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++) {   /* splitmix64 */
+        uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        r->s[i] = z ^ (z >> 31);
+    }
+}
+
+double fc_random_normal(struct fc_random *r)   /* Box-Muller */
+{
+    double u1 = ((next(r) >> 11) + 1.0) * 0x1.0p-53, u2 = (next(r) >> 11) * 0x1.0p-53;
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+uint64_t fc_random_below(struct fc_random *r, uint64_t bound)
+{
+    return bound ? next(r) % bound : 0;
+}
+
+static float element(const struct fc_host_problem *p, const uint16_t *t, int heads, int seqlen,
+                     int b, int s, int h, int d)
+{
+    size_t index = (((size_t)b * seqlen + s) * heads + h) * p->head_dim + d;
+    return fc_storage_to_float(p->dtype, t[index]);
+}
+
+/* PyTorch's math path in the dtype, emulated: S = q @ k^T (fp32 accumulate, rounded), times the
+ * scale (rounded), softmax computed in fp32 and rounded, P @ V (fp32 accumulate, rounded). */
+static void native_row(const struct fc_host_problem *p, int b, int kv, int last,
+                       const float *dots, float *weights, double *out)
+{
+    const float scale = fc_round_to(p->dtype, p->softmax_scale);
+    float max_score = -INFINITY, sum = 0.f;
+    for (int j = 0; j <= last; j++) {
+        weights[j] = fc_round_to(p->dtype, fc_round_to(p->dtype, dots[j]) * scale);
+        max_score = fmaxf(max_score, weights[j]);
+    }
+    for (int j = 0; j <= last; j++) {
+        weights[j] = expf(weights[j] - max_score);
+        sum += weights[j];
+    }
+    for (int j = 0; j <= last; j++)
+        weights[j] = fc_round_to(p->dtype, weights[j] / sum);
+    for (int d = 0; d < p->head_dim; d++) {
+        float acc = 0.f;
+        for (int j = 0; j <= last; j++)
+            acc += weights[j] * element(p, p->v, p->heads_kv, p->seqlen_k, b, j, kv, d);
+        out[d] = fc_round_to(p->dtype, acc);
+    }
+}
+
+void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
+                      struct fc_row_reference *row, double *scratch)
+{
+    const int kv = h / (p->heads_q / p->heads_kv), D = p->head_dim;
+    int last = p->seqlen_k - 1;   /* causal, bottom-right aligned */
+    if (p->causal && i + p->seqlen_k - p->seqlen_q < last)
+        last = i + p->seqlen_k - p->seqlen_q;
+    row->visible_keys = last + 1 > 0 ? last + 1 : 0;
+    for (int d = 0; d < D; d++)
+        row->out[d] = row->native[d] = 0.0;
+    row->lse = -INFINITY;
+    if (!row->visible_keys)
+        return;
+    double *scores = scratch;                                  /* [seqlen_k] fp64 */
+    float *dots = (float *)(scratch + p->seqlen_k);            /* [seqlen_k] fp32 */
+    float *weights = dots + p->seqlen_k;                       /* [seqlen_k] fp32 */
+    double max_score = -INFINITY, sum = 0.0;
+    for (int j = 0; j <= last; j++) {
+        double dot = 0.0;
+        float dot32 = 0.f;
+        for (int d = 0; d < D; d++) {
+            float qd = element(p, p->q, p->heads_q, p->seqlen_q, b, i, h, d);
+            float kd = element(p, p->k, p->heads_kv, p->seqlen_k, b, j, kv, d);
+            dot += (double)qd * kd;
+            dot32 += qd * kd;
+        }
+        scores[j] = dot * p->softmax_scale;
+        dots[j] = dot32;
+        max_score = fmax(max_score, scores[j]);
+    }
+    for (int j = 0; j <= last; j++)
+        sum += exp(scores[j] - max_score);
+    row->lse = max_score + log(sum);
+    for (int j = 0; j <= last; j++) {
+        double weight = exp(scores[j] - max_score) / sum;
+        for (int d = 0; d < D; d++)
+            row->out[d] += weight * element(p, p->v, p->heads_kv, p->seqlen_k, b, j, kv, d);
+    }
+    native_row(p, b, kv, last, dots, weights, row->native);
+}
+
+void fc_error_accumulate(struct fc_error_stats *stats, const struct fc_host_problem *p,
+                         const struct fc_row_reference *row, const uint16_t *out_row, const float *lse)
+{
+    int bad = 0;
+    stats->rows++;
+    for (int d = 0; d < p->head_dim; d++) {
+        float got = fc_storage_to_float(p->dtype, out_row[d]);
+        if (!isfinite(got)) {   /* NaN: the poison was never overwritten, or the kernel made one */
+            bad = 1;
+            continue;
+        }
+        if (!row->visible_keys) {
+            bad |= got != 0.f;
+            continue;
+        }
+        stats->max_error = fmax(stats->max_error, fabs(got - row->out[d]));
+        stats->native_error = fmax(stats->native_error, fabs(row->native[d] - row->out[d]));
+    }
+    if (lse) {
+        if (!row->visible_keys)
+            bad |= !(isinf(*lse) && *lse < 0);
+        else if (!isfinite(*lse))
+            bad = 1;
+        else
+            stats->max_lse_error = fmax(stats->max_lse_error, fabs(*lse - row->lse));
+    }
+    stats->bad_rows += bad;
+}
+
+int fc_error_passes(const struct fc_error_stats *stats)
+{
+    return stats->bad_rows == 0 && stats->max_error <= ERROR_FACTOR * stats->native_error + ERROR_SLACK &&
+           stats->max_lse_error <= LSE_TOLERANCE;
+}

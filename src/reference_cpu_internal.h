@@ -1,0 +1,62 @@
+/* Internal: host-side tools for checking kernels: 16-bit conversions, random inputs, and an
+ * fp64 CPU attention with the error a plain dtype-native computation would make beside it.
+ * Used by `fcjit run` and the GPU tests; not part of the public API. */
+#ifndef FC_REFERENCE_CPU_INTERNAL_H
+#define FC_REFERENCE_CPU_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flashcore.h"
+
+float fc_half_to_float(uint16_t bits);
+uint16_t fc_float_to_half(float value);             /* round to nearest even */
+float fc_bf16_to_float(uint16_t bits);
+uint16_t fc_float_to_bf16(float value);             /* round to nearest even */
+float fc_storage_to_float(enum fc_dtype dtype, uint16_t bits);
+uint16_t fc_float_to_storage(enum fc_dtype dtype, float value);
+/** Rounds through the dtype: what storing value and reading it back gives. */
+float fc_round_to(enum fc_dtype dtype, float value);
+
+/** xoshiro-style generator state; fc_random_normal draws N(0, 1). */
+struct fc_random { uint64_t s[4]; };
+void fc_random_seed(struct fc_random *random, uint64_t seed);
+double fc_random_normal(struct fc_random *random);
+uint64_t fc_random_below(struct fc_random *random, uint64_t bound);
+
+/** A problem on the host: packed [batch, seq, head, head_dim] 16-bit tensors. */
+struct fc_host_problem {
+    enum fc_dtype dtype;
+    int batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal;
+    float softmax_scale;          /* resolved, never 0 */
+    const uint16_t *q, *k, *v;
+};
+
+/** One query row's answers. */
+struct fc_row_reference {
+    int visible_keys;             /* 0: out must be 0 and lse -inf */
+    double lse;                   /* natural log; -inf when no key is visible */
+    double *out;                  /* [head_dim], fp64 from the same 16-bit inputs */
+    double *native;               /* [head_dim], emulating PyTorch's math path in the dtype */
+};
+
+/** Computes row (batch b, query head h, query row i). scratch: 2 * seqlen_k doubles. */
+void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
+                      struct fc_row_reference *row, double *scratch);
+
+/** Error judgement of BENCH.md over a set of rows. */
+struct fc_error_stats {
+    double max_error;             /* max |out - ref| */
+    double native_error;          /* max |native - ref|: what the dtype itself costs */
+    double max_lse_error;
+    long long rows, bad_rows;     /* rows that broke a rule (NaN, unwritten, masked row not 0) */
+};
+
+/** Folds one row's kernel output (16-bit) and lse (may be NULL) into stats. */
+void fc_error_accumulate(struct fc_error_stats *stats, const struct fc_host_problem *p,
+                         const struct fc_row_reference *row, const uint16_t *out_row, const float *lse);
+
+/** max_error <= 2 * native_error + 1e-5, lse error <= 1e-3, no bad rows. */
+int fc_error_passes(const struct fc_error_stats *stats);
+
+#endif

@@ -1,0 +1,178 @@
+/* Variants: names, parsing of their parts, family defaults and the compile-ability check. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "variant_internal.h"
+
+/* NOTE: the largest dynamic shared memory one CTA may opt into, per architecture (CUDA
+ * programming guide, "Technical Specifications per Compute Capability"). */
+#define SMEM_BYTES_MAX_SM80 (163 * 1024)
+#define SMEM_BYTES_MAX_SM86 (99 * 1024)
+#define SMEM_BYTES_MAX_SM90 (227 * 1024)
+
+#define HEAD_DIM_MIN 8
+#define HEAD_DIM_MAX 256
+#define REFERENCE_BLOCK_N 32   /* one key per lane */
+
+static const char *const FAMILY_NAMES[FC_KERNEL_FAMILY_COUNT] = {"reference"};
+static const char *const DTYPE_NAMES[] = {"f16", "bf16", "e4m3"};
+
+const char *fc_kernel_family_name(enum fc_kernel_family family)
+{
+    return (unsigned)family < FC_KERNEL_FAMILY_COUNT ? FAMILY_NAMES[family] : "unknown";
+}
+
+int fc_kernel_family_parse(const char *name, enum fc_kernel_family *family)
+{
+    for (int i = 0; i < FC_KERNEL_FAMILY_COUNT; i++) {
+        if (strcmp(name, FAMILY_NAMES[i]) == 0) {
+            *family = (enum fc_kernel_family)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *fc_dtype_name(enum fc_dtype dtype)
+{
+    return (unsigned)dtype <= FC_E4M3 ? DTYPE_NAMES[dtype] : "unknown";
+}
+
+int fc_dtype_parse(const char *name, enum fc_dtype *dtype)
+{
+    static const struct { const char *name; enum fc_dtype dtype; } ALIASES[] = {
+        {"f16", FC_F16}, {"fp16", FC_F16}, {"float16", FC_F16}, {"half", FC_F16},
+        {"bf16", FC_BF16}, {"bfloat16", FC_BF16}, {"e4m3", FC_E4M3}, {"fp8", FC_E4M3},
+    };
+    for (size_t i = 0; i < sizeof ALIASES / sizeof ALIASES[0]; i++) {
+        if (strcasecmp(name, ALIASES[i].name) == 0) {
+            *dtype = ALIASES[i].dtype;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void fc_arch_name(int arch, int arch_specific, char out[FC_ARCH_NAME_MAX])
+{
+    snprintf(out, FC_ARCH_NAME_MAX, "sm_%d%s", arch, arch_specific ? "a" : "");
+}
+
+int fc_arch_parse(const char *text, int *arch, int *arch_specific)
+{
+    const char *p = text;
+    if (strncasecmp(p, "sm_", 3) == 0 || strncasecmp(p, "sm", 2) == 0)
+        p += p[2] == '_' ? 3 : 2;
+    int major = 0, minor = 0;
+    char suffix = 0;
+    if (strchr(p, '.')) {
+        if (sscanf(p, "%d.%d%c", &major, &minor, &suffix) < 2)
+            return -1;
+    } else {
+        int value = 0, used = 0;
+        if (sscanf(p, "%d%n", &value, &used) != 1 || value < 10 || value > 199)
+            return -1;
+        major = value / 10;
+        minor = value % 10;
+        suffix = p[used];
+        if (suffix && p[used + 1])
+            return -1;
+    }
+    if (suffix && suffix != 'a')
+        return -1;
+    if (major < 7 || minor < 0 || minor > 9)
+        return -1;
+    *arch = major * 10 + minor;
+    *arch_specific = suffix == 'a';
+    return 0;
+}
+
+void fc_variant_name(const struct fc_variant *v, char out[FC_VARIANT_NAME_MAX])
+{
+    char arch[FC_ARCH_NAME_MAX];
+    fc_arch_name(v->arch, v->arch_specific, arch);
+    snprintf(out, FC_VARIANT_NAME_MAX, "%s_%s_d%d%s_m%dn%ds%dw%d_%s",
+             fc_kernel_family_name(v->family), fc_dtype_name(v->dtype), v->head_dim,
+             v->causal ? "_causal" : "", v->block_m, v->block_n, v->stages, v->warps, arch);
+}
+
+void fc_variant_defaults(struct fc_variant *v)
+{
+    switch (v->family) {
+    case FC_KERNEL_REFERENCE:
+    default:
+        /* NOTE: 4 warps x 4 query rows: each K element read from shared memory serves 4 rows. */
+        v->warps = 4;
+        v->block_m = 16;
+        v->block_n = REFERENCE_BLOCK_N;
+        v->stages = 1;
+        break;
+    }
+}
+
+static int smem_limit(int arch)
+{
+    if (arch >= 90)
+        return SMEM_BYTES_MAX_SM90;
+    if (arch == 80 || arch == 87)
+        return SMEM_BYTES_MAX_SM80;
+    return SMEM_BYTES_MAX_SM86;
+}
+
+/** Shared memory the reference kernel needs: fp32 Q rows, padded 16-bit K and V tiles. */
+static int reference_smem_bytes(const struct fc_variant *v)
+{
+    return v->block_m * v->head_dim * 4 + 2 * v->block_n * (v->head_dim + 2) * 2;
+}
+
+static int fail(char *why, size_t size, const char *text, int value)
+{
+    if (why && size)
+        snprintf(why, size, text, value);
+    return -1;
+}
+
+int fc_variant_check(const struct fc_variant *v, char *why, size_t why_size)
+{
+    if ((unsigned)v->family >= FC_KERNEL_FAMILY_COUNT)
+        return fail(why, why_size, "unknown kernel family %d", (int)v->family);
+    if (v->dtype != FC_F16 && v->dtype != FC_BF16)
+        return fail(why, why_size, "dtype %d has no kernel (f16 and bf16 do)", (int)v->dtype);
+    if (v->head_dim < HEAD_DIM_MIN || v->head_dim > HEAD_DIM_MAX || v->head_dim % 8)
+        return fail(why, why_size, "head_dim %d is not a multiple of 8 in [8, 256]", v->head_dim);
+    if (v->causal != 0 && v->causal != 1)
+        return fail(why, why_size, "causal must be 0 or 1, not %d", v->causal);
+    if (v->arch < 75)
+        return fail(why, why_size, "arch sm_%d is older than sm_75, which NVRTC 13 still targets",
+                    v->arch);
+    if (v->arch_specific && v->arch != 90)
+        return fail(why, why_size, "only sm_90 has an arch-specific ('a') target here, not sm_%d",
+                    v->arch);
+    if (v->warps < 1 || v->warps > 16)
+        return fail(why, why_size, "warps %d is outside [1, 16]", v->warps);
+    if (v->stages < 1 || v->stages > 8)
+        return fail(why, why_size, "stages %d is outside [1, 8]", v->stages);
+    if (v->family == FC_KERNEL_REFERENCE) {
+        if (v->block_n != REFERENCE_BLOCK_N)
+            return fail(why, why_size, "the reference kernel takes block_n 32 (a key per lane), not %d",
+                        v->block_n);
+        if (v->block_m % v->warps || v->block_m / v->warps < 1 || v->block_m / v->warps > 8)
+            return fail(why, why_size, "block_m %d must be 1 to 8 rows per warp", v->block_m);
+        if (v->stages != 1)
+            return fail(why, why_size, "the reference kernel does not pipeline (stages 1, not %d)",
+                        v->stages);
+        int smem = reference_smem_bytes(v);
+        if (smem > smem_limit(v->arch))
+            return fail(why, why_size, "needs %d bytes of shared memory, more than the arch allows",
+                        smem);
+    }
+    return 0;
+}
+
+/** Dynamic shared memory, in bytes, a variant's kernel is launched with. */
+int fc_variant_smem_bytes(const struct fc_variant *v)
+{
+    return reference_smem_bytes(v);
+}

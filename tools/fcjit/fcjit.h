@@ -1,0 +1,32 @@
+/* fcjit: the FlashCore command line. Each command is one file. */
+#ifndef FCJIT_H
+#define FCJIT_H
+
+#include "flashcore.h"
+
+/* Exit codes scripts can trust. */
+enum fcjit_exit {
+    FCJIT_EXIT_OK = 0,
+    FCJIT_EXIT_FAILED_CHECK = 1,   /* a result was wrong, or the cache holds bad rows */
+    FCJIT_EXIT_USAGE = 2,          /* bad command line or spec */
+    FCJIT_EXIT_NO_ENVIRONMENT = 3, /* no GPU, driver or NVRTC where one is needed */
+    FCJIT_EXIT_ERROR = 4,          /* anything else (CUDA error, cache unwritable, ...) */
+};
+
+struct fcjit_globals {
+    const char *db_path;           /* --db, else the library's default */
+    int no_disk_cache;             /* --no-cache */
+    int json;                      /* --json */
+};
+
+int fcjit_exit_for(enum fc_status status);
+/* Creates a context with the globals' cache settings; prints the reason and returns NULL on failure. */
+struct fc_context *fcjit_open_context(const struct fcjit_globals *g, int device, enum fc_status *status);
+
+int fcjit_info(int argc, char **argv, const struct fcjit_globals *g);
+int fcjit_cache(int argc, char **argv, const struct fcjit_globals *g);
+int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g);
+int fcjit_run(int argc, char **argv, const struct fcjit_globals *g);
+int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g);
+
+#endif

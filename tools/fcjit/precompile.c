@@ -1,0 +1,292 @@
+/* fcjit precompile: fill the kernel cache for a set of variants, in parallel processes.
+ *
+ * NOTE: NVRTC does not scale across threads of one process, so the work is spread over forked
+ * workers, each with its own context and SQLite connection; results come back as one line per
+ * kernel over a pipe (each line shorter than PIPE_BUF, so lines never interleave). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config_internal.h"
+#include "context_internal.h"
+#include "embedded_internal.h"
+#include "fcjit.h"
+
+#define MAX_ARCHES 8
+#define RESULT_LINE_MAX 1024
+
+static const char HELP[] =
+    "usage: fcjit precompile [--arch ARCH]... [--spec FILE] [--jobs N] [--force]\n"
+    "\n"
+    "Compiles every kernel variant of a spec into the kernel cache. Needs NVRTC, not a GPU.\n"
+    "Kernels already cached are not compiled again.\n"
+    "\n"
+    "  --arch ARCH   target(s), e.g. sm_90a, sm_80 (repeat or comma-separate); default: the spec's\n"
+    "  --spec FILE   YAML variant spec (default: the shipped tuning_db/precompile.yaml)\n"
+    "  --jobs N      worker processes (default: the number of CPUs)\n"
+    "  --force       compile even what is cached, replacing it\n";
+
+struct options {
+    const char *spec;
+    int arches[MAX_ARCHES], arch_specific[MAX_ARCHES], arch_count;
+    int jobs, force;
+};
+
+static int parse_arches(const char *text, struct options *o)
+{
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", text);
+    for (char *save = NULL, *part = strtok_r(copy, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
+        if (o->arch_count == MAX_ARCHES || fc_arch_parse(part, &o->arches[o->arch_count],
+                                                         &o->arch_specific[o->arch_count])) {
+            fprintf(stderr, "fcjit precompile: bad --arch '%s' (e.g. sm_90a, sm_80, at most %d)\n", part, MAX_ARCHES);
+            return -1;
+        }
+        o->arch_count++;
+    }
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    static const struct option OPTIONS[] = {
+        {"arch", required_argument, 0, 'a'}, {"spec", required_argument, 0, 's'},
+        {"jobs", required_argument, 0, 'j'}, {"force", no_argument, 0, 'f'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    };
+    memset(o, 0, sizeof *o);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = cpus > 0 ? (int)cpus : 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'a': if (parse_arches(optarg, o)) return -1; break;
+        case 's': o->spec = optarg; break;
+        case 'f': o->force = 1; break;
+        case 'j':
+            o->jobs = (int)strtol(optarg, &end, 10);
+            if (*end || o->jobs < 1 || o->jobs > 256) {
+                fprintf(stderr, "fcjit precompile: --jobs takes 1 to 256, not '%s'\n", optarg);
+                return -1;
+            }
+            break;
+        case 'h': fputs(HELP, stdout); return 1;
+        default: fputs(HELP, stderr); return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "fcjit precompile: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+/* The spec's variants, or with --arch: each distinct variant of the spec for each given arch. */
+static enum fc_status load_variants(const struct options *o, struct fc_variant_list *list)
+{
+    char err[1024] = "";
+    enum fc_status status;
+    if (o->spec) {
+        status = fc_config_load_variants(o->spec, list, err, sizeof err);
+    } else {
+        const struct fc_embedded_file *f = fc_embedded_find(fc_embedded_data, "precompile.yaml");
+        status = fc_config_parse_variants(f->text, f->length, "tuning_db/precompile.yaml", list, err, sizeof err);
+    }
+    if (status != FC_OK) {
+        fprintf(stderr, "fcjit precompile: %s\n", err);
+        return status;
+    }
+    if (!o->arch_count)
+        return FC_OK;
+    struct fc_variant *items = calloc(list->count * (size_t)o->arch_count, sizeof *items);
+    if (!items)
+        return FC_ERR_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < list->count; i++)
+        for (int a = 0; a < o->arch_count; a++) {
+            struct fc_variant v = list->items[i];
+            v.arch = o->arches[a];
+            v.arch_specific = o->arch_specific[a];
+            int duplicate = 0;
+            for (size_t k = 0; k < n && !duplicate; k++)
+                duplicate = memcmp(&items[k], &v, sizeof v) == 0;
+            if (!duplicate && fc_variant_check(&v, NULL, 0) == 0)
+                items[n++] = v;
+        }
+    free(list->items);
+    list->items = items;
+    list->count = n;
+    return FC_OK;
+}
+
+/* One worker: compiles items i = worker, worker + jobs, ... and reports each on fd. */
+static int worker(const struct fcjit_globals *g, const struct options *o, const struct fc_variant_list *list,
+                  int index, int fd)
+{
+    enum fc_status status;
+    struct fc_context *ctx = fcjit_open_context(g, FC_DEVICE_NONE, &status);
+    char line[RESULT_LINE_MAX], msg[FC_MESSAGE_MAX];
+    for (size_t i = (size_t)index; i < list->count; i += (size_t)o->jobs) {
+        struct fc_cubin cubin;
+        if (ctx)
+            status = fc_jit_get_cubin(ctx->jit, &list->items[i], o->force, &cubin, msg, sizeof msg);
+        else
+            snprintf(msg, sizeof msg, "no context");
+        int n;
+        if (status == FC_OK) {
+            const struct fc_cubin_record *r = &cubin.record;
+            n = snprintf(line, sizeof line, "%zu %d %d %.3f %d %d %d\n", i, (int)status, (int)cubin.origin,
+                         r->compile_ms, r->registers, r->spill_stores, r->spill_loads);
+            fc_cubin_free(&cubin);
+        } else {
+            for (char *p = msg; *p; p++)
+                *p = *p == '\n' ? ' ' : *p;
+            n = snprintf(line, sizeof line, "%zu %d E %.800s\n", i, (int)status, msg);
+        }
+        if (write(fd, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1)) < 0)
+            break;
+    }
+    fc_context_destroy(ctx);
+    return 0;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+struct tally {
+    int compiled, cached, failed, spilled, done;
+    double *compile_ms;
+    enum fc_status first_failure;
+};
+
+static void report_line(const char *line, const struct fc_variant_list *list, struct tally *t, int json)
+{
+    size_t index;
+    int status, origin, registers, spill_stores, spill_loads, used = 0;
+    double ms;
+    char name[FC_VARIANT_NAME_MAX];
+    if (sscanf(line, "%zu %d %n", &index, &status, &used) < 2 || index >= list->count)
+        return;
+    fc_variant_name(&list->items[index], name);
+    t->done++;
+    if (status != FC_OK) {
+        t->failed++;
+        if (t->first_failure == FC_OK)
+            t->first_failure = (enum fc_status)status;
+        fprintf(stderr, "[%3d/%zu] %s FAILED: %s", t->done, list->count, name, line + used + 2);
+        return;
+    }
+    sscanf(line + used, "%d %lf %d %d %d", &origin, &ms, &registers, &spill_stores, &spill_loads);
+    t->spilled += spill_stores > 0 || spill_loads > 0;
+    if (origin == FC_CUBIN_COMPILED)
+        t->compile_ms[t->compiled++] = ms;
+    else
+        t->cached++;
+    if (!json)
+        printf("[%3d/%zu] %-52s %s %6.0f ms  %3d regs  %d B spilled\n", t->done, list->count, name,
+               origin == FC_CUBIN_COMPILED ? "compiled" : "cached  ", ms, registers, spill_stores);
+    fflush(stdout);
+}
+
+static void read_results(int fd, const struct fc_variant_list *list, struct tally *t, int json)
+{
+    char buffer[RESULT_LINE_MAX * 4];
+    size_t filled = 0;
+    for (;;) {
+        ssize_t n = read(fd, buffer + filled, sizeof buffer - filled - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        filled += (size_t)n;
+        buffer[filled] = 0;
+        char *start = buffer, *newline;
+        while ((newline = strchr(start, '\n'))) {
+            *newline = 0;
+            report_line(start, list, t, json);
+            start = newline + 1;
+        }
+        filled = (size_t)(buffer + filled - start);
+        memmove(buffer, start, filled);
+    }
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void summarize(const struct tally *t, size_t total, double wall, int json)
+{
+    qsort(t->compile_ms, (size_t)t->compiled, sizeof(double), compare_doubles);
+    double median = t->compiled ? t->compile_ms[t->compiled / 2] : 0, max = t->compiled ? t->compile_ms[t->compiled - 1] : 0;
+    if (t->compiled && t->compiled % 2 == 0)
+        median = 0.5 * (t->compile_ms[t->compiled / 2 - 1] + t->compile_ms[t->compiled / 2]);
+    if (json)
+        printf("{\"kernels\": %zu, \"compiled\": %d, \"cached\": %d, \"failed\": %d, \"spilling\": %d, "
+               "\"median_compile_ms\": %.1f, \"max_compile_ms\": %.1f, \"wall_s\": %.2f}\n",
+               total, t->compiled, t->cached, t->failed, t->spilled, median, max, wall);
+    else
+        printf("%zu kernels: %d compiled (median %.0f ms, max %.0f ms each), %d already cached, %d failed, "
+               "%d spilling; %.1f s wall\n", total, t->compiled, median, max, t->cached, t->failed, t->spilled, wall);
+}
+
+int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g)
+{
+    struct options o;
+    int parsed = parse_options(argc, argv, &o);
+    if (parsed)
+        return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
+    struct fc_variant_list list = {0};
+    enum fc_status status = load_variants(&o, &list);
+    if (status != FC_OK)
+        return fcjit_exit_for(status);
+    if ((size_t)o.jobs > list.count)
+        o.jobs = list.count ? (int)list.count : 1;
+    struct tally t = {0};
+    t.compile_ms = calloc(list.count + 1, sizeof(double));
+    int fds[2];
+    if (!t.compile_ms || pipe(fds)) {
+        fprintf(stderr, "fcjit precompile: %s\n", strerror(errno));
+        free(t.compile_ms);
+        fc_variant_list_free(&list);
+        return FCJIT_EXIT_ERROR;
+    }
+    double start = seconds_now();
+    fflush(stdout);
+    for (int w = 0; w < o.jobs; w++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(fds[0]);
+            _exit(worker(g, &o, &list, w, fds[1]));
+        }
+        if (pid < 0)
+            fprintf(stderr, "fcjit precompile: fork: %s\n", strerror(errno));
+    }
+    close(fds[1]);
+    read_results(fds[0], &list, &t, g->json);
+    close(fds[0]);
+    while (wait(NULL) > 0)
+        ;
+    if (t.done < (int)list.count) {   /* a worker died without reporting */
+        t.failed += (int)list.count - t.done;
+        if (t.first_failure == FC_OK)
+            t.first_failure = FC_ERR_INTERNAL;
+    }
+    summarize(&t, list.count, seconds_now() - start, g->json);
+    free(t.compile_ms);
+    fc_variant_list_free(&list);
+    return t.failed ? fcjit_exit_for(t.first_failure) : FCJIT_EXIT_OK;
+}

@@ -1,0 +1,472 @@
+/* fcjit run / plan: one problem from flags. run checks it against an fp64 CPU reference and
+ * times it; plan says which kernel would run it and why. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "context_internal.h"
+#include "fc_args.h"
+#include "fcjit.h"
+#include "reference_cpu_internal.h"
+
+static const char HELP[] =
+    "usage: fcjit %s [options]\n"
+    "\n"
+    "shape (tensors are [batch, seq, heads, head_dim], packed):\n"
+    "  --batch N          (default 1)\n"
+    "  --seqlen N         sets both seqlen_q and seqlen_k (default 1024)\n"
+    "  --seqlen-q N, --seqlen-k N\n"
+    "  --heads N          sets both heads_q and heads_kv (default 16)\n"
+    "  --heads-q N, --heads-kv N   (heads_q a multiple of heads_kv: GQA)\n"
+    "  --head-dim N       (default 128)\n"
+    "  --dtype f16|bf16   (default f16)\n"
+    "  --causal           bottom-right aligned causal mask\n"
+    "  --scale X          softmax scale (default 1/sqrt(head_dim))\n"
+    "%s";
+
+static const char RUN_HELP[] =
+    "run:\n"
+    "  --device N         CUDA device (default 0)\n"
+    "  --iters N          timed launches, median reported (default 20)\n"
+    "  --warmup N         untimed launches first (default 3)\n"
+    "  --check-rows N     query rows checked against the CPU reference (default 256; 0 = all)\n"
+    "  --no-check         skip the check (the output is still scanned for NaN/Inf)\n"
+    "  --no-lse           do not ask for the log-sum-exp\n"
+    "  --seed N           random inputs seed (default: time)\n"
+    "  --host-calls N     also measure the hot host overhead per call over N calls\n"
+    "exit 1 if the check fails; the rule is BENCH.md's: max|out-ref| <= 2*err_native + 1e-5,\n"
+    "where err_native is what PyTorch's math path in the same dtype gets wrong; lse within 1e-3.\n";
+
+struct run_options {
+    struct fc_attention_params params;
+    int device, iters, warmup, check_rows, check, want_lse, host_calls;
+    unsigned long long seed;
+};
+
+static int parse_int(const char *name, const char *text, int min, int *out)
+{
+    char *end;
+    long value = strtol(text, &end, 10);
+    if (*end || value < min || value > 0x7fffffff) {
+        fprintf(stderr, "fcjit: --%s takes an integer >= %d, not '%s'\n", name, min, text);
+        return -1;
+    }
+    *out = (int)value;
+    return 0;
+}
+
+enum { O_BATCH = 256, O_SEQLEN, O_SEQLEN_Q, O_SEQLEN_K, O_HEADS, O_HEADS_Q, O_HEADS_KV, O_HEAD_DIM, O_DTYPE,
+       O_CAUSAL, O_SCALE, O_DEVICE, O_ITERS, O_WARMUP, O_CHECK_ROWS, O_NO_CHECK, O_NO_LSE, O_SEED, O_HOST_CALLS };
+
+static int parse_one(int c, struct run_options *o)
+{
+    struct fc_attention_params *p = &o->params;
+    switch (c) {
+    case O_BATCH: return parse_int("batch", optarg, 1, &p->batch);
+    case O_SEQLEN: return parse_int("seqlen", optarg, 1, &p->seqlen_q) || parse_int("seqlen", optarg, 1, &p->seqlen_k);
+    case O_SEQLEN_Q: return parse_int("seqlen-q", optarg, 1, &p->seqlen_q);
+    case O_SEQLEN_K: return parse_int("seqlen-k", optarg, 1, &p->seqlen_k);
+    case O_HEADS: return parse_int("heads", optarg, 1, &p->heads_q) || parse_int("heads", optarg, 1, &p->heads_kv);
+    case O_HEADS_Q: return parse_int("heads-q", optarg, 1, &p->heads_q);
+    case O_HEADS_KV: return parse_int("heads-kv", optarg, 1, &p->heads_kv);
+    case O_HEAD_DIM: return parse_int("head-dim", optarg, 1, &p->head_dim);
+    case O_CAUSAL: p->causal = 1; return 0;
+    case O_SCALE: p->softmax_scale = strtof(optarg, NULL); return 0;
+    case O_DEVICE: return parse_int("device", optarg, 0, &o->device);
+    case O_ITERS: return parse_int("iters", optarg, 1, &o->iters);
+    case O_WARMUP: return parse_int("warmup", optarg, 0, &o->warmup);
+    case O_CHECK_ROWS: return parse_int("check-rows", optarg, 0, &o->check_rows);
+    case O_NO_CHECK: o->check = 0; return 0;
+    case O_NO_LSE: o->want_lse = 0; return 0;
+    case O_SEED: o->seed = strtoull(optarg, NULL, 10); return 0;
+    case O_HOST_CALLS: return parse_int("host-calls", optarg, 1, &o->host_calls);
+    case O_DTYPE:
+        if (fc_dtype_parse(optarg, &p->dtype) == 0)
+            return 0;
+        fprintf(stderr, "fcjit: --dtype takes f16 or bf16, not '%s'\n", optarg);
+        return -1;
+    default: return -1;
+    }
+}
+
+/* Returns 0 to go on, 1 after --help, -1 on a usage error. */
+static int parse_options(int argc, char **argv, const char *command, struct run_options *o)
+{
+    static const struct option OPTIONS[] = {
+        {"batch", 1, 0, O_BATCH}, {"seqlen", 1, 0, O_SEQLEN}, {"seqlen-q", 1, 0, O_SEQLEN_Q},
+        {"seqlen-k", 1, 0, O_SEQLEN_K}, {"heads", 1, 0, O_HEADS}, {"heads-q", 1, 0, O_HEADS_Q},
+        {"heads-kv", 1, 0, O_HEADS_KV}, {"head-dim", 1, 0, O_HEAD_DIM}, {"dtype", 1, 0, O_DTYPE},
+        {"causal", 0, 0, O_CAUSAL}, {"scale", 1, 0, O_SCALE}, {"device", 1, 0, O_DEVICE},
+        {"iters", 1, 0, O_ITERS}, {"warmup", 1, 0, O_WARMUP}, {"check-rows", 1, 0, O_CHECK_ROWS},
+        {"no-check", 0, 0, O_NO_CHECK}, {"no-lse", 0, 0, O_NO_LSE}, {"seed", 1, 0, O_SEED},
+        {"host-calls", 1, 0, O_HOST_CALLS}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+    };
+    memset(o, 0, sizeof *o);
+    fc_attention_params_init(&o->params);
+    o->params.batch = 1;
+    o->params.seqlen_q = o->params.seqlen_k = 1024;
+    o->params.heads_q = o->params.heads_kv = 16;
+    o->params.head_dim = 128;
+    o->iters = 20;
+    o->warmup = 3;
+    o->check_rows = 256;
+    o->check = o->want_lse = 1;
+    o->seed = (unsigned long long)time(NULL);
+    int c;
+    while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1) {
+        if (c == 'h') {
+            printf(HELP, command, strcmp(command, "run") ? "" : RUN_HELP);
+            return 1;
+        }
+        if (c == '?' || parse_one(c, o))
+            return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "fcjit %s: unexpected argument '%s'\n", command, argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+static void print_shape(const struct fc_attention_params *p)
+{
+    printf("B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s", p->batch, p->seqlen_q, p->seqlen_k, p->heads_q,
+           p->heads_kv, p->head_dim, fc_dtype_name(p->dtype), p->causal ? " causal" : "");
+}
+
+int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g)
+{
+    struct run_options o;
+    int parsed = parse_options(argc, argv, "plan", &o);
+    if (parsed)
+        return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
+    enum fc_status status;
+    struct fc_context *ctx = fcjit_open_context(g, FC_DEVICE_NONE, &status);
+    if (!ctx)
+        return fcjit_exit_for(status);
+    /* Placeholders that pass the pointer checks: plan reads no memory. */
+    static _Alignas(16) char dummy[16];
+    o.params.q = o.params.k = o.params.v = o.params.out = dummy;
+    struct fc_plan_info info;
+    status = fc_attention_plan(ctx, &o.params, &info);
+    if (status != FC_OK)
+        fprintf(stderr, "fcjit plan: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
+    else if (g->json)
+        printf("{\"kernel\": \"%s\", \"reason\": \"%s\"}\n", info.kernel, info.reason);
+    else {
+        print_shape(&o.params);
+        printf(" on sm_90a\n  kernel: %s\n  why:    %s\n", info.kernel, info.reason);
+    }
+    fc_context_destroy(ctx);
+    return fcjit_exit_for(status);
+}
+
+/* ---- fcjit run ---- */
+
+struct buffers {
+    uint16_t *host_q, *host_k, *host_v, *host_out;
+    float *host_lse;
+    CUdeviceptr q, k, v, out, lse;
+    size_t q_count, kv_count, lse_count;
+};
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *values, int n)
+{
+    qsort(values, (size_t)n, sizeof *values, compare_doubles);
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+static void fill_random(uint16_t *data, size_t count, enum fc_dtype dtype, struct fc_random *random)
+{
+    for (size_t i = 0; i < count; i++)
+        data[i] = fc_float_to_storage(dtype, (float)fc_random_normal(random));
+}
+
+#define CU_TRY(call)                                                                               \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            char m_[512];                                                                          \
+            fc_cuda_fail(cu, r_, #call, m_, sizeof m_);                                            \
+            fprintf(stderr, "fcjit run: %s\n", m_);                                                \
+            return FCJIT_EXIT_ERROR;                                                               \
+        }                                                                                          \
+    } while (0)
+
+static int upload(const struct fc_cuda_api *cu, struct buffers *b, const struct run_options *o)
+{
+    const struct fc_attention_params *p = &o->params;
+    b->q_count = (size_t)p->batch * p->seqlen_q * p->heads_q * p->head_dim;
+    b->kv_count = (size_t)p->batch * p->seqlen_k * p->heads_kv * p->head_dim;
+    b->lse_count = (size_t)p->batch * p->heads_q * p->seqlen_q;
+    b->host_q = malloc(b->q_count * 2);
+    b->host_k = malloc(b->kv_count * 2);
+    b->host_v = malloc(b->kv_count * 2);
+    b->host_out = malloc(b->q_count * 2);
+    b->host_lse = malloc(b->lse_count * 4);
+    if (!b->host_q || !b->host_k || !b->host_v || !b->host_out || !b->host_lse) {
+        fprintf(stderr, "fcjit run: out of host memory\n");
+        return FCJIT_EXIT_ERROR;
+    }
+    struct fc_random random;
+    fc_random_seed(&random, o->seed);
+    fill_random(b->host_q, b->q_count, p->dtype, &random);
+    fill_random(b->host_k, b->kv_count, p->dtype, &random);
+    fill_random(b->host_v, b->kv_count, p->dtype, &random);
+    CU_TRY(cu->cuMemAlloc(&b->q, b->q_count * 2));
+    CU_TRY(cu->cuMemAlloc(&b->k, b->kv_count * 2));
+    CU_TRY(cu->cuMemAlloc(&b->v, b->kv_count * 2));
+    CU_TRY(cu->cuMemAlloc(&b->out, b->q_count * 2));
+    CU_TRY(cu->cuMemAlloc(&b->lse, b->lse_count * 4));
+    CU_TRY(cu->cuMemcpyHtoD(b->q, b->host_q, b->q_count * 2));
+    CU_TRY(cu->cuMemcpyHtoD(b->k, b->host_k, b->kv_count * 2));
+    CU_TRY(cu->cuMemcpyHtoD(b->v, b->host_v, b->kv_count * 2));
+    /* Poison: 0x7fff is a NaN in both fp16 and bf16, 0x7fc00000 a NaN in fp32. */
+    CU_TRY(cu->cuMemsetD16(b->out, 0x7fff, b->q_count));
+    CU_TRY(cu->cuMemsetD32(b->lse, 0x7fc00000u, b->lse_count));
+    return FCJIT_EXIT_OK;
+}
+
+static void release(const struct fc_cuda_api *cu, struct buffers *b)
+{
+    CUdeviceptr device[] = {b->q, b->k, b->v, b->out, b->lse};
+    for (int i = 0; i < 5; i++)
+        if (device[i])
+            cu->cuMemFree(device[i]);
+    free(b->host_q);
+    free(b->host_k);
+    free(b->host_v);
+    free(b->host_out);
+    free(b->host_lse);
+}
+
+/* Checks sampled rows (always the first and last) against the CPU reference; every output
+ * element is scanned for NaN/Inf, which also catches an element never written. */
+static int check(const struct run_options *o, const struct buffers *b, struct fc_error_stats *stats)
+{
+    const struct fc_attention_params *p = &o->params;
+    memset(stats, 0, sizeof *stats);
+    for (size_t i = 0; i < b->q_count; i++)
+        if (!isfinite(fc_storage_to_float(p->dtype, b->host_out[i]))) {
+            stats->bad_rows = 1;
+            return 0;
+        }
+    struct fc_host_problem hp = {p->dtype, p->batch, p->seqlen_q, p->seqlen_k, p->heads_q, p->heads_kv,
+                                 p->head_dim, p->causal, p->softmax_scale ? p->softmax_scale : 1.f / sqrtf((float)p->head_dim),
+                                 b->host_q, b->host_k, b->host_v};
+    double *scratch = malloc(sizeof(double) * 2 * (size_t)p->seqlen_k), *out = malloc(sizeof(double) * 2 * (size_t)p->head_dim);
+    if (!scratch || !out) {
+        free(scratch);
+        free(out);
+        return -1;
+    }
+    struct fc_row_reference row = {0, 0, out, out + p->head_dim};
+    long long total = (long long)b->lse_count, rows = o->check_rows && o->check_rows < total ? o->check_rows : total;
+    struct fc_random random;
+    fc_random_seed(&random, o->seed ^ 0x5eed);
+    for (long long n = 0; n < rows; n++) {
+        /* index over (batch, head, row) in lse order */
+        long long index = rows == total ? n : n == 0 ? 0 : n == 1 ? total - 1 : (long long)fc_random_below(&random, (uint64_t)total);
+        int i = (int)(index % p->seqlen_q), h = (int)(index / p->seqlen_q % p->heads_q), bb = (int)(index / p->seqlen_q / p->heads_q);
+        fc_reference_row(&hp, bb, h, i, &row, scratch);
+        const uint16_t *got = b->host_out + (((size_t)bb * p->seqlen_q + i) * p->heads_q + h) * p->head_dim;
+        fc_error_accumulate(stats, &hp, &row, got, o->want_lse ? &b->host_lse[index] : NULL);
+    }
+    free(scratch);
+    free(out);
+    return 0;
+}
+
+struct timings { double first_call_ms, median_ms, host_us, raw_launch_us; };
+
+static int time_kernel(const struct fc_cuda_api *cu, struct fc_context *ctx, const struct run_options *o,
+                       struct timings *t)
+{
+    CUevent start, stop;
+    CU_TRY(cu->cuEventCreate(&start, CU_EVENT_DEFAULT));
+    CU_TRY(cu->cuEventCreate(&stop, CU_EVENT_DEFAULT));
+    double *ms = calloc((size_t)o->iters, sizeof *ms);
+    if (!ms)
+        return FCJIT_EXIT_ERROR;
+    for (int i = 0; i < o->warmup + o->iters; i++) {
+        CU_TRY(cu->cuEventRecord(start, NULL));
+        enum fc_status status = fc_attention_forward(ctx, &o->params, NULL);
+        CU_TRY(cu->cuEventRecord(stop, NULL));
+        CU_TRY(cu->cuEventSynchronize(stop));
+        if (status != FC_OK) {
+            fprintf(stderr, "fcjit run: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
+            free(ms);
+            return fcjit_exit_for(status);
+        }
+        float elapsed;
+        CU_TRY(cu->cuEventElapsedTime(&elapsed, start, stop));
+        if (i >= o->warmup)
+            ms[i - o->warmup] = elapsed;
+    }
+    t->median_ms = median(ms, o->iters);
+    free(ms);
+    cu->cuEventDestroy(start);
+    cu->cuEventDestroy(stop);
+    return FCJIT_EXIT_OK;
+}
+
+/* Host time per call on an in-memory hit: fc_attention_forward against a bare cuLaunchKernel of
+ * the same kernel. The queue is drained every few calls, untimed, so back-pressure stays out. */
+static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const struct run_options *o,
+                     struct timings *t)
+{
+    enum { DRAIN_EVERY = 16 };
+    struct fc_problem problem;
+    struct fc_plan plan;
+    struct fc_kernel kernel;
+    char msg[1024];
+    if (fc_problem_from_params(&o->params, &problem, msg, sizeof msg) ||
+        fc_plan_select(&problem, ctx->arch, ctx->arch_specific, &plan, msg, sizeof msg) ||
+        fc_context_kernel(ctx, &plan, &problem, &kernel))
+        return FCJIT_EXIT_ERROR;
+    struct fc_kernel_args args;
+    fc_plan_kernel_args(&problem, &plan, &args);
+    void *kernel_params[] = {&args};
+    double *api = calloc((size_t)o->host_calls, sizeof *api), *raw = calloc((size_t)o->host_calls, sizeof *raw);
+    if (!api || !raw)
+        return FCJIT_EXIT_ERROR;
+    for (int i = 0; i < o->host_calls; i++) {
+        if (i % DRAIN_EVERY == 0)
+            CU_TRY(cu->cuCtxSynchronize());
+        double start = now_us();
+        enum fc_status status = fc_attention_forward(ctx, &o->params, NULL);
+        api[i] = now_us() - start;
+        if (status != FC_OK)
+            return fcjit_exit_for(status);
+    }
+    for (int i = 0; i < o->host_calls; i++) {
+        if (i % DRAIN_EVERY == 0)
+            CU_TRY(cu->cuCtxSynchronize());
+        double start = now_us();
+        CU_TRY(cu->cuLaunchKernel(kernel.function, plan.grid, 1, 1, plan.threads, 1, 1, plan.smem_bytes, NULL,
+                                  kernel_params, NULL));
+        raw[i] = now_us() - start;
+    }
+    CU_TRY(cu->cuCtxSynchronize());
+    t->host_us = median(api, o->host_calls);
+    t->raw_launch_us = median(raw, o->host_calls);
+    free(api);
+    free(raw);
+    return FCJIT_EXIT_OK;
+}
+
+static void report(const struct fcjit_globals *g, const struct run_options *o, const struct fc_plan_info *info,
+                   const struct timings *t, const struct fc_error_stats *e, int checked, int passed)
+{
+    const struct fc_attention_params *p = &o->params;
+    double flops = 4.0 * p->batch * p->heads_q * (double)p->seqlen_q * p->seqlen_k * p->head_dim;
+    if (p->causal && p->seqlen_q == p->seqlen_k)
+        flops /= 2;
+    double tflops = flops / (t->median_ms * 1e-3) / 1e12;
+    if (g->json) {
+        printf("{\"batch\": %d, \"seqlen_q\": %d, \"seqlen_k\": %d, \"heads_q\": %d, \"heads_kv\": %d, "
+               "\"head_dim\": %d, \"dtype\": \"%s\", \"causal\": %s, \"kernel\": \"%s\", "
+               "\"first_call_ms\": %.3f, \"median_ms\": %.4f, \"tflops\": %.2f, ",
+               p->batch, p->seqlen_q, p->seqlen_k, p->heads_q, p->heads_kv, p->head_dim, fc_dtype_name(p->dtype),
+               p->causal ? "true" : "false", info->kernel, t->first_call_ms, t->median_ms, tflops);
+        if (o->host_calls)
+            printf("\"host_us\": %.3f, \"raw_launch_us\": %.3f, ", t->host_us, t->raw_launch_us);
+        printf("\"checked\": %s, \"rows_checked\": %lld, \"max_error\": %.3g, \"native_error\": %.3g, "
+               "\"max_lse_error\": %.3g, \"bad_rows\": %lld, \"passed\": %s, \"seed\": %llu}\n",
+               checked ? "true" : "false", e->rows, e->max_error, e->native_error, e->max_lse_error, e->bad_rows,
+               passed ? "true" : "false", o->seed);
+        return;
+    }
+    print_shape(p);
+    printf("\n  kernel        %s\n  first call    %.1f ms (compile or cache load, module load, launch)\n"
+           "  median        %.4f ms over %d launches, %.2f TFLOP/s\n",
+           info->kernel, t->first_call_ms, t->median_ms, o->iters, tflops);
+    if (o->host_calls)
+        printf("  host per call %.2f us (bare cuLaunchKernel %.2f us)\n", t->host_us, t->raw_launch_us);
+    if (checked)
+        printf("  check         %s: max error %.3g vs native %s %.3g (limit %.3g), lse error %.2g, %lld rows, "
+               "%lld bad\n", passed ? "PASS" : "FAIL", e->max_error, fc_dtype_name(p->dtype), e->native_error,
+               2 * e->native_error + 1e-5, e->max_lse_error, e->rows, e->bad_rows);
+    else
+        printf("  check         %s (output scanned for NaN/Inf only)\n", passed ? "PASS" : "FAIL");
+}
+
+static int run_on_device(struct fc_context *ctx, const struct fcjit_globals *g, struct run_options *o)
+{
+    const struct fc_cuda_api *cu = ctx->cuda;
+    struct buffers b = {0};
+    struct timings t = {0};
+    struct fc_error_stats stats = {0};
+    struct fc_plan_info info;
+    int code = upload(cu, &b, o), passed = 0;
+    o->params.q = (void *)b.q;
+    o->params.k = (void *)b.k;
+    o->params.v = (void *)b.v;
+    o->params.out = (void *)b.out;
+    o->params.lse = o->want_lse ? (float *)b.lse : NULL;
+    enum fc_status status = code ? FC_OK : fc_attention_plan(ctx, &o->params, &info);
+    if (!code && status == FC_OK) {
+        double start = now_us();
+        status = fc_attention_forward(ctx, &o->params, NULL);
+        CUresult r = cu->cuCtxSynchronize();
+        t.first_call_ms = (now_us() - start) * 1e-3;
+        if (status == FC_OK && r != CUDA_SUCCESS)
+            status = fc_cuda_fail(cu, r, "the kernel", fc_context_message(ctx), FC_MESSAGE_MAX);
+    }
+    if (!code && status != FC_OK) {
+        fprintf(stderr, "fcjit run: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
+        code = fcjit_exit_for(status);
+    }
+    if (!code && (cu->cuMemcpyDtoH(b.host_out, b.out, b.q_count * 2) != CUDA_SUCCESS ||
+                  cu->cuMemcpyDtoH(b.host_lse, b.lse, b.lse_count * 4) != CUDA_SUCCESS))
+        code = FCJIT_EXIT_ERROR;
+    if (!code) {
+        struct run_options scan_only = *o;
+        scan_only.check_rows = 1;
+        code = check(o->check ? o : &scan_only, &b, &stats) ? FCJIT_EXIT_ERROR : FCJIT_EXIT_OK;
+        passed = o->check ? fc_error_passes(&stats) : stats.bad_rows == 0;
+    }
+    if (!code)
+        code = time_kernel(cu, ctx, o, &t);
+    if (!code && o->host_calls)
+        code = time_host(cu, ctx, o, &t);
+    if (!code) {
+        report(g, o, &info, &t, &stats, o->check, passed);
+        code = passed ? FCJIT_EXIT_OK : FCJIT_EXIT_FAILED_CHECK;
+    }
+    release(cu, &b);
+    return code;
+}
+
+int fcjit_run(int argc, char **argv, const struct fcjit_globals *g)
+{
+    struct run_options o;
+    int parsed = parse_options(argc, argv, "run", &o);
+    if (parsed)
+        return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
+    enum fc_status status;
+    struct fc_context *ctx = fcjit_open_context(g, o.device, &status);
+    if (!ctx)
+        return fcjit_exit_for(status);
+    int pushed;
+    int code = fc_context_enter(ctx, &pushed) == FC_OK ? run_on_device(ctx, g, &o) : FCJIT_EXIT_ERROR;
+    fc_context_leave(ctx, pushed);
+    fc_context_destroy(ctx);
+    return code;
+}
