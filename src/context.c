@@ -12,13 +12,15 @@
 /* The message of the last failed call, per thread: no lock, and a call on another thread cannot
  * overwrite the message this thread is about to read. */
 static _Thread_local struct {
-    const struct fc_context *owner;
+    unsigned long long owner;   /* the serial of the context it belongs to; 0: none */
     char text[FC_MESSAGE_MAX];
 } last_message;
 
+static unsigned long long next_serial = 1;
+
 char *fc_context_message(const struct fc_context *ctx)
 {
-    last_message.owner = ctx;
+    last_message.owner = ctx->serial;
     last_message.text[0] = 0;
     return last_message.text;
 }
@@ -27,7 +29,7 @@ const char *fc_context_errmsg(const struct fc_context *ctx)
 {
     if (!ctx)
         return "the context is NULL (fc_context_create failed for lack of memory?)";
-    if (last_message.owner == ctx)
+    if (last_message.owner == ctx->serial)
         return last_message.text;
     return ctx->create_message;
 }
@@ -109,6 +111,7 @@ enum fc_status fc_context_create(int device, const struct fc_options *options, s
     fc_options_init(&defaults);
     const struct fc_options *o = options ? options : &defaults;
     pthread_mutex_init(&ctx->kernels_lock, NULL);
+    ctx->serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
     ctx->device = device;
     ctx->arch = 90;            /* what a device-less context plans for */
     ctx->arch_specific = 1;

@@ -21,6 +21,7 @@ struct fc_kernel {
 };
 
 struct fc_context {
+    unsigned long long serial;        /* unique per process: tells apart contexts at one address */
     int device;                       /* FC_DEVICE_NONE: compile only */
     const struct fc_cuda_api *cuda;   /* NULL without a device */
     CUdevice cu_device;

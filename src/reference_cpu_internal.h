@@ -49,7 +49,9 @@ struct fc_error_stats {
     double max_error;             /* max |out - ref| */
     double native_error;          /* max |native - ref|: what the dtype itself costs */
     double max_lse_error;
-    long long rows, bad_rows;     /* rows that broke a rule (NaN, unwritten, masked row not 0) */
+    long long rows;
+    long long bad_rows;           /* rows (or elements) that broke a rule: NaN/Inf, unwritten,
+                                     written outside the tensor, a keyless row not 0 */
 };
 
 /** Folds one row's kernel output (16-bit) and lse (may be NULL) into stats. */

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "check_internal.h"
 #include "context_internal.h"
 #include "fc_args.h"
 #include "fcjit.h"
-#include "reference_cpu_internal.h"
 
 static const char HELP[] =
     "usage: fcjit %s [options]\n"
@@ -166,13 +166,6 @@ int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g)
 
 /* ---- fcjit run ---- */
 
-struct buffers {
-    uint16_t *host_q, *host_k, *host_v, *host_out;
-    float *host_lse;
-    CUdeviceptr q, k, v, out, lse;
-    size_t q_count, kv_count, lse_count;
-};
-
 static double now_us(void)
 {
     struct timespec ts;
@@ -192,12 +185,6 @@ static double median(double *values, int n)
     return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-static void fill_random(uint16_t *data, size_t count, enum fc_dtype dtype, struct fc_random *random)
-{
-    for (size_t i = 0; i < count; i++)
-        data[i] = fc_float_to_storage(dtype, (float)fc_random_normal(random));
-}
-
 #define CU_TRY(call)                                                                               \
     do {                                                                                           \
         CUresult r_ = (call);                                                                      \
@@ -208,90 +195,6 @@ static void fill_random(uint16_t *data, size_t count, enum fc_dtype dtype, struc
             return FCJIT_EXIT_ERROR;                                                               \
         }                                                                                          \
     } while (0)
-
-static int upload(const struct fc_cuda_api *cu, struct buffers *b, const struct run_options *o)
-{
-    const struct fc_attention_params *p = &o->params;
-    b->q_count = (size_t)p->batch * p->seqlen_q * p->heads_q * p->head_dim;
-    b->kv_count = (size_t)p->batch * p->seqlen_k * p->heads_kv * p->head_dim;
-    b->lse_count = (size_t)p->batch * p->heads_q * p->seqlen_q;
-    b->host_q = malloc(b->q_count * 2);
-    b->host_k = malloc(b->kv_count * 2);
-    b->host_v = malloc(b->kv_count * 2);
-    b->host_out = malloc(b->q_count * 2);
-    b->host_lse = malloc(b->lse_count * 4);
-    if (!b->host_q || !b->host_k || !b->host_v || !b->host_out || !b->host_lse) {
-        fprintf(stderr, "fcjit run: out of host memory\n");
-        return FCJIT_EXIT_ERROR;
-    }
-    struct fc_random random;
-    fc_random_seed(&random, o->seed);
-    fill_random(b->host_q, b->q_count, p->dtype, &random);
-    fill_random(b->host_k, b->kv_count, p->dtype, &random);
-    fill_random(b->host_v, b->kv_count, p->dtype, &random);
-    CU_TRY(cu->cuMemAlloc(&b->q, b->q_count * 2));
-    CU_TRY(cu->cuMemAlloc(&b->k, b->kv_count * 2));
-    CU_TRY(cu->cuMemAlloc(&b->v, b->kv_count * 2));
-    CU_TRY(cu->cuMemAlloc(&b->out, b->q_count * 2));
-    CU_TRY(cu->cuMemAlloc(&b->lse, b->lse_count * 4));
-    CU_TRY(cu->cuMemcpyHtoD(b->q, b->host_q, b->q_count * 2));
-    CU_TRY(cu->cuMemcpyHtoD(b->k, b->host_k, b->kv_count * 2));
-    CU_TRY(cu->cuMemcpyHtoD(b->v, b->host_v, b->kv_count * 2));
-    /* Poison: 0x7fff is a NaN in both fp16 and bf16, 0x7fc00000 a NaN in fp32. */
-    CU_TRY(cu->cuMemsetD16(b->out, 0x7fff, b->q_count));
-    CU_TRY(cu->cuMemsetD32(b->lse, 0x7fc00000u, b->lse_count));
-    return FCJIT_EXIT_OK;
-}
-
-static void release(const struct fc_cuda_api *cu, struct buffers *b)
-{
-    CUdeviceptr device[] = {b->q, b->k, b->v, b->out, b->lse};
-    for (int i = 0; i < 5; i++)
-        if (device[i])
-            cu->cuMemFree(device[i]);
-    free(b->host_q);
-    free(b->host_k);
-    free(b->host_v);
-    free(b->host_out);
-    free(b->host_lse);
-}
-
-/* Checks sampled rows (always the first and last) against the CPU reference; every output
- * element is scanned for NaN/Inf, which also catches an element never written. */
-static int check(const struct run_options *o, const struct buffers *b, struct fc_error_stats *stats)
-{
-    const struct fc_attention_params *p = &o->params;
-    memset(stats, 0, sizeof *stats);
-    for (size_t i = 0; i < b->q_count; i++)
-        if (!isfinite(fc_storage_to_float(p->dtype, b->host_out[i]))) {
-            stats->bad_rows = 1;
-            return 0;
-        }
-    struct fc_host_problem hp = {p->dtype, p->batch, p->seqlen_q, p->seqlen_k, p->heads_q, p->heads_kv,
-                                 p->head_dim, p->causal, p->softmax_scale ? p->softmax_scale : 1.f / sqrtf((float)p->head_dim),
-                                 b->host_q, b->host_k, b->host_v};
-    double *scratch = malloc(sizeof(double) * 2 * (size_t)p->seqlen_k), *out = malloc(sizeof(double) * 2 * (size_t)p->head_dim);
-    if (!scratch || !out) {
-        free(scratch);
-        free(out);
-        return -1;
-    }
-    struct fc_row_reference row = {0, 0, out, out + p->head_dim};
-    long long total = (long long)b->lse_count, rows = o->check_rows && o->check_rows < total ? o->check_rows : total;
-    struct fc_random random;
-    fc_random_seed(&random, o->seed ^ 0x5eed);
-    for (long long n = 0; n < rows; n++) {
-        /* index over (batch, head, row) in lse order */
-        long long index = rows == total ? n : n == 0 ? 0 : n == 1 ? total - 1 : (long long)fc_random_below(&random, (uint64_t)total);
-        int i = (int)(index % p->seqlen_q), h = (int)(index / p->seqlen_q % p->heads_q), bb = (int)(index / p->seqlen_q / p->heads_q);
-        fc_reference_row(&hp, bb, h, i, &row, scratch);
-        const uint16_t *got = b->host_out + (((size_t)bb * p->seqlen_q + i) * p->heads_q + h) * p->head_dim;
-        fc_error_accumulate(stats, &hp, &row, got, o->want_lse ? &b->host_lse[index] : NULL);
-    }
-    free(scratch);
-    free(out);
-    return 0;
-}
 
 struct timings { double first_call_ms, median_ms, host_us, raw_launch_us; };
 
@@ -407,50 +310,48 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
         printf("  check         %s (output scanned for NaN/Inf only)\n", passed ? "PASS" : "FAIL");
 }
 
+/* First call (timed: compile or cache load, module load, launch), check, then timings. */
 static int run_on_device(struct fc_context *ctx, const struct fcjit_globals *g, struct run_options *o)
 {
     const struct fc_cuda_api *cu = ctx->cuda;
-    struct buffers b = {0};
+    struct fc_check_case c = {o->params, FC_LAYOUT_PACKED, o->want_lse, o->check ? o->check_rows : 2, o->seed};
+    struct fc_check_run run;
     struct timings t = {0};
     struct fc_error_stats stats = {0};
     struct fc_plan_info info;
-    int code = upload(cu, &b, o), passed = 0;
-    o->params.q = (void *)b.q;
-    o->params.k = (void *)b.k;
-    o->params.v = (void *)b.v;
-    o->params.out = (void *)b.out;
-    o->params.lse = o->want_lse ? (float *)b.lse : NULL;
-    enum fc_status status = code ? FC_OK : fc_attention_plan(ctx, &o->params, &info);
-    if (!code && status == FC_OK) {
+    char msg[FC_MESSAGE_MAX];
+    int code = FCJIT_EXIT_OK, passed = 0;
+    enum fc_status status = fc_check_prepare(ctx, &c, &run, msg, sizeof msg);
+    if (status == FC_OK && (status = fc_attention_plan(ctx, &run.params, &info)) == FC_OK) {
         double start = now_us();
-        status = fc_attention_forward(ctx, &o->params, NULL);
+        status = fc_attention_forward(ctx, &run.params, NULL);
         CUresult r = cu->cuCtxSynchronize();
         t.first_call_ms = (now_us() - start) * 1e-3;
         if (status == FC_OK && r != CUDA_SUCCESS)
-            status = fc_cuda_fail(cu, r, "the kernel", fc_context_message(ctx), FC_MESSAGE_MAX);
+            status = fc_cuda_fail(cu, r, "the kernel", msg, sizeof msg);
+        else if (status != FC_OK)
+            snprintf(msg, sizeof msg, "%s", fc_context_errmsg(ctx));
+    } else if (status != FC_OK && !*msg) {
+        snprintf(msg, sizeof msg, "%s", fc_context_errmsg(ctx));
     }
-    if (!code && status != FC_OK) {
-        fprintf(stderr, "fcjit run: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
+    if (status == FC_OK)
+        status = fc_check_download(&run, msg, sizeof msg);
+    if (status != FC_OK) {
+        fprintf(stderr, "fcjit run: %s: %s\n", fc_status_name(status), msg);
         code = fcjit_exit_for(status);
     }
-    if (!code && (cu->cuMemcpyDtoH(b.host_out, b.out, b.q_count * 2) != CUDA_SUCCESS ||
-                  cu->cuMemcpyDtoH(b.host_lse, b.lse, b.lse_count * 4) != CUDA_SUCCESS))
-        code = FCJIT_EXIT_ERROR;
     if (!code) {
-        struct run_options scan_only = *o;
-        scan_only.check_rows = 1;
-        code = check(o->check ? o : &scan_only, &b, &stats) ? FCJIT_EXIT_ERROR : FCJIT_EXIT_OK;
-        passed = o->check ? fc_error_passes(&stats) : stats.bad_rows == 0;
-    }
-    if (!code)
+        passed = fc_check_verify(&run, &stats);
+        o->params = run.params;   /* the timed launches reuse the device buffers */
         code = time_kernel(cu, ctx, o, &t);
+    }
     if (!code && o->host_calls)
         code = time_host(cu, ctx, o, &t);
     if (!code) {
         report(g, o, &info, &t, &stats, o->check, passed);
         code = passed ? FCJIT_EXIT_OK : FCJIT_EXIT_FAILED_CHECK;
     }
-    release(cu, &b);
+    fc_check_release(&run);
     return code;
 }
 

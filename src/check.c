@@ -1,0 +1,220 @@
+/* Device checks: random inputs in a chosen layout, NaN-poisoned outputs, fp64 CPU judgement. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_internal.h"
+
+#define POISON_16 0x7fffu          /* a NaN in both fp16 and bf16 */
+#define POISON_32 0x7fc00000u      /* a NaN in fp32 */
+#define ROW_PADDING 8              /* elements added to each row in FC_LAYOUT_BHSD */
+
+/* Element strides {batch, seq, head} of a tensor in a layout. */
+static void layout_strides(enum fc_check_layout layout, int seqlen, int heads, int dim, int64_t out[3])
+{
+    if (layout == FC_LAYOUT_BHSD) {
+        out[1] = dim + ROW_PADDING;
+        out[2] = (int64_t)seqlen * out[1];
+        out[0] = (int64_t)heads * out[2];
+    } else {
+        out[2] = dim;
+        out[1] = (int64_t)heads * dim;
+        out[0] = (int64_t)seqlen * out[1];
+    }
+}
+
+/* Copies between a packed host tensor and a strided one, either way. */
+static void restride(uint16_t *packed, uint16_t *strided, const int64_t stride[3], int batch, int seqlen,
+                     int heads, int dim, int to_strided)
+{
+    size_t n = 0;
+    for (int b = 0; b < batch; b++)
+        for (int s = 0; s < seqlen; s++)
+            for (int h = 0; h < heads; h++, n += (size_t)dim) {
+                uint16_t *row = strided + b * stride[0] + s * stride[1] + h * stride[2];
+                if (to_strided)
+                    memcpy(row, packed + n, (size_t)dim * 2);
+                else
+                    memcpy(packed + n, row, (size_t)dim * 2);
+            }
+}
+
+static enum fc_status cuda_fail(const struct fc_check_run *run, CUresult r, const char *what, char *msg, size_t size)
+{
+    return fc_cuda_fail(run->cuda, r, what, msg, size);
+}
+
+static enum fc_status upload(struct fc_check_run *run, CUdeviceptr *device, const uint16_t *packed,
+                             const int64_t stride[3], int seqlen, int heads, size_t elements, char *msg, size_t size)
+{
+    const struct fc_attention_params *p = &run->c.shape;
+    CUresult r = run->cuda->cuMemAlloc(device, elements * 2);
+    if (r != CUDA_SUCCESS)
+        return cuda_fail(run, r, "cuMemAlloc", msg, size);
+    for (size_t i = 0; i < elements; i++)   /* padding holds NaN: reading it would show */
+        run->staging[i] = POISON_16;
+    restride((uint16_t *)packed, run->staging, stride, p->batch, seqlen, heads, p->head_dim, 1);
+    r = run->cuda->cuMemcpyHtoD(*device, run->staging, elements * 2);
+    return r == CUDA_SUCCESS ? FC_OK : cuda_fail(run, r, "cuMemcpyHtoD", msg, size);
+}
+
+static enum fc_status allocate_host(struct fc_check_run *run, char *msg, size_t size)
+{
+    const struct fc_attention_params *p = &run->c.shape;
+    size_t q = (size_t)p->batch * p->seqlen_q * p->heads_q * p->head_dim;
+    size_t kv = (size_t)p->batch * p->seqlen_k * p->heads_kv * p->head_dim;
+    size_t staging = run->q_elements > run->kv_elements ? run->q_elements : run->kv_elements;
+    run->host_q = malloc(q * 2);
+    run->host_k = malloc(kv * 2);
+    run->host_v = malloc(kv * 2);
+    run->host_out = malloc(q * 2);
+    run->staging = malloc(staging * 2);
+    run->host_lse = malloc(run->lse_count * 4);
+    if (!run->host_q || !run->host_k || !run->host_v || !run->host_out || !run->staging || !run->host_lse) {
+        snprintf(msg, size, "out of host memory for a %zu-element problem", q + 2 * kv);
+        return FC_ERR_NOMEM;
+    }
+    struct fc_random random;
+    fc_random_seed(&random, run->c.seed);
+    uint16_t *tensors[3] = {run->host_q, run->host_k, run->host_v};
+    size_t counts[3] = {q, kv, kv};
+    for (int t = 0; t < 3; t++)
+        for (size_t i = 0; i < counts[t]; i++)
+            tensors[t][i] = fc_float_to_storage(p->dtype, (float)fc_random_normal(&random));
+    return FC_OK;
+}
+
+enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_case *c, struct fc_check_run *run,
+                                char *msg, size_t size)
+{
+    memset(run, 0, sizeof *run);
+    run->c = *c;
+    run->cuda = ctx->cuda;
+    if (!run->cuda) {
+        snprintf(msg, size, "the context has no GPU");
+        return FC_ERR_NO_DEVICE;
+    }
+    struct fc_attention_params *p = &run->params;
+    *p = c->shape;
+    layout_strides(c->layout, p->seqlen_q, p->heads_q, p->head_dim, p->q_stride);
+    layout_strides(c->layout, p->seqlen_k, p->heads_kv, p->head_dim, p->k_stride);
+    layout_strides(c->layout, p->seqlen_k, p->heads_kv, p->head_dim, p->v_stride);
+    layout_strides(c->layout, p->seqlen_q, p->heads_q, p->head_dim, p->o_stride);
+    run->q_elements = run->o_elements = (size_t)p->batch * (size_t)p->q_stride[0];
+    run->kv_elements = (size_t)p->batch * (size_t)p->k_stride[0];
+    run->lse_count = (size_t)p->batch * p->heads_q * p->seqlen_q;
+    enum fc_status status = allocate_host(run, msg, size);
+    if (status != FC_OK)
+        return status;
+    run->host = (struct fc_host_problem){p->dtype, p->batch, p->seqlen_q, p->seqlen_k, p->heads_q, p->heads_kv,
+                                         p->head_dim, p->causal,
+                                         p->softmax_scale != 0.f ? p->softmax_scale : 1.f / sqrtf((float)p->head_dim),
+                                         run->host_q, run->host_k, run->host_v};
+    if ((status = upload(run, &run->q, run->host_q, p->q_stride, p->seqlen_q, p->heads_q, run->q_elements, msg, size)) ||
+        (status = upload(run, &run->k, run->host_k, p->k_stride, p->seqlen_k, p->heads_kv, run->kv_elements, msg, size)) ||
+        (status = upload(run, &run->v, run->host_v, p->v_stride, p->seqlen_k, p->heads_kv, run->kv_elements, msg, size)))
+        return status;
+    CUresult r;
+    if ((r = run->cuda->cuMemAlloc(&run->out, run->o_elements * 2)) ||
+        (r = run->cuda->cuMemAlloc(&run->lse, run->lse_count * 4)))
+        return cuda_fail(run, r, "cuMemAlloc", msg, size);
+    if (c->layout == FC_LAYOUT_PACKED) {   /* packed: all-zero strides, the library derives them */
+        memset(p->q_stride, 0, sizeof p->q_stride);
+        memset(p->k_stride, 0, sizeof p->k_stride);
+        memset(p->v_stride, 0, sizeof p->v_stride);
+        memset(p->o_stride, 0, sizeof p->o_stride);
+    }
+    p->q = (const void *)run->q;
+    p->k = (const void *)run->k;
+    p->v = (const void *)run->v;
+    p->out = (void *)run->out;
+    p->lse = c->want_lse ? (float *)run->lse : NULL;
+    return fc_check_poison(run, msg, size);
+}
+
+enum fc_status fc_check_poison(struct fc_check_run *run, char *msg, size_t size)
+{
+    CUresult r;
+    if ((r = run->cuda->cuMemsetD16(run->out, POISON_16, run->o_elements)) ||
+        (r = run->cuda->cuMemsetD32(run->lse, POISON_32, run->lse_count)))
+        return cuda_fail(run, r, "poisoning the output", msg, size);
+    return FC_OK;
+}
+
+enum fc_status fc_check_download(struct fc_check_run *run, char *msg, size_t size)
+{
+    const struct fc_attention_params *p = &run->c.shape;
+    CUresult r;
+    if ((r = run->cuda->cuMemcpyDtoH(run->staging, run->out, run->o_elements * 2)) ||
+        (r = run->cuda->cuMemcpyDtoH(run->host_lse, run->lse, run->lse_count * 4)))
+        return cuda_fail(run, r, "cuMemcpyDtoH", msg, size);
+    int64_t stride[3];
+    layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, stride);
+    restride(run->host_out, run->staging, stride, p->batch, p->seqlen_q, p->heads_q, p->head_dim, 0);
+    return FC_OK;
+}
+
+/* Padding around out rows must still hold the poison: nothing was written outside the tensor. */
+static long long written_outside(const struct fc_check_run *run)
+{
+    if (run->c.layout != FC_LAYOUT_BHSD)
+        return 0;
+    const struct fc_attention_params *p = &run->c.shape;
+    long long stray = 0;
+    for (size_t row = 0; row < run->o_elements / (size_t)(p->head_dim + ROW_PADDING); row++)
+        for (int d = p->head_dim; d < p->head_dim + ROW_PADDING; d++)
+            stray += run->staging[row * (size_t)(p->head_dim + ROW_PADDING) + (size_t)d] != POISON_16;
+    return stray;
+}
+
+int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats)
+{
+    const struct fc_host_problem *hp = &run->host;
+    memset(stats, 0, sizeof *stats);
+    size_t elements = (size_t)hp->batch * hp->seqlen_q * hp->heads_q * hp->head_dim;
+    for (size_t i = 0; i < elements; i++)
+        if (!isfinite(fc_storage_to_float(hp->dtype, run->host_out[i])))
+            stats->bad_rows++;
+    stats->bad_rows += written_outside(run);
+    double *scratch = malloc(sizeof(double) * 2 * (size_t)hp->seqlen_k);
+    double *values = malloc(sizeof(double) * 2 * (size_t)hp->head_dim);
+    if (!scratch || !values) {
+        free(scratch);
+        free(values);
+        stats->bad_rows++;
+        return 0;
+    }
+    struct fc_row_reference row = {0, 0, values, values + hp->head_dim};
+    long long total = (long long)run->lse_count;
+    long long rows = run->c.check_rows > 0 && run->c.check_rows < total ? run->c.check_rows : total;
+    struct fc_random random;
+    fc_random_seed(&random, run->c.seed ^ 0x5eedull);
+    for (long long n = 0; n < rows; n++) {
+        long long index = rows == total ? n : n == 0 ? 0 : n == 1 ? total - 1
+                                                         : (long long)fc_random_below(&random, (uint64_t)total);
+        int i = (int)(index % hp->seqlen_q), h = (int)(index / hp->seqlen_q % hp->heads_q);
+        int b = (int)(index / hp->seqlen_q / hp->heads_q);
+        fc_reference_row(hp, b, h, i, &row, scratch);
+        const uint16_t *got = run->host_out + (((size_t)b * hp->seqlen_q + i) * hp->heads_q + h) * hp->head_dim;
+        fc_error_accumulate(stats, hp, &row, got, run->c.want_lse ? &run->host_lse[index] : NULL);
+    }
+    free(scratch);
+    free(values);
+    return fc_error_passes(stats);
+}
+
+void fc_check_release(struct fc_check_run *run)
+{
+    CUdeviceptr device[] = {run->q, run->k, run->v, run->out, run->lse};
+    for (int i = 0; i < 5; i++)
+        if (device[i])
+            run->cuda->cuMemFree(device[i]);
+    free(run->host_q);
+    free(run->host_k);
+    free(run->host_v);
+    free(run->host_out);
+    free(run->staging);
+    free(run->host_lse);
+    memset(run, 0, sizeof *run);
+}

@@ -1,0 +1,57 @@
+/* Internal: run one problem on the device with fresh random inputs and a poisoned output, and
+ * judge it against the fp64 CPU reference. Shared by `fcjit run` and the GPU tests. */
+#ifndef FC_CHECK_INTERNAL_H
+#define FC_CHECK_INTERNAL_H
+
+#include <stdint.h>
+
+#include "context_internal.h"
+#include "reference_cpu_internal.h"
+
+/** How the device tensors are laid out. */
+enum fc_check_layout {
+    FC_LAYOUT_PACKED = 0,   /* [batch, seq, head, dim], strides passed as 0 */
+    FC_LAYOUT_BHSD = 1,     /* [batch, head, seq, dim] with every row padded by 8 elements */
+};
+
+struct fc_check_case {
+    struct fc_attention_params shape;   /* sizes, dtype, causal, scale; pointers and strides ignored */
+    enum fc_check_layout layout;
+    int want_lse;
+    long long check_rows;               /* 0: every row */
+    uint64_t seed;
+};
+
+struct fc_check_run {
+    struct fc_check_case c;
+    struct fc_attention_params params;  /* ready to pass to fc_attention_forward */
+    const struct fc_cuda_api *cuda;
+    struct fc_host_problem host;        /* packed host copies of q, k, v */
+    uint16_t *host_q, *host_k, *host_v, *host_out, *staging;
+    float *host_lse;
+    CUdeviceptr q, k, v, out, lse;
+    size_t q_elements, kv_elements, o_elements, lse_count;   /* device buffers, in elements */
+};
+
+/**
+ * Draws random inputs, uploads them in the case's layout, poisons out and lse with NaN.
+ * The context's CUDA context must be current. Release with fc_check_release in every case.
+ */
+enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_case *c,
+                                struct fc_check_run *run, char *msg, size_t msg_size);
+
+/** Poisons out and lse again (before a repeated launch). */
+enum fc_status fc_check_poison(struct fc_check_run *run, char *msg, size_t msg_size);
+
+/** Downloads out and lse into host_out / host_lse (host_out packed). */
+enum fc_status fc_check_download(struct fc_check_run *run, char *msg, size_t msg_size);
+
+/**
+ * Judges the downloaded output: every element finite (so written), sampled rows (always the first
+ * and the last) against the CPU reference by BENCH.md's rule. Returns 1 if it passes.
+ */
+int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats);
+
+void fc_check_release(struct fc_check_run *run);
+
+#endif

@@ -1,0 +1,592 @@
+/* Tests of the SQLite kernel store (src/cache.c) and of the JIT through it: round trips, misses,
+ * corrupt rows, the schema version, unwritable paths, many processes starting at once, fork().
+ *
+ * Every database lives in a fresh mkdtemp() folder, removed after each case. Cases that compile
+ * skip, with the reason, without NVRTC. */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "cache_internal.h"
+#include "jit_internal.h"
+#include "nvrtc_internal.h"
+
+#define MSG_MAX 4096
+#define TEMP_DIR_MAX 1024   /* leaves room in a PATH_MAX buffer for the names under it */
+#define BLOB_SIZE 1000
+#define RACERS 8
+
+struct temp {
+    char dir[TEMP_DIR_MAX];
+    char db[TEMP_DIR_MAX + 16];   /* <dir>/cache.db, not created */
+};
+
+/* ---- helpers ---- */
+
+static int temp_setup(void **state)
+{
+    struct temp *t = calloc(1, sizeof *t);
+    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    if (!t || snprintf(t->dir, sizeof t->dir, "%s/fc_test_cache_XXXXXX", tmp) >= (int)sizeof t->dir ||
+        !mkdtemp(t->dir)) {
+        free(t);
+        return -1;
+    }
+    snprintf(t->db, sizeof t->db, "%s/cache.db", t->dir);
+    *state = t;
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *info, int type, struct FTW *ftw)
+{
+    (void)info, (void)type, (void)ftw;
+    return remove(path);
+}
+
+static int temp_teardown(void **state)
+{
+    struct temp *t = *state;
+    nftw(t->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(t);
+    return 0;
+}
+
+static struct fc_cache *open_cache(const char *path)
+{
+    char msg[MSG_MAX] = "";
+    struct fc_cache *cache = NULL;
+    enum fc_status status = fc_cache_open(path, &cache, msg, sizeof msg);
+    if (status != FC_OK)
+        fail_msg("fc_cache_open(%s): %d: %s", path, (int)status, msg);
+    return cache;
+}
+
+/* A record with a blob whose bytes depend on seed; the caller frees record->cubin. */
+static struct fc_cubin_record synthetic_record(const char *key, const char *source_key, int seed)
+{
+    struct fc_cubin_record r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.key, sizeof r.key, "%s", key);
+    snprintf(r.source_key, sizeof r.source_key, "%s", source_key);
+    snprintf(r.name, sizeof r.name, "reference_f16_d64_m16n32s1w4_sm_80_%d", seed);
+    snprintf(r.arch, sizeof r.arch, "sm_80");
+    snprintf(r.nvrtc_version, sizeof r.nvrtc_version, "13.0");
+    r.registers = 40 + seed, r.smem_static = 16, r.smem_dynamic = 12544, r.spill_stores = 0;
+    r.spill_loads = 4, r.stack_bytes = 8, r.compile_ms = 123.5 + seed;
+    r.cubin_size = BLOB_SIZE;
+    r.cubin = malloc(BLOB_SIZE);
+    assert_non_null(r.cubin);
+    for (int i = 0; i < BLOB_SIZE; i++)
+        ((unsigned char *)r.cubin)[i] = (unsigned char)(i * 7 + seed);
+    return r;
+}
+
+static void put(struct fc_cache *cache, const struct fc_cubin_record *r)
+{
+    char msg[MSG_MAX] = "";
+    enum fc_status status = fc_cache_put(cache, r, msg, sizeof msg);
+    if (status != FC_OK)
+        fail_msg("fc_cache_put: %d: %s", (int)status, msg);
+}
+
+/* fc_cache_get that must return FC_OK; *corrupt may be NULL when it must be 0. */
+static int get(struct fc_cache *cache, const char *key, const char *source_key,
+               struct fc_cubin_record *out, int *corrupt)
+{
+    char msg[MSG_MAX] = "";
+    int found = -1, bad = -1;
+    enum fc_status status = fc_cache_get(cache, key, source_key, out, &found, &bad, msg, sizeof msg);
+    if (status != FC_OK)
+        fail_msg("fc_cache_get: %d: %s", (int)status, msg);
+    if (corrupt)
+        *corrupt = bad;
+    else
+        assert_int_equal(bad, 0);
+    return found;
+}
+
+static void assert_records_equal(const struct fc_cubin_record *a, const struct fc_cubin_record *b)
+{
+    assert_string_equal(a->key, b->key);
+    assert_string_equal(a->source_key, b->source_key);
+    assert_string_equal(a->name, b->name);
+    assert_string_equal(a->arch, b->arch);
+    assert_string_equal(a->nvrtc_version, b->nvrtc_version);
+    assert_int_equal(a->registers, b->registers);
+    assert_int_equal(a->smem_static, b->smem_static);
+    assert_int_equal(a->smem_dynamic, b->smem_dynamic);
+    assert_int_equal(a->spill_stores, b->spill_stores);
+    assert_int_equal(a->spill_loads, b->spill_loads);
+    assert_int_equal(a->stack_bytes, b->stack_bytes);
+    assert_true(a->compile_ms == b->compile_ms);
+    assert_int_equal(a->cubin_size, b->cubin_size);
+    assert_memory_equal(a->cubin, b->cubin, a->cubin_size);
+}
+
+/* Runs SQL on the database through a connection of its own; returns the first column of the
+ * first row as text (empty if none). */
+static void sql(const char *path, const char *statement, char *result, size_t size)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 10000);
+    if (sqlite3_prepare_v2(db, statement, -1, &stmt, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", statement, sqlite3_errmsg(db));
+    int rc = sqlite3_step(stmt);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        fail_msg("%s: %s", statement, sqlite3_errmsg(db));
+    if (result)
+        snprintf(result, size, "%s", rc == SQLITE_ROW && sqlite3_column_text(stmt, 0) ?
+                 (const char *)sqlite3_column_text(stmt, 0) : "");
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+}
+
+static int sql_int(const char *path, const char *statement)
+{
+    char text[64];
+    sql(path, statement, text, sizeof text);
+    return atoi(text);
+}
+
+/* Flips one byte of the stored cubin of key, leaving its checksum as it was. */
+static void corrupt_blob(const char *path, const char *key)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *select = NULL, *update = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 10000);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT cubin FROM cubins WHERE key = ?1", -1, &select, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "UPDATE cubins SET cubin = ?1 WHERE key = ?2", -1, &update, NULL), SQLITE_OK);
+    sqlite3_bind_text(select, 1, key, -1, SQLITE_STATIC);
+    assert_int_equal(sqlite3_step(select), SQLITE_ROW);
+    int size = sqlite3_column_bytes(select, 0);
+    assert_true(size > 0);
+    unsigned char *bytes = malloc((size_t)size);
+    assert_non_null(bytes);
+    memcpy(bytes, sqlite3_column_blob(select, 0), (size_t)size);
+    bytes[size / 2] ^= 0x5a;
+    sqlite3_bind_blob(update, 1, bytes, size, SQLITE_STATIC);
+    sqlite3_bind_text(update, 2, key, -1, SQLITE_STATIC);
+    sqlite3_finalize(select);
+    assert_int_equal(sqlite3_step(update), SQLITE_DONE);
+    assert_int_equal(sqlite3_changes(db), 1);
+    sqlite3_finalize(update);
+    sqlite3_close(db);
+    free(bytes);
+}
+
+static void require_nvrtc(void)
+{
+    char why[2048] = "";
+    if (fc_nvrtc_load(why, sizeof why) != 0) {
+        print_message("skipping: %s\n", why);
+        skip();
+    }
+}
+
+static struct fc_variant test_variant(void)
+{
+    struct fc_variant v;
+    memset(&v, 0, sizeof v);
+    v.family = FC_KERNEL_REFERENCE;
+    v.dtype = FC_F16;
+    v.head_dim = 64;
+    v.arch = 80;
+    fc_variant_defaults(&v);
+    return v;
+}
+
+/* ---- the store ---- */
+
+static void test_put_get_round_trip(void **state)
+{
+    const struct temp *t = *state;
+    struct fc_cache *cache = open_cache(t->db);
+    struct fc_cubin_record in = synthetic_record("k1", "s1", 1), out;
+    memset(&out, 0, sizeof out);
+    put(cache, &in);
+    assert_int_equal(get(cache, "k1", NULL, &out, NULL), 1);
+    assert_records_equal(&in, &out);
+    assert_int_equal(strlen(out.created_at), strlen("2025-01-01T00:00:00Z"));
+    fc_cubin_record_free(&out);
+    assert_null(out.cubin);
+    fc_cubin_record_free(&in);
+    fc_cache_close(cache);
+}
+
+/* Rows sharing a source_key (one per NVRTC version): the newest wins, even within one second. */
+static void test_get_by_source_key_returns_newest(void **state)
+{
+    const struct temp *t = *state;
+    struct fc_cache *cache = open_cache(t->db);
+    struct fc_cubin_record a = synthetic_record("ka", "shared", 1), b = synthetic_record("kb", "shared", 2);
+    struct fc_cubin_record out;
+    put(cache, &a);
+    put(cache, &b);
+    assert_int_equal(get(cache, NULL, "shared", &out, NULL), 1);
+    assert_string_equal(out.key, "kb");
+    assert_records_equal(&b, &out);
+    fc_cubin_record_free(&out);
+    put(cache, &a);   /* replaced: now the newest */
+    assert_int_equal(get(cache, NULL, "shared", &out, NULL), 1);
+    assert_string_equal(out.key, "ka");
+    fc_cubin_record_free(&out);
+    sql(t->db, "UPDATE cubins SET created_at = '2000-01-01T00:00:00Z' WHERE key = 'ka'", NULL, 0);
+    assert_int_equal(get(cache, NULL, "shared", &out, NULL), 1);
+    assert_string_equal(out.key, "kb");
+    fc_cubin_record_free(&out);
+    fc_cubin_record_free(&a);
+    fc_cubin_record_free(&b);
+    fc_cache_close(cache);
+}
+
+static void test_unknown_key_is_a_miss(void **state)
+{
+    const struct temp *t = *state;
+    struct fc_cache *cache = open_cache(t->db);
+    struct fc_cubin_record in = synthetic_record("k1", "s1", 1), out;
+    memset(&out, 0, sizeof out);
+    put(cache, &in);
+    assert_int_equal(get(cache, "nope", NULL, &out, NULL), 0);
+    assert_null(out.cubin);
+    assert_int_equal(get(cache, NULL, "nope", &out, NULL), 0);
+    fc_cubin_record_free(&in);
+    fc_cache_close(cache);
+}
+
+static void test_corrupt_blob_is_dropped(void **state)
+{
+    const struct temp *t = *state;
+    struct fc_cache *cache = open_cache(t->db);
+    struct fc_cubin_record in = synthetic_record("k1", "s1", 1), keep = synthetic_record("k2", "s2", 2), out;
+    memset(&out, 0, sizeof out);
+    put(cache, &in);
+    put(cache, &keep);
+    corrupt_blob(t->db, "k1");
+    int corrupt = -1;
+    assert_int_equal(get(cache, "k1", NULL, &out, &corrupt), 0);
+    assert_int_equal(corrupt, 1);
+    assert_null(out.cubin);
+    assert_int_equal(sql_int(t->db, "SELECT count(*) FROM cubins WHERE key = 'k1'"), 0);
+    assert_int_equal(get(cache, "k1", NULL, &out, &corrupt), 0);
+    assert_int_equal(corrupt, 0);
+    assert_int_equal(get(cache, "k2", NULL, &out, NULL), 1);   /* the other row is untouched */
+    fc_cubin_record_free(&out);
+    fc_cubin_record_free(&in);
+    fc_cubin_record_free(&keep);
+    fc_cache_close(cache);
+}
+
+static void test_wrong_checksum_is_dropped(void **state)
+{
+    const struct temp *t = *state;
+    struct fc_cache *cache = open_cache(t->db);
+    struct fc_cubin_record in = synthetic_record("k1", "s1", 1), out;
+    memset(&out, 0, sizeof out);
+    put(cache, &in);
+    sql(t->db, "UPDATE cubins SET checksum = '0000000000000000'", NULL, 0);
+    int corrupt = -1;
+    assert_int_equal(get(cache, NULL, "s1", &out, &corrupt), 0);   /* by source_key, too */
+    assert_int_equal(corrupt, 1);
+    assert_int_equal(sql_int(t->db, "SELECT count(*) FROM cubins"), 0);
+    fc_cubin_record_free(&in);
+    fc_cache_close(cache);
+}
+
+static void test_newer_schema_is_refused(void **state)
+{
+    const struct temp *t = *state;
+    char pragma[64], msg[MSG_MAX] = "";
+    snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", FC_CACHE_SCHEMA_VERSION + 1);
+    sql(t->db, pragma, NULL, 0);
+    struct fc_cache *cache = (struct fc_cache *)&msg;   /* must be reset to NULL */
+    assert_int_equal(fc_cache_open(t->db, &cache, msg, sizeof msg), FC_ERR_CACHE);
+    assert_null(cache);
+    assert_non_null(strstr(msg, "newer"));
+    assert_non_null(strstr(msg, t->db));
+    assert_int_equal(sql_int(t->db, "PRAGMA user_version"), FC_CACHE_SCHEMA_VERSION + 1);
+}
+
+static void test_fresh_file_gets_schema_and_wal(void **state)
+{
+    const struct temp *t = *state;
+    char mode[16];
+    struct fc_cache *cache = open_cache(t->db);
+    assert_string_equal(fc_cache_path(cache), t->db);
+    assert_int_equal(sql_int(t->db, "PRAGMA user_version"), FC_CACHE_SCHEMA_VERSION);
+    sql(t->db, "PRAGMA journal_mode", mode, sizeof mode);
+    assert_string_equal(mode, "wal");
+    assert_int_equal(sql_int(t->db, "SELECT count(*) FROM sqlite_master WHERE name IN ('cubins', 'tuning_results')"), 2);
+    fc_cache_close(cache);
+    cache = open_cache(t->db);   /* reopening an up-to-date file changes nothing */
+    assert_int_equal(sql_int(t->db, "PRAGMA user_version"), FC_CACHE_SCHEMA_VERSION);
+    fc_cache_close(cache);
+}
+
+static void test_unwritable_path_is_cache_error(void **state)
+{
+    const struct temp *t = *state;
+    char file[PATH_MAX], path[PATH_MAX], msg[MSG_MAX] = "";
+    snprintf(file, sizeof file, "%s/file", t->dir);
+    snprintf(path, sizeof path, "%s/file/sub/x.db", t->dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    struct fc_cache *cache = (struct fc_cache *)&msg;
+    assert_int_equal(fc_cache_open(path, &cache, msg, sizeof msg), FC_ERR_CACHE);
+    assert_null(cache);
+    assert_non_null(strstr(msg, path));
+}
+
+struct visit_count {
+    int rows, ok;
+};
+
+static int count_rows(void *user, const struct fc_cubin_record *record, int checksum_ok)
+{
+    struct visit_count *count = user;
+    count->rows++;
+    count->ok += checksum_ok;
+    assert_int_equal(record->cubin_size, BLOB_SIZE);
+    return 0;
+}
+
+static struct visit_count visit_all(struct fc_cache *cache)
+{
+    struct visit_count count = {0, 0};
+    char msg[MSG_MAX] = "";
+    enum fc_status status = fc_cache_foreach(cache, count_rows, &count, msg, sizeof msg);
+    if (status != FC_OK)
+        fail_msg("fc_cache_foreach: %d: %s", (int)status, msg);
+    return count;
+}
+
+static void test_foreach_and_clear(void **state)
+{
+    const struct temp *t = *state;
+    struct fc_cache *cache = open_cache(t->db);
+    char msg[MSG_MAX] = "", key[8], lock_file[PATH_MAX];
+    for (int i = 0; i < 3; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        struct fc_cubin_record r = synthetic_record(key, "s", i);
+        put(cache, &r);
+        fc_cubin_record_free(&r);
+    }
+    struct visit_count count = visit_all(cache);
+    assert_int_equal(count.rows, 3);
+    assert_int_equal(count.ok, 3);
+    corrupt_blob(t->db, "k1");
+    count = visit_all(cache);
+    assert_int_equal(count.rows, 3);
+    assert_int_equal(count.ok, 2);
+    int lock = fc_cache_lock(cache, "k0");
+    assert_true(lock >= 0);
+    fc_cache_unlock(lock);
+    snprintf(lock_file, sizeof lock_file, "%s.locks/k0.lock", t->db);
+    assert_int_equal(access(lock_file, F_OK), 0);
+    int deleted = -1;
+    assert_int_equal(fc_cache_clear(cache, &deleted, msg, sizeof msg), FC_OK);
+    assert_int_equal(deleted, 3);
+    assert_int_equal(visit_all(cache).rows, 0);
+    assert_int_equal(access(lock_file, F_OK), -1);
+    fc_cache_close(cache);
+}
+
+/* ---- the JIT through the store ---- */
+
+struct jit_with_cache {
+    struct fc_cache *cache;
+    struct fc_jit *jit;
+};
+
+static struct jit_with_cache open_jit(const char *path)
+{
+    char msg[MSG_MAX] = "";
+    struct jit_with_cache j = {open_cache(path), NULL};
+    enum fc_status status = fc_jit_create(NULL, j.cache, &j.jit, msg, sizeof msg);
+    if (status != FC_OK)
+        fail_msg("fc_jit_create: %d: %s", (int)status, msg);
+    return j;
+}
+
+static void close_jit(struct jit_with_cache *j)
+{
+    fc_jit_destroy(j->jit);
+    fc_cache_close(j->cache);
+}
+
+static void get_cubin(struct fc_jit *jit, struct fc_cubin *out)
+{
+    char msg[MSG_MAX] = "";
+    struct fc_variant v = test_variant();
+    enum fc_status status = fc_jit_get_cubin(jit, &v, 0, out, msg, sizeof msg);
+    if (status != FC_OK)
+        fail_msg("fc_jit_get_cubin: %d: %s", (int)status, msg);
+}
+
+static void test_jit_compiles_caches_and_replaces_corrupt(void **state)
+{
+    const struct temp *t = *state;
+    require_nvrtc();
+    struct jit_with_cache j = open_jit(t->db);
+    struct fc_cubin first, second, third, fourth;
+    get_cubin(j.jit, &first);
+    assert_int_equal(first.origin, FC_CUBIN_COMPILED);
+    get_cubin(j.jit, &second);
+    assert_int_equal(second.origin, FC_CUBIN_CACHED);
+    assert_int_equal(second.replaced_corrupt, 0);
+    assert_records_equal(&first.record, &second.record);
+    corrupt_blob(t->db, first.record.key);
+    get_cubin(j.jit, &third);
+    assert_int_equal(third.origin, FC_CUBIN_COMPILED);
+    assert_int_equal(third.replaced_corrupt, 1);
+    assert_int_equal(third.record.cubin_size, first.record.cubin_size);
+    get_cubin(j.jit, &fourth);
+    assert_int_equal(fourth.origin, FC_CUBIN_CACHED);
+    assert_int_equal(fourth.replaced_corrupt, 0);
+    assert_records_equal(&third.record, &fourth.record);
+    assert_int_equal(sql_int(t->db, "SELECT count(*) FROM cubins"), 1);
+    struct fc_cubin *all[] = {&first, &second, &third, &fourth};
+    for (int i = 0; i < 4; i++)
+        fc_cubin_free(all[i]);
+    close_jit(&j);
+}
+
+/* One racer: waits for the start signal (EOF on start_fd), then fetches the variant. Exit 0 on
+ * FC_OK; writes one byte to compiled_fd if it compiled. Opens everything after the fork. */
+static void race(const char *path, int start_fd, int compiled_fd)
+{
+    char c, msg[MSG_MAX] = "";
+    struct fc_cache *cache = NULL;
+    struct fc_jit *jit = NULL;
+    struct fc_cubin cubin;
+    struct fc_variant v = test_variant();
+    while (read(start_fd, &c, 1) < 0 && errno == EINTR)
+        continue;
+    enum fc_status status = fc_cache_open(path, &cache, msg, sizeof msg);
+    if (status == FC_OK)
+        status = fc_jit_create(NULL, cache, &jit, msg, sizeof msg);
+    if (status == FC_OK)
+        status = fc_jit_get_cubin(jit, &v, 0, &cubin, msg, sizeof msg);
+    if (status == FC_OK && cubin.origin == FC_CUBIN_COMPILED && write(compiled_fd, "c", 1) != 1)
+        status = FC_ERR_INTERNAL;
+    if (status != FC_OK)
+        fprintf(stderr, "racer %d: %d: %s\n", (int)getpid(), (int)status, msg);
+    _exit(status == FC_OK ? 0 : 1);
+}
+
+static void test_racing_processes_compile_once(void **state)
+{
+    const struct temp *t = *state;
+    require_nvrtc();
+    int start[2], compiled[2];
+    assert_int_equal(pipe(start), 0);
+    assert_int_equal(pipe(compiled), 0);
+    pid_t pids[RACERS];
+    for (int i = 0; i < RACERS; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            close(start[1]);
+            close(compiled[0]);
+            race(t->db, start[0], compiled[1]);
+        }
+    }
+    close(start[0]);
+    close(compiled[1]);
+    close(start[1]);   /* go: every racer's read returns at once */
+    int succeeded = 0;
+    for (int i = 0; i < RACERS; i++) {
+        int wstatus = 0;
+        assert_int_equal(waitpid(pids[i], &wstatus, 0), pids[i]);
+        succeeded += WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+    }
+    char bytes[RACERS + 1];
+    ssize_t compiles = read(compiled[0], bytes, sizeof bytes);
+    close(compiled[0]);
+    assert_int_equal(succeeded, RACERS);
+    assert_int_equal(compiles, 1);
+    char check[64];
+    sql(t->db, "PRAGMA integrity_check", check, sizeof check);
+    assert_string_equal(check, "ok");
+    assert_int_equal(sql_int(t->db, "SELECT count(*) FROM cubins"), 1);
+}
+
+/* A child must not use the parent's connection: it opens its own behind the same handle. */
+static void test_handle_survives_fork(void **state)
+{
+    const struct temp *t = *state;
+    struct fc_cache *cache = open_cache(t->db);
+    struct fc_cubin_record in = synthetic_record("k1", "s1", 1), out;
+    memset(&out, 0, sizeof out);
+    put(cache, &in);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char msg[MSG_MAX] = "";
+        int found = 0, corrupt = 0;
+        struct fc_cubin_record second = synthetic_record("k2", "s2", 2);
+        enum fc_status status = fc_cache_get(cache, "k1", NULL, &out, &found, &corrupt, msg, sizeof msg);
+        int ok = status == FC_OK && found && out.cubin_size == in.cubin_size &&
+                 memcmp(out.cubin, in.cubin, in.cubin_size) == 0;
+        ok = ok && fc_cache_put(cache, &second, msg, sizeof msg) == FC_OK;
+        if (!ok)
+            fprintf(stderr, "child: %d: %s\n", (int)status, msg);
+        fc_cubin_record_free(&out);
+        fc_cubin_record_free(&second);
+        fc_cubin_record_free(&in);
+        fc_cache_close(cache);
+        _exit(ok ? 0 : 1);
+    }
+    int wstatus = 0;
+    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+    assert_true(WIFEXITED(wstatus));
+    assert_int_equal(WEXITSTATUS(wstatus), 0);
+    assert_int_equal(get(cache, "k1", NULL, &out, NULL), 1);   /* the parent's handle still works */
+    assert_records_equal(&in, &out);
+    fc_cubin_record_free(&out);
+    assert_int_equal(get(cache, "k2", NULL, &out, NULL), 1);   /* and sees the child's row */
+    fc_cubin_record_free(&out);
+    fc_cubin_record_free(&in);
+    fc_cache_close(cache);
+    char check[64];
+    sql(t->db, "PRAGMA integrity_check", check, sizeof check);
+    assert_string_equal(check, "ok");
+}
+
+#define IN_TEMP(test) cmocka_unit_test_setup_teardown(test, temp_setup, temp_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        IN_TEMP(test_put_get_round_trip),
+        IN_TEMP(test_get_by_source_key_returns_newest),
+        IN_TEMP(test_unknown_key_is_a_miss),
+        IN_TEMP(test_corrupt_blob_is_dropped),
+        IN_TEMP(test_wrong_checksum_is_dropped),
+        IN_TEMP(test_newer_schema_is_refused),
+        IN_TEMP(test_fresh_file_gets_schema_and_wal),
+        IN_TEMP(test_unwritable_path_is_cache_error),
+        IN_TEMP(test_foreach_and_clear),
+        IN_TEMP(test_jit_compiles_caches_and_replaces_corrupt),
+        IN_TEMP(test_racing_processes_compile_once),
+        IN_TEMP(test_handle_survives_fork),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

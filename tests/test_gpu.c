@@ -1,0 +1,213 @@
+/* The gpu suite: every kernel the selector picks, against the fp64 CPU reference over BENCH.md's
+ * awkward shapes; determinism; misuse on a real context leaves the GPU usable.
+ * Without a GPU it says so and exits 77 (meson's skip). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "check_internal.h"
+
+#define SKIP_EXIT 77
+#define CHECK_ROWS 48           /* rows per case checked on the CPU; NaN scan covers every element */
+#define DETERMINISM_RUNS 100
+
+static struct fc_context *ctx;
+static uint64_t seed;
+
+/* (batch, seqlen_q, seqlen_k, heads_q, heads_kv, layout): tile multiples and not, Sq != Sk both
+ * ways (causal rows with no visible key when Sq > Sk), GQA 1/4/8, batch 1 and many, strided. */
+static const struct { int b, sq, sk, hq, hkv; enum fc_check_layout layout; } SHAPES[] = {
+    {1, 128, 128, 8, 8, FC_LAYOUT_PACKED},
+    {3, 17, 129, 8, 2, FC_LAYOUT_PACKED},
+    {2, 129, 17, 8, 1, FC_LAYOUT_PACKED},
+    {1, 1000, 1000, 4, 4, FC_LAYOUT_PACKED},
+    {1, 1, 4097, 8, 1, FC_LAYOUT_PACKED},
+    {1, 4097, 127, 2, 2, FC_LAYOUT_PACKED},
+    {4, 127, 1, 4, 4, FC_LAYOUT_PACKED},
+    {2, 129, 1000, 8, 2, FC_LAYOUT_BHSD},
+};
+static const int HEAD_DIMS[] = {64, 96, 128, 192, 256};
+
+static struct fc_check_case make_case(int shape, int head_dim, enum fc_dtype dtype, int causal)
+{
+    struct fc_check_case c;
+    memset(&c, 0, sizeof c);
+    fc_attention_params_init(&c.shape);
+    c.shape.dtype = dtype;
+    c.shape.batch = SHAPES[shape].b;
+    c.shape.seqlen_q = SHAPES[shape].sq;
+    c.shape.seqlen_k = SHAPES[shape].sk;
+    c.shape.heads_q = SHAPES[shape].hq;
+    c.shape.heads_kv = SHAPES[shape].hkv;
+    c.shape.head_dim = head_dim;
+    c.shape.causal = causal;
+    c.layout = SHAPES[shape].layout;
+    c.want_lse = 1;
+    c.check_rows = CHECK_ROWS;
+    c.seed = seed++;
+    return c;
+}
+
+/* Prepares, launches once, downloads and judges; returns 1 if it passed. */
+static int run_case(const struct fc_check_case *c, struct fc_error_stats *stats, char *kernel)
+{
+    struct fc_check_run run;
+    char msg[FC_MESSAGE_MAX];
+    enum fc_status status = fc_check_prepare(ctx, c, &run, msg, sizeof msg);
+    struct fc_plan_info info = {"?", ""};
+    if (status == FC_OK && (status = fc_attention_plan(ctx, &run.params, &info)) == FC_OK &&
+        (status = fc_attention_forward(ctx, &run.params, NULL)) == FC_OK)
+        status = fc_check_download(&run, msg, sizeof msg);
+    else if (status != FC_OK && !*msg)
+        snprintf(msg, sizeof msg, "%s", fc_context_errmsg(ctx));
+    int passed = status == FC_OK && fc_check_verify(&run, stats);
+    if (status != FC_OK)
+        print_error("%s: %s\n", fc_status_name(status), status == FC_OK ? "" : msg);
+    snprintf(kernel, FC_VARIANT_NAME_MAX, "%s", info.kernel);
+    fc_check_release(&run);
+    return passed;
+}
+
+static void test_matches_reference_over_awkward_shapes(void **state)
+{
+    (void)state;
+    int failures = 0, cases = 0;
+    for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
+        for (size_t d = 0; d < sizeof HEAD_DIMS / sizeof HEAD_DIMS[0]; d++)
+            for (int causal = 0; causal <= 1; causal++)
+                for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
+                    struct fc_check_case c = make_case((int)s, HEAD_DIMS[d], (enum fc_dtype)dtype, causal);
+                    struct fc_error_stats e;
+                    char kernel[FC_VARIANT_NAME_MAX];
+                    int passed = run_case(&c, &e, kernel);
+                    cases++;
+                    failures += !passed;
+                    print_message("%s B=%d Sq=%d Sk=%d Hq=%d Hkv=%d %s: err %.3g native %.3g lse %.2g bad %lld %s\n",
+                                  passed ? "ok  " : "FAIL", c.shape.batch, c.shape.seqlen_q, c.shape.seqlen_k,
+                                  c.shape.heads_q, c.shape.heads_kv, c.layout == FC_LAYOUT_BHSD ? "BHSD" : "BSHD",
+                                  e.max_error, e.native_error, e.max_lse_error, e.bad_rows, kernel);
+                }
+    print_message("%d cases, %d failed\n", cases, failures);
+    assert_int_equal(failures, 0);
+}
+
+static void test_bit_identical_over_repeated_runs(void **state)
+{
+    (void)state;
+    struct fc_check_case c = make_case(3, 128, FC_F16, 1);
+    struct fc_check_run run;
+    char msg[FC_MESSAGE_MAX];
+    assert_int_equal(fc_check_prepare(ctx, &c, &run, msg, sizeof msg), FC_OK);
+    size_t bytes = (size_t)c.shape.batch * c.shape.seqlen_q * c.shape.heads_q * c.shape.head_dim * 2;
+    uint16_t *first = malloc(bytes);
+    float *first_lse = malloc(run.lse_count * 4);
+    assert_non_null(first);
+    assert_non_null(first_lse);
+    int differing = 0;
+    for (int i = 0; i < DETERMINISM_RUNS; i++) {
+        assert_int_equal(fc_check_poison(&run, msg, sizeof msg), FC_OK);
+        assert_int_equal(fc_attention_forward(ctx, &run.params, NULL), FC_OK);
+        assert_int_equal(fc_check_download(&run, msg, sizeof msg), FC_OK);
+        if (i == 0) {
+            memcpy(first, run.host_out, bytes);
+            memcpy(first_lse, run.host_lse, run.lse_count * 4);
+            struct fc_error_stats e;
+            assert_true(fc_check_verify(&run, &e));
+        } else {
+            differing += memcmp(first, run.host_out, bytes) != 0 || memcmp(first_lse, run.host_lse, run.lse_count * 4) != 0;
+        }
+    }
+    free(first);
+    free(first_lse);
+    fc_check_release(&run);
+    assert_int_equal(differing, 0);
+}
+
+/* Each bad call returns its status and launches nothing: out stays poisoned; then a good call on
+ * the same context still works. */
+static void test_misuse_on_a_real_context_launches_nothing(void **state)
+{
+    (void)state;
+    struct fc_check_case c = make_case(1, 64, FC_BF16, 0);
+    struct fc_check_run run;
+    char msg[FC_MESSAGE_MAX];
+    assert_int_equal(fc_check_prepare(ctx, &c, &run, msg, sizeof msg), FC_OK);
+    struct fc_attention_params bad[6];
+    for (int i = 0; i < 6; i++)
+        bad[i] = run.params;
+    bad[0].heads_kv = 3;
+    bad[1].head_dim = 100;
+    bad[2].q = (const char *)bad[2].q + 2;
+    bad[3].out = NULL;
+    bad[4].k_stride[0] = 7;
+    bad[4].k_stride[1] = 8;
+    bad[4].k_stride[2] = 8;
+    bad[5].dtype = FC_E4M3;
+    const enum fc_status expected[6] = {FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED, FC_ERR_INVALID_ARG,
+                                        FC_ERR_INVALID_ARG, FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED};
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(fc_attention_forward(ctx, &bad[i], NULL), expected[i]);
+        assert_true(strlen(fc_context_errmsg(ctx)) > 0);
+    }
+    assert_int_equal(run.cuda->cuCtxSynchronize(), CUDA_SUCCESS);
+    assert_int_equal(fc_check_download(&run, msg, sizeof msg), FC_OK);
+    size_t elements = (size_t)c.shape.batch * c.shape.seqlen_q * c.shape.heads_q * c.shape.head_dim;
+    for (size_t i = 0; i < elements; i++)
+        assert_int_equal(run.host_out[i], 0x7fff);   /* still the poison: nothing ran */
+    assert_int_equal(fc_attention_forward(ctx, &run.params, NULL), FC_OK);
+    assert_int_equal(fc_check_download(&run, msg, sizeof msg), FC_OK);
+    struct fc_error_stats e;
+    assert_true(fc_check_verify(&run, &e));
+    fc_check_release(&run);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    struct fc_options options;
+    fc_options_init(&options);
+    options.no_disk_cache = 1;   /* compile everything afresh: what this test checks is the kernels */
+    enum fc_status status = fc_context_create(0, &options, &ctx);
+    if (status != FC_OK) {
+        print_error("fc_context_create: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
+        return -1;
+    }
+    int pushed;
+    return fc_context_enter(ctx, &pushed) == FC_OK ? 0 : -1;   /* stays current for the suite */
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    fc_context_destroy(ctx);
+    return 0;
+}
+
+int main(void)
+{
+    char why[1024];
+    const struct fc_cuda_api *cuda = fc_cuda_load(why, sizeof why);
+    int count = 0;
+    if (cuda)
+        cuda->cuDeviceGetCount(&count);
+    if (!cuda || count == 0) {
+        printf("SKIP: the gpu suite needs a GPU: %s\n", cuda ? "the driver reports no device" : why);
+        return SKIP_EXIT;
+    }
+    const char *env = getenv("FC_TEST_SEED");
+    seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+    printf("seed %llu (set FC_TEST_SEED to repeat)\n", (unsigned long long)seed);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matches_reference_over_awkward_shapes),
+        cmocka_unit_test(test_bit_identical_over_repeated_runs),
+        cmocka_unit_test(test_misuse_on_a_real_context_launches_nothing),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

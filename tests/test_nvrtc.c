@@ -1,0 +1,86 @@
+/* NVRTC compiles every shipped variant for its arch, with no spills; the ptxas report parser. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config_internal.h"
+#include "embedded_internal.h"
+#include "jit_internal.h"
+#include "nvrtc_internal.h"
+
+#define SKIP_EXIT 77
+
+static void test_ptxas_report_parser(void **state)
+{
+    (void)state;
+    const char *log =
+        "ptxas info    : 32 bytes gmem\n"
+        "ptxas info    : Compiling entry function 'fc_attention_kernel' for 'sm_90a'\n"
+        "ptxas info    : Function properties for fc_attention_kernel\n"
+        "ptxas         .     24 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+        "ptxas info    : Used 168 registers, used 1 barriers, 4096 bytes smem, 896 bytes cmem[0]\n";
+    struct fc_compile_report report;
+    fc_parse_ptxas_report(log, &report);
+    assert_int_equal(report.registers, 168);
+    assert_int_equal(report.stack_bytes, 24);
+    assert_int_equal(report.spill_stores, 8);
+    assert_int_equal(report.spill_loads, 12);
+    assert_int_equal(report.smem_static, 4096);
+}
+
+/* Every variant `fcjit precompile` ships compiles for its own arch without spilling. */
+static void test_every_shipped_variant_compiles_without_spills(void **state)
+{
+    (void)state;
+    const struct fc_embedded_file *spec = fc_embedded_find(fc_embedded_data, "precompile.yaml");
+    assert_non_null(spec);
+    struct fc_variant_list list;
+    char msg[8192] = "";
+    assert_int_equal(fc_config_parse_variants(spec->text, spec->length, "precompile.yaml", &list, msg, sizeof msg),
+                     FC_OK);
+    assert_true(list.count > 0);
+    struct fc_jit *jit;
+    assert_int_equal(fc_jit_create(NULL, NULL, &jit, msg, sizeof msg), FC_OK);
+    int failures = 0;
+    for (size_t i = 0; i < list.count; i++) {
+        char name[FC_VARIANT_NAME_MAX];
+        fc_variant_name(&list.items[i], name);
+        struct fc_cubin cubin;
+        enum fc_status status = fc_jit_get_cubin(jit, &list.items[i], 1, &cubin, msg, sizeof msg);
+        if (status != FC_OK) {
+            print_error("%s: %s: %s\n", name, fc_status_name(status), msg);
+            failures++;
+            continue;
+        }
+        const struct fc_cubin_record *r = &cubin.record;
+        print_message("%-52s %3d regs %3d B spill stores %3d B spill loads %3d B stack %4.0f ms\n", name,
+                      r->registers, r->spill_stores, r->spill_loads, r->stack_bytes, r->compile_ms);
+        if (r->registers <= 0 || r->spill_stores != 0 || r->spill_loads != 0 || r->cubin_size == 0) {
+            print_error("%s spills or has no registers/cubin\n", name);
+            failures++;
+        }
+        fc_cubin_free(&cubin);
+    }
+    fc_jit_destroy(jit);
+    fc_variant_list_free(&list);
+    assert_int_equal(failures, 0);
+}
+
+int main(void)
+{
+    char why[2048];
+    if (fc_nvrtc_load(why, sizeof why)) {
+        printf("SKIP: NVRTC is not available here: %s\n", why);
+        return SKIP_EXIT;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ptxas_report_parser),
+        cmocka_unit_test(test_every_shipped_variant_compiles_without_spills),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

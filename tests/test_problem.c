@@ -1,0 +1,231 @@
+/* Validation: every broken rule gets its status and a message naming the field; the public API
+ * answers misuse without a GPU and without crashing. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "context_internal.h"
+#include "problem_internal.h"
+
+static _Alignas(16) char device_memory[64];   /* stands in for device pointers: never read */
+
+static struct fc_attention_params valid_params(void)
+{
+    struct fc_attention_params p;
+    fc_attention_params_init(&p);
+    p.dtype = FC_F16;
+    p.batch = 2;
+    p.seqlen_q = 100;
+    p.seqlen_k = 300;
+    p.heads_q = 8;
+    p.heads_kv = 2;
+    p.head_dim = 64;
+    p.q = p.k = p.v = p.out = device_memory;
+    return p;
+}
+
+static void test_valid_problem_resolves_packed_strides_and_scale(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();
+    struct fc_problem problem;
+    char msg[512] = "";
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(problem.q_stride[2], 64);
+    assert_int_equal(problem.q_stride[1], 8 * 64);
+    assert_int_equal(problem.q_stride[0], 100 * 8 * 64);
+    assert_int_equal(problem.k_stride[1], 2 * 64);
+    assert_int_equal(problem.k_stride[0], 300 * 2 * 64);
+    assert_true(fabsf(problem.softmax_scale - 0.125f) < 1e-7f);
+}
+
+/* One broken rule: a mutation of valid params, the status it must give, a phrase of the message. */
+struct rule {
+    const char *what;
+    void (*mutate)(struct fc_attention_params *p);
+    enum fc_status status;
+    const char *phrase;
+};
+
+#define MUTATION(name, body) static void name(struct fc_attention_params *p) { body; }
+MUTATION(bad_dtype, p->dtype = (enum fc_dtype)7)
+MUTATION(fp8_dtype, p->dtype = FC_E4M3)
+MUTATION(zero_batch, p->batch = 0)
+MUTATION(negative_seqlen_q, p->seqlen_q = -1)
+MUTATION(zero_seqlen_k, p->seqlen_k = 0)
+MUTATION(zero_heads_q, p->heads_q = 0)
+MUTATION(zero_heads_kv, p->heads_kv = 0)
+MUTATION(zero_head_dim, p->head_dim = 0)
+MUTATION(gqa_mismatch, p->heads_q = 8; p->heads_kv = 3)
+MUTATION(head_dim_100, p->head_dim = 100)
+MUTATION(head_dim_264, p->head_dim = 264)
+MUTATION(null_q, p->q = NULL)
+MUTATION(null_k, p->k = NULL)
+MUTATION(null_v, p->v = NULL)
+MUTATION(null_out, p->out = NULL)
+MUTATION(misaligned_q, p->q = device_memory + 2)
+MUTATION(misaligned_out, p->out = device_memory + 8)
+MUTATION(misaligned_lse, p->lse = (float *)(device_memory + 2))
+MUTATION(mixed_zero_strides, p->q_stride[0] = 0; p->q_stride[1] = 512; p->q_stride[2] = 64)
+MUTATION(unaligned_stride, p->k_stride[0] = 38400; p->k_stride[1] = 130; p->k_stride[2] = 64)
+MUTATION(negative_stride, p->v_stride[0] = -38400; p->v_stride[1] = 128; p->v_stride[2] = 64)
+MUTATION(overflowing_stride, p->o_stride[0] = INT64_MAX / 16 * 8; p->o_stride[1] = 512; p->o_stride[2] = 64)
+MUTATION(causal_two, p->causal = 2)
+MUTATION(nan_scale, p->softmax_scale = NAN)
+MUTATION(infinite_scale, p->softmax_scale = INFINITY)
+
+static const struct rule RULES[] = {
+    {"dtype out of the enum", bad_dtype, FC_ERR_INVALID_ARG, "dtype 7 is not"},
+    {"fp8 not yet", fp8_dtype, FC_ERR_UNSUPPORTED, "FC_E4M3"},
+    {"batch 0", zero_batch, FC_ERR_INVALID_ARG, "batch must be positive (got 0)"},
+    {"seqlen_q -1", negative_seqlen_q, FC_ERR_INVALID_ARG, "seqlen_q must be positive (got -1)"},
+    {"seqlen_k 0", zero_seqlen_k, FC_ERR_INVALID_ARG, "seqlen_k must be positive"},
+    {"heads_q 0", zero_heads_q, FC_ERR_INVALID_ARG, "heads_q must be positive"},
+    {"heads_kv 0", zero_heads_kv, FC_ERR_INVALID_ARG, "heads_kv must be positive"},
+    {"head_dim 0", zero_head_dim, FC_ERR_INVALID_ARG, "head_dim must be positive"},
+    {"GQA ratio", gqa_mismatch, FC_ERR_INVALID_ARG, "heads_q (8) must be a multiple of heads_kv (3)"},
+    {"head_dim 100", head_dim_100, FC_ERR_UNSUPPORTED, "head_dim 100 is not supported"},
+    {"head_dim 264", head_dim_264, FC_ERR_UNSUPPORTED, "head_dim 264 is not supported"},
+    {"q NULL", null_q, FC_ERR_INVALID_ARG, "q is NULL"},
+    {"k NULL", null_k, FC_ERR_INVALID_ARG, "k is NULL"},
+    {"v NULL", null_v, FC_ERR_INVALID_ARG, "v is NULL"},
+    {"out NULL", null_out, FC_ERR_INVALID_ARG, "out is NULL"},
+    {"q misaligned", misaligned_q, FC_ERR_INVALID_ARG, "must be 16-byte aligned"},
+    {"out misaligned", misaligned_out, FC_ERR_INVALID_ARG, "must be 16-byte aligned"},
+    {"lse misaligned", misaligned_lse, FC_ERR_INVALID_ARG, "must be 4-byte aligned"},
+    {"mixed zero strides", mixed_zero_strides, FC_ERR_INVALID_ARG, "q_stride[0] (batch) is 0"},
+    {"stride not 16 bytes", unaligned_stride, FC_ERR_INVALID_ARG, "k_stride[1] (seq) is 130: it must be a multiple of 8"},
+    {"negative stride", negative_stride, FC_ERR_INVALID_ARG, "v_stride[0] (batch) is -38400"},
+    {"offset overflow", overflowing_stride, FC_ERR_INVALID_ARG, "out: its strides and sizes overflow"},
+    {"causal 2", causal_two, FC_ERR_INVALID_ARG, "causal must be 0 or 1 (got 2)"},
+    {"scale NaN", nan_scale, FC_ERR_INVALID_ARG, "softmax_scale must be finite"},
+    {"scale inf", infinite_scale, FC_ERR_INVALID_ARG, "softmax_scale must be finite"},
+};
+
+static void test_each_rule_has_its_status_and_message(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof RULES / sizeof RULES[0]; i++) {
+        struct fc_attention_params p = valid_params();
+        RULES[i].mutate(&p);
+        struct fc_problem problem;
+        char msg[512] = "";
+        enum fc_status status = fc_problem_from_params(&p, &problem, msg, sizeof msg);
+        if (status != RULES[i].status || !strstr(msg, RULES[i].phrase))
+            fail_msg("%s: got %s \"%s\", wanted %s with \"%s\"", RULES[i].what, fc_status_name(status), msg,
+                     fc_status_name(RULES[i].status), RULES[i].phrase);
+    }
+}
+
+static void test_null_params(void **state)
+{
+    (void)state;
+    struct fc_problem problem;
+    char msg[128] = "";
+    assert_int_equal(fc_problem_from_params(NULL, &problem, msg, sizeof msg), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(msg, "params is NULL"));
+}
+
+static struct fc_context *compile_only_context(void)
+{
+    struct fc_options options;
+    fc_options_init(&options);
+    options.no_disk_cache = 1;
+    struct fc_context *ctx = NULL;
+    assert_int_equal(fc_context_create(FC_DEVICE_NONE, &options, &ctx), FC_OK);
+    assert_string_equal(fc_context_errmsg(ctx), "");
+    return ctx;
+}
+
+static void test_api_misuse_without_gpu(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();
+    assert_int_equal(fc_attention_forward(NULL, &p, NULL), FC_ERR_INVALID_ARG);
+    assert_int_equal(fc_attention_plan(NULL, &p, NULL), FC_ERR_INVALID_ARG);
+    struct fc_context *ctx = compile_only_context();
+    assert_int_equal(fc_attention_forward(ctx, NULL, NULL), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "params is NULL"));
+    p.heads_kv = 3;
+    assert_int_equal(fc_attention_forward(ctx, &p, NULL), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "heads_kv (3)"));
+    p = valid_params();
+    assert_int_equal(fc_attention_forward(ctx, &p, NULL), FC_ERR_NO_DEVICE);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "FC_DEVICE_NONE"));
+    fc_context_destroy(ctx);
+    fc_context_destroy(NULL);
+}
+
+static void test_plan_names_the_kernel_and_why(void **state)
+{
+    (void)state;
+    struct fc_context *ctx = compile_only_context();
+    struct fc_attention_params p = valid_params();
+    p.causal = 1;
+    p.dtype = FC_BF16;
+    struct fc_plan_info info;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "reference_bf16_d64_causal_m16n32s1w4_sm_90a");
+    assert_true(strlen(info.reason) > 10);
+    assert_string_equal(fc_context_errmsg(ctx), "");
+    p.head_dim = 100;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "head_dim 100"));
+    fc_context_destroy(ctx);
+}
+
+static void test_context_create_failures_keep_a_message(void **state)
+{
+    (void)state;
+    struct fc_context *ctx = NULL;
+    assert_int_equal(fc_context_create(-5, NULL, &ctx), FC_ERR_INVALID_ARG);
+    assert_non_null(ctx);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "device -5"));
+    fc_context_destroy(ctx);
+
+    struct fc_options options;
+    fc_options_init(&options);
+    options.cache_path = "/proc/flashcore-cannot-exist/tuning.db";
+    assert_int_equal(fc_context_create(FC_DEVICE_NONE, &options, &ctx), FC_ERR_CACHE);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "/proc/flashcore-cannot-exist"));
+    fc_context_destroy(ctx);
+
+    assert_int_equal(fc_context_create(0, NULL, NULL), FC_ERR_INVALID_ARG);
+    char why[512];
+    if (!fc_cuda_load(why, sizeof why)) {   /* no driver here: the device-0 context says so */
+        options.cache_path = NULL;
+        options.no_disk_cache = 1;
+        assert_int_equal(fc_context_create(0, &options, &ctx), FC_ERR_NO_DEVICE);
+        assert_non_null(strstr(fc_context_errmsg(ctx), "driver"));
+        fc_context_destroy(ctx);
+    }
+}
+
+static void test_status_names(void **state)
+{
+    (void)state;
+    assert_string_equal(fc_status_name(FC_OK), "FC_OK");
+    assert_string_equal(fc_status_name(FC_ERR_NO_COMPILER), "FC_ERR_NO_COMPILER");
+    assert_string_equal(fc_status_name(FC_ERR_INTERNAL), "FC_ERR_INTERNAL");
+    assert_string_equal(fc_status_name((enum fc_status)99), "FC_ERR_UNKNOWN");
+    assert_string_equal(fc_version(), "0.1.0");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_problem_resolves_packed_strides_and_scale),
+        cmocka_unit_test(test_each_rule_has_its_status_and_message),
+        cmocka_unit_test(test_null_params),
+        cmocka_unit_test(test_api_misuse_without_gpu),
+        cmocka_unit_test(test_plan_names_the_kernel_and_why),
+        cmocka_unit_test(test_context_create_failures_keep_a_message),
+        cmocka_unit_test(test_status_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

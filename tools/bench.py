@@ -1,0 +1,423 @@
+"""Speed benchmark of FlashCore's attention against PyTorch SDPA's flash and cuDNN backends.
+
+As shared/BENCH.md asks: the peers run in the same process on the same tensors (SDPA gets
+[B, H, S, D] transposed views of the BSHD tensors ours gets). Each time is a median from
+triton.testing.do_bench (CUDA events around each launch, L2 flushed between launches), or of 3
+launches when one launch takes over 50 ms. Before it is timed, ours is compared with a peer's
+output, so that a wrong kernel's speed is never reported silently ("MISMATCH").
+
+    python3 tools/bench.py                 # the FlashAttention-3 sweep plus small/GQA/decode shapes
+    python3 tools/bench.py --quick         # d64/d128 f16 at 1k/4k/16k
+    python3 tools/bench.py --no-ours       # peers only
+
+Prints progress, then the header (GPU, driver, clocks, versions, ceilings) and the table last.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # also run as `python3 -m tools.bench`
+import flashcore  # noqa: E402
+
+SWEEP_TOKENS = 16 * 1024
+SWEEP_HIDDEN = 2048
+SWEEP_SEQLENS = (512, 1024, 2048, 4096, 8192, 16384)
+QUICK_SEQLENS = (1024, 4096, 16384)
+HEAD_DIMS = (64, 128, 256)
+QUICK_HEAD_DIMS = (64, 128)
+DTYPE_NAMES = ("f16", "bf16")
+QUICK_DTYPE_NAMES = ("f16",)
+ELEMENT_BYTES = 2
+
+WARMUP_MS = 25
+REP_MS = 100
+SLOW_CALL_MS = 50      # one launch slower than this: time SLOW_RUNS launches by hand instead
+SLOW_RUNS = 3
+MATCH_TOLERANCE = 2e-2   # max |ours - peer| / max |peer|
+
+MATMUL_SIZE = 8192
+COPY_BYTES = 1 << 30
+
+PEERS = ("flash", "cudnn")
+
+
+class Problem(NamedTuple):
+    """One benchmarked shape; unit is how its times are shown ("ms" or "us")."""
+
+    label: str
+    dtype: str
+    batch: int
+    heads_q: int
+    heads_kv: int
+    seqlen_q: int
+    seqlen_k: int
+    head_dim: int
+    causal: bool
+    unit: str = "ms"
+    memory_bound: bool = False
+
+    def flops(self):
+        """4 B Hq Sq Sk D, halved for causal when Sq == Sk (the FlashAttention convention)."""
+        flops = 4 * self.batch * self.heads_q * self.seqlen_q * self.seqlen_k * self.head_dim
+        return flops // 2 if self.causal and self.seqlen_q == self.seqlen_k else flops
+
+    def kv_bytes(self):
+        """Bytes of K and V: what a decode step must read."""
+        return 2 * self.batch * self.seqlen_k * self.heads_kv * self.head_dim * ELEMENT_BYTES
+
+    def describe(self):
+        return (f"{self.label} {self.dtype} B{self.batch} H{self.heads_q}/{self.heads_kv} "
+                f"S{self.seqlen_q}/{self.seqlen_k} D{self.head_dim}"
+                f"{' causal' if self.causal else ''}")
+
+
+def build_problems(dims, dtypes, causal_modes, seqlens, extra):
+    """The sweep (16k tokens, hidden 2048), then the small, GQA prefill and decode shapes."""
+    problems = []
+    for dtype in dtypes:
+        for head_dim in dims:
+            heads = SWEEP_HIDDEN // head_dim
+            for seqlen in seqlens:
+                for causal in causal_modes:
+                    problems.append(Problem("sweep", dtype, SWEEP_TOKENS // seqlen, heads, heads,
+                                            seqlen, seqlen, head_dim, causal))
+    if extra:
+        for dtype in dtypes:
+            for causal in causal_modes:
+                problems.append(Problem("small", dtype, 2, 8, 8, 512, 512, 64, causal, unit="us"))
+            if True in causal_modes:
+                problems.append(Problem("gqa", dtype, 4, 32, 8, 4096, 4096, 128, True))
+            # Sq = 1: causal or not is the same problem; SDPA's top-left causal would not be.
+            for batch, seqlen_k in ((64, 8192), (8, 32768)):
+                problems.append(Problem("decode", dtype, batch, 32, 8, 1, seqlen_k, 128, False,
+                                        unit="us", memory_bound=True))
+    return problems
+
+
+def first_line(text):
+    lines = str(text).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def measure_ms(fn):
+    """Median milliseconds of fn(), which must have run once already (compiled, planned).
+
+    One timed launch first: past SLOW_CALL_MS, the median of SLOW_RUNS launches timed with CUDA
+    events; else triton.testing.do_bench, which flushes L2 between launches.
+    """
+    import torch
+    import triton.testing
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def timed():
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    if timed() > SLOW_CALL_MS:
+        return statistics.median(timed() for _ in range(SLOW_RUNS))
+    return triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
+
+
+def matmul_tflops():
+    """TFLOP/s of a large fp16 matmul on random data (the tensor-core ceiling)."""
+    import torch
+
+    a = torch.randn(MATMUL_SIZE, MATMUL_SIZE, dtype=torch.float16, device="cuda")
+    b = torch.randn_like(a)
+    c = torch.empty_like(a)
+
+    def matmul():
+        torch.mm(a, b, out=c)
+
+    matmul()
+    return 2 * MATMUL_SIZE ** 3 / measure_ms(matmul) / 1e9
+
+
+def copy_gbps():
+    """GB/s of a large device-to-device copy, counting the bytes read and written."""
+    import torch
+
+    src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+
+    def copy():
+        dst.copy_(src)
+
+    copy()
+    return 2 * COPY_BYTES / measure_ms(copy) / 1e6
+
+
+def measure_ceilings():
+    """The device's own ceilings, to read the attention numbers against."""
+    import torch
+
+    ceilings = {"matmul_f16_tflops": matmul_tflops(), "copy_gbps": copy_gbps()}
+    torch.cuda.empty_cache()
+    return ceilings
+
+
+def nvidia_smi(device):
+    """SM clock, its maximum and the driver version from nvidia-smi, or {} if it cannot tell."""
+    import torch
+
+    # NOTE: the UUID names the same GPU as torch's ordinal whatever CUDA_VISIBLE_DEVICES says.
+    uuid = str(getattr(torch.cuda.get_device_properties(device), "uuid", "") or "")
+    ids = ([uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"] if uuid else []) + [str(device)]
+    for gpu in ids:
+        try:
+            result = subprocess.run(
+                ["nvidia-smi", "-i", gpu, "--query-gpu=clocks.sm,clocks.max.sm,driver_version",
+                 "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        fields = [field.strip() for field in result.stdout.strip().split(",")]
+        if result.returncode == 0 and len(fields) == 3:
+            return dict(zip(("sm_clock", "sm_clock_max", "driver"), fields))
+    return {}
+
+
+def collect_metadata(device, with_ours):
+    import torch
+    import triton
+
+    props = torch.cuda.get_device_properties(device)
+    return {
+        "gpu": props.name,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "sms": props.multi_processor_count,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "triton": triton.__version__,
+        "flashcore": flashcore.version() if with_ours else None,
+        "nvidia_smi_start": nvidia_smi(device),
+    }
+
+
+def sdpa_reasons(caught_warnings, limit=2):
+    """Why SDPA refused a backend: it raises only "No available kernel" and says why in warnings,
+    among headings ("... not used because:") and notes on the backends sdpa_kernel disabled."""
+    reasons = []
+    for warning in caught_warnings:
+        line = first_line(warning.message).split(" (Triggered internally")[0]
+        if line and not line.endswith(":") and "disabled" not in line and line not in reasons:
+            reasons.append(line)
+    return reasons[:limit]
+
+
+def run_peer(name, q, k, v, problem):
+    """SDPA restricted to one backend on [B, H, S, D] views of q, k, v: (output, result entry)."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[name]
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+    gqa = problem.heads_q != problem.heads_kv
+
+    def call():
+        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=problem.causal, enable_gqa=gqa)
+
+    with sdpa_kernel(backend):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                out = call()
+            except (RuntimeError, ValueError) as error:
+                return None, {"error": "; ".join(sdpa_reasons(caught) + [first_line(error)])}
+        return out, {"ms": measure_ms(call)}
+
+
+def check_ours(ours, peer_outputs):
+    """Ours against the cuDNN (else flash) output: ("ok" or "MISMATCH", max diff / max |peer|)."""
+    for name in ("cudnn", "flash"):
+        peer = peer_outputs.get(name)
+        if peer is not None:
+            peer = peer.transpose(1, 2).float()
+            relative = ((ours.float() - peer).abs().max() / peer.abs().max()).item()
+            return ("ok" if relative < MATCH_TOLERANCE else "MISMATCH"), relative
+    return "unchecked", None
+
+
+def run_problem(context, problem, device):
+    """Times the peers and ours on one set of tensors; returns the problem's JSON row."""
+    import torch
+
+    dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[problem.dtype]
+    q = torch.randn(problem.batch, problem.seqlen_q, problem.heads_q, problem.head_dim,
+                    dtype=dtype, device=device)
+    k = torch.randn(problem.batch, problem.seqlen_k, problem.heads_kv, problem.head_dim,
+                    dtype=dtype, device=device)
+    v = torch.randn_like(k)
+    results, peer_outputs = {}, {}
+    for name in PEERS:
+        peer_outputs[name], results[name] = run_peer(name, q, k, v, problem)
+
+    row = {**problem._asdict(), "flops": problem.flops(), "kv_bytes": problem.kv_bytes(),
+           "check": "-", "check_relative_diff": None}
+    if context is not None:
+        try:
+            launch = context.prepare(q, k, v, causal=problem.causal, out=torch.empty_like(q))
+            launch()
+            torch.cuda.synchronize(device)
+            row["check"], row["check_relative_diff"] = check_ours(launch.out, peer_outputs)
+            results["ours"] = {"ms": measure_ms(launch)}
+        except flashcore.FlashCoreError as error:
+            row["check"] = "error"
+            results["ours"] = {"error": first_line(error)}
+
+    for entry in results.values():
+        if "ms" in entry:
+            entry["tflops"] = problem.flops() / entry["ms"] / 1e9
+            entry["gbps"] = problem.kv_bytes() / entry["ms"] / 1e6
+    ours_ms = results.get("ours", {}).get("ms")
+    for name in PEERS:
+        peer_ms = results[name].get("ms")
+        row[f"ratio_{name}"] = peer_ms / ours_ms if ours_ms and peer_ms else None
+    row["results"] = results
+    return row
+
+
+def format_time(ms, unit):
+    if ms is None:
+        return "n/a"
+    return f"{ms * 1e3:.1f} us" if unit == "us" else f"{ms:.3f} ms"
+
+
+def format_rate(entry, problem_row, ceilings):
+    """TFLOP/s, or for a memory-bound problem GB/s of K+V and its share of the copy bandwidth."""
+    if "ms" not in entry:
+        return "n/a"
+    if problem_row["memory_bound"]:
+        return f"{entry['gbps']:.0f} GB/s {entry['gbps'] / ceilings['copy_gbps']:.0%}"
+    return f"{entry['tflops']:.1f} TF/s"
+
+
+def format_ratio(ratio):
+    return "-" if ratio is None else f"{ratio:.3g}x"
+
+
+COLUMNS = (("case", 6), ("dtype", 5), ("B", 3), ("Hq", 3), ("Hkv", 3), ("Sq", 5), ("Sk", 5),
+           ("D", 3), ("causal", 6), ("ours", 11), ("ours rate", 14), ("flash", 11),
+           ("flash rate", 14), ("f/o", 6), ("cudnn", 11), ("cudnn rate", 14), ("c/o", 6),
+           ("check", 9))
+
+
+def table_lines(rows, ceilings):
+    """The fixed-width table; f/o and c/o are peer time / our time (above 1: ours is faster)."""
+    lines = ["  ".join(f"{title:>{width}}" for title, width in COLUMNS)]
+    for row in rows:
+        results = row["results"]
+        ours = results.get("ours", {})
+        cells = [row["label"], row["dtype"], row["batch"], row["heads_q"], row["heads_kv"],
+                 row["seqlen_q"], row["seqlen_k"], row["head_dim"],
+                 "yes" if row["causal"] else "no",
+                 format_time(ours.get("ms"), row["unit"]) if ours else "-",
+                 format_rate(ours, row, ceilings) if ours else "-"]
+        for name in PEERS:
+            cells += [format_time(results[name].get("ms"), row["unit"]),
+                      format_rate(results[name], row, ceilings), format_ratio(row[f"ratio_{name}"])]
+        cells.append(row["check"])
+        lines.append("  ".join(f"{str(cell):>{width}}" for cell, (_, width) in zip(cells, COLUMNS)))
+    return lines
+
+
+def report(meta, ceilings, rows):
+    """Prints the header, the reasons of any n/a, and the table last."""
+    smi = meta["nvidia_smi_end"] or meta["nvidia_smi_start"]
+    print(f"\nGPU {meta['gpu']} (sm_{meta['compute_capability'].replace('.', '')}, "
+          f"{meta['sms']} SMs), driver {smi.get('driver', '?')}, "
+          f"SM clock {meta['nvidia_smi_start'].get('sm_clock', '?')} at start / "
+          f"{smi.get('sm_clock', '?')} at end, max {smi.get('sm_clock_max', '?')}")
+    print(f"torch {meta['torch']}, CUDA {meta['cuda']}, cuDNN {meta['cudnn']}, "
+          f"triton {meta['triton']}, FlashCore {meta['flashcore'] or '(not run)'}")
+    print(f"ceilings: fp16 matmul {ceilings['matmul_f16_tflops']:.0f} TFLOP/s, "
+          f"copy {ceilings['copy_gbps']:.0f} GB/s (read + write)")
+    print("ratios f/o and c/o are peer time / our time: above 1 means FlashCore is faster; "
+          "decode rates are GB/s of K+V read and their share of the copy bandwidth")
+    for index, row in enumerate(rows):
+        for name, entry in row["results"].items():
+            if "error" in entry:
+                print(f"  n/a row {index + 1} {name}: {entry['error']}")
+    print()
+    for line in table_lines(rows, ceilings):
+        print(line)
+
+
+def parse_args(argv):
+    def int_list(text):
+        return [int(x) for x in text.split(",")]
+
+    def dtype_list(text):
+        names = text.split(",")
+        unknown = set(names) - set(DTYPE_NAMES)
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown dtypes {sorted(unknown)}: use f16, bf16")
+        return names
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dims", type=int_list,
+                        help="head dims of the sweep (default 64,128,256; --quick: 64,128)")
+    parser.add_argument("--dtypes", type=dtype_list,
+                        help="f16 and/or bf16 (default f16,bf16; --quick: f16)")
+    parser.add_argument("--causal", choices=("both", "yes", "no"), default="both")
+    parser.add_argument("--quick", action="store_true",
+                        help="d64/d128, f16, seqlens 1k/4k/16k only")
+    parser.add_argument("--extra", action=argparse.BooleanOptionalAction, default=True,
+                        help="also the small, GQA prefill and decode shapes (default on)")
+    parser.add_argument("--json", metavar="PATH", help="write the metadata and rows here")
+    parser.add_argument("--no-ours", action="store_true", help="time the peers only")
+    parser.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import torch
+
+    torch.cuda.set_device(args.device)
+    device = torch.device("cuda", args.device)
+    causal_modes = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
+    problems = build_problems(
+        args.dims or (QUICK_HEAD_DIMS if args.quick else HEAD_DIMS),
+        args.dtypes or (QUICK_DTYPE_NAMES if args.quick else DTYPE_NAMES),
+        causal_modes, QUICK_SEQLENS if args.quick else SWEEP_SEQLENS, args.extra)
+
+    meta = collect_metadata(args.device, not args.no_ours)
+    print("measuring ceilings", flush=True)
+    ceilings = measure_ceilings()
+    print(f"ceilings: {ceilings}", flush=True)
+
+    context = None if args.no_ours else flashcore.Context(args.device)
+    rows = []
+    try:
+        for index, problem in enumerate(problems):
+            row = run_problem(context, problem, device)
+            rows.append(row)
+            times = ", ".join(f"{name} {format_time(entry.get('ms'), problem.unit)}"
+                              for name, entry in row["results"].items())
+            print(f"[{index + 1}/{len(problems)}] {problem.describe()}: {times}, "
+                  f"check {row['check']}", flush=True)
+            torch.cuda.empty_cache()
+    finally:
+        if context is not None:
+            context.close()
+
+    meta["nvidia_smi_end"] = nvidia_smi(args.device)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"meta": meta, "ceilings": ceilings, "rows": rows},
+                                              indent=1) + "\n")
+    report(meta, ceilings, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,348 @@
+"""GPU correctness check of FlashCore's attention, as shared/BENCH.md asks.
+
+For each case: fresh randn inputs, out and lse poisoned with NaN, one call with lse and one without,
+compared with attention computed in float64 from the same inputs. The error allowed is twice
+PyTorch's own (the same attention in the input dtype, the standard way) plus 1e-5; the lse may be
+off by 1e-3. Query rows that see no key must come out exactly 0 with lse -inf. Then the call is
+repeated and every output must be bit-identical to the first.
+
+    python3 tools/check.py            # ~220 cases
+    python3 tools/check.py --quick    # ~24 cases
+
+Prints one line per case and closes with "N passed, M failed"; exits 1 if any case failed.
+"""
+import argparse
+import ctypes
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # also run as `python3 -m tools.check`
+import flashcore  # noqa: E402
+
+HEAD_DIMS = (64, 96, 128, 192, 256)
+QUICK_HEAD_DIMS = (64, 128)
+DTYPE_NAMES = ("f16", "bf16")
+
+ERROR_FACTOR = 2.0        # ours may be this many times PyTorch's own error ...
+ERROR_SLACK = 1e-5        # ... plus this
+LSE_TOLERANCE = 1e-3
+OUT_PAD = 8               # extra head_dim columns around out in the "strided" layout
+REFERENCE_CHUNK_BYTES = 1 << 30   # float64 scores computed at once, per chunk of heads
+
+
+class Shape(NamedTuple):
+    """One problem size. layout: "packed" (contiguous BSHD), "qkv" (q, k, v slices of one
+    [B, S, 3, H, D] tensor), "strided" (q a transposed BHSD tensor, k/v slices of a [B, S, 2, H, D]
+    tensor, out inside a wider buffer whose padding must stay untouched)."""
+
+    batch: int
+    seqlen_q: int
+    seqlen_k: int
+    heads_q: int
+    heads_kv: int
+    layout: str = "packed"
+    softmax_scale: Optional[float] = None
+
+
+# Run for every head_dim x dtype x causal. Seqlens below, at and above tile multiples, Sq == Sk and
+# both Sq < Sk and Sq > Sk (causal: the first Sq - Sk query rows see no key), GQA ratios 1, 4, 8.
+SHAPES = (
+    Shape(1, 1, 1, 8, 8),
+    Shape(3, 128, 128, 8, 2),
+    Shape(1, 129, 129, 8, 8, "qkv"),
+    Shape(3, 17, 129, 8, 8),
+    Shape(1, 1000, 17, 8, 2),
+    Shape(3, 17, 1, 8, 1),
+    Shape(3, 1, 4097, 8, 1),
+    Shape(1, 4097, 1000, 8, 8),
+    Shape(3, 127, 128, 8, 2, "strided"),
+    Shape(1, 1000, 1000, 8, 1, "packed", 0.3),
+    Shape(1, 4097, 4097, 8, 2),
+)
+
+QUICK_SHAPES = (
+    Shape(3, 129, 129, 8, 2),
+    Shape(1, 1000, 17, 8, 8),
+    Shape(1, 17, 1000, 8, 1, "strided"),
+)
+
+
+class Case(NamedTuple):
+    dtype: str
+    head_dim: int
+    causal: bool
+    shape: Shape
+
+    def describe(self):
+        s = self.shape
+        scale = "" if s.softmax_scale is None else f" scale={s.softmax_scale}"
+        return (f"{self.dtype:<4} d{self.head_dim:<3} {'causal' if self.causal else 'full  '} "
+                f"b{s.batch} sq{s.seqlen_q:<4} sk{s.seqlen_k:<4} hq{s.heads_q} hkv{s.heads_kv} "
+                f"{s.layout:<7}{scale}")
+
+
+class Inputs(NamedTuple):
+    q: object
+    k: object
+    v: object
+    out: object       # what the library writes: a [B, Sq, Hq, D] view of storage
+    storage: object   # the whole allocation around out, poisoned before each call
+    guard: object     # the part of storage outside out (must stay NaN), or None
+
+
+def torch_dtype(name):
+    import torch
+
+    return {"f16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+def make_inputs(case, device):
+    """Fresh randn q, k, v and an output buffer laid out as case.shape.layout says."""
+    import torch
+
+    s, d = case.shape, case.head_dim
+    options = {"dtype": torch_dtype(case.dtype), "device": device}
+    if s.layout == "packed":
+        q = torch.randn(s.batch, s.seqlen_q, s.heads_q, d, **options)
+        k = torch.randn(s.batch, s.seqlen_k, s.heads_kv, d, **options)
+        v = torch.randn(s.batch, s.seqlen_k, s.heads_kv, d, **options)
+        out = torch.empty_like(q)
+        return Inputs(q, k, v, out, out, None)
+    if s.layout == "qkv":
+        if s.seqlen_q != s.seqlen_k or s.heads_q != s.heads_kv:
+            raise ValueError(f"layout qkv needs seqlen_q == seqlen_k and heads_q == heads_kv: {s}")
+        q, k, v = torch.randn(s.batch, s.seqlen_q, 3, s.heads_q, d, **options).unbind(2)
+        out = torch.empty(s.batch, s.seqlen_q, s.heads_q, d, **options)
+        return Inputs(q, k, v, out, out, None)
+    if s.layout == "strided":
+        q = torch.randn(s.batch, s.heads_q, s.seqlen_q, d, **options).transpose(1, 2)
+        k, v = torch.randn(s.batch, s.seqlen_k, 2, s.heads_kv, d, **options).unbind(2)
+        storage = torch.empty(s.batch, s.seqlen_q, s.heads_q, d + OUT_PAD, **options)
+        return Inputs(q, k, v, storage[..., :d], storage, storage[..., d:])
+    raise ValueError(f"unknown layout {s.layout!r}")
+
+
+def visible_keys(seqlen_q, seqlen_k, causal, device):
+    """[Sq, Sk] bool: query i sees key j iff j <= i + Sk - Sq (bottom-right aligned), or all."""
+    import torch
+
+    if not causal:
+        return torch.ones(seqlen_q, seqlen_k, dtype=torch.bool, device=device)
+    rows = torch.arange(seqlen_q, device=device)[:, None]
+    cols = torch.arange(seqlen_k, device=device)[None, :]
+    return cols <= rows + (seqlen_k - seqlen_q)
+
+
+def attention_float64(q, k, v, visible, has_key, scale):
+    """Exact-ish attention of (h, Sq, D) q and (h, Sk, D) k/v: (out float64, lse float64 (h, Sq)).
+
+    Rows with no visible key get out 0 and lse -inf, the library's convention, without a NaN.
+    """
+    import torch
+
+    scores = torch.matmul(q.double(), k.double().transpose(1, 2)).mul_(scale)
+    scores.masked_fill_(~visible, -math.inf)
+    row_max = scores.amax(dim=-1, keepdim=True)
+    row_max = torch.where(has_key[:, None], row_max, 0.0)    # no key: a max of nothing
+    probs = scores.sub_(row_max).exp_()                       # masked keys: exp(-inf) = 0
+    row_sum = probs.sum(dim=-1, keepdim=True)                 # no key: 0
+    out = torch.matmul(probs, v.double()) / torch.where(has_key[:, None], row_sum, 1.0)
+    lse = torch.where(has_key, (row_max + row_sum.log()).squeeze(-1), -math.inf)
+    return out, lse
+
+
+def attention_pytorch(q, k, v, causal, visible, scale):
+    """The same attention in the input dtype, the standard way (nothing upcast): PyTorch's error."""
+    import torch
+
+    scores = torch.matmul(q, k.transpose(1, 2)) * scale
+    if causal:
+        scores = scores.masked_fill(~visible, -math.inf)
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+def reference(q, k, v, causal, scale):
+    """Float64 out [B, Sq, Hq, D] and lse [B, Hq, Sq], err_pt, and has_key [Sq].
+
+    Computed per batch and chunk of heads to bound the float64 scores' memory. err_pt is PyTorch's
+    max abs error over the rows that see a key (PyTorch gives NaN on the others).
+    """
+    import torch
+
+    batch, seqlen_q, heads_q, head_dim = q.shape
+    seqlen_k, heads_kv = k.shape[1], k.shape[2]
+    group = heads_q // heads_kv
+    visible = visible_keys(seqlen_q, seqlen_k, causal, q.device)
+    has_key = visible.any(dim=1)
+    out = torch.empty(batch, seqlen_q, heads_q, head_dim, dtype=torch.float64, device=q.device)
+    lse = torch.empty(batch, heads_q, seqlen_q, dtype=torch.float64, device=q.device)
+    err_pt = 0.0
+    heads_per_chunk = max(1, REFERENCE_CHUNK_BYTES // (seqlen_q * seqlen_k * 8))
+    for b in range(batch):
+        for first in range(0, heads_q, heads_per_chunk):
+            heads = torch.arange(first, min(first + heads_per_chunk, heads_q), device=q.device)
+            qh = q[b].index_select(1, heads).transpose(0, 1)             # (h, Sq, D)
+            kh = k[b].index_select(1, heads // group).transpose(0, 1)    # (h, Sk, D)
+            vh = v[b].index_select(1, heads // group).transpose(0, 1)
+            out_h, lse_h = attention_float64(qh, kh, vh, visible, has_key, scale)
+            out_pt = attention_pytorch(qh, kh, vh, causal, visible, scale)
+            err_pt = max(err_pt, max_abs_diff(out_pt[:, has_key], out_h[:, has_key]))
+            out[b, :, first:first + len(heads)] = out_h.transpose(0, 1)
+            lse[b, first:first + len(heads)] = lse_h
+            del out_h, lse_h, out_pt
+    return out, lse, err_pt, has_key
+
+
+def bit_equal(a, b):
+    """True when a and b hold the same bits (unlike torch.equal: NaN matches NaN, -0 not 0)."""
+    import torch
+
+    as_int = {2: torch.int16, 4: torch.int32}[a.element_size()]
+    return torch.equal(a.view(as_int), b.view(as_int))
+
+
+def max_abs_diff(a, b):
+    """max |a - b| in float64; 0 for empty tensors."""
+    return (a.double() - b.double()).abs().max().item() if a.numel() else 0.0
+
+
+def effective_scale(case):
+    """The softmax scale as the library sees it: a float32, 1/sqrt(head_dim) by default."""
+    scale = case.shape.softmax_scale or 1.0 / math.sqrt(case.head_dim)
+    return ctypes.c_float(scale).value
+
+
+def run_case(context, case, repeats):
+    """Checks one case; returns its JSON row (with "passed" and the list of "failures")."""
+    import torch
+
+    device = torch.device("cuda", context.device)
+    inputs = make_inputs(case, device)
+    q, k, v, out = inputs.q, inputs.k, inputs.v, inputs.out
+    s = case.shape
+    lse = torch.empty(s.batch, s.heads_q, s.seqlen_q, dtype=torch.float32, device=device)
+    kwargs = {"causal": case.causal, "softmax_scale": case.shape.softmax_scale, "out": out}
+    row = {**case.shape._asdict(), "dtype": case.dtype, "head_dim": case.head_dim,
+           "causal": case.causal, "repeats": repeats}
+    failures = []
+
+    def poisoned_call(with_lse):
+        """Runs ours on NaN-filled out and lse; False if it wrote outside out."""
+        inputs.storage.fill_(math.nan)
+        lse.fill_(math.nan)
+        context.attention(q, k, v, lse=lse if with_lse else None, **kwargs)
+        torch.cuda.synchronize(device)
+        return inputs.guard is None or bool(torch.isnan(inputs.guard).all())
+
+    try:
+        row["kernel"] = context.plan(q, k, v, lse=lse, **kwargs)[0]
+        guard_intact = poisoned_call(with_lse=True)
+        first_out, first_lse = out.clone(), lse.clone()
+        guard_intact &= poisoned_call(with_lse=False)
+        out_no_lse = out.clone()
+    except flashcore.FlashCoreError as error:
+        row.update(passed=False, failures=[str(error)])
+        return row
+
+    ref_out, ref_lse, err_pt, has_key = reference(q, k, v, case.causal, effective_scale(case))
+    bound = ERROR_FACTOR * err_pt + ERROR_SLACK
+    err = max_abs_diff(first_out, ref_out)
+    err_no_lse = max_abs_diff(out_no_lse, ref_out)
+    lse_err = max_abs_diff(first_lse[:, :, has_key], ref_lse[:, :, has_key])
+    row.update(err=err, err_pt=err_pt, bound=bound, err_no_lse=err_no_lse, lse_err=lse_err,
+               rows_without_key=int((~has_key).sum()))
+
+    if not bool(torch.isfinite(first_out).all()) or not bool(torch.isfinite(out_no_lse).all()):
+        failures.append("NaN/Inf in out (or an element left unwritten)")
+    if not guard_intact:
+        failures.append("wrote outside out")
+    if not all(bool((o[:, ~has_key] == 0).all()) for o in (first_out, out_no_lse)):
+        failures.append("a row that sees no key is not exactly 0")
+    if not err <= bound:
+        failures.append(f"err {err:.3g} > {bound:.3g}")
+    if not err_no_lse <= bound:
+        failures.append(f"err without lse {err_no_lse:.3g} > {bound:.3g}")
+    if not bool(torch.isfinite(first_lse[:, :, has_key]).all()) or not lse_err <= LSE_TOLERANCE:
+        failures.append(f"lse err {lse_err:.3g} > {LSE_TOLERANCE:g}")
+    if not bool(torch.isneginf(first_lse[:, :, ~has_key]).all()):
+        failures.append("lse is not -inf on a row that sees no key")
+    del ref_out, ref_lse
+
+    try:
+        for run in range(2, repeats + 1):
+            poisoned_call(with_lse=True)
+            if not (bit_equal(out, first_out) and bit_equal(lse, first_lse)):
+                failures.append(f"not deterministic: run {run} differs from run 1")
+                break
+    except flashcore.FlashCoreError as error:
+        failures.append(f"run {run}: {error}")
+
+    row.update(passed=not failures, failures=failures)
+    return row
+
+
+def build_cases(head_dims, quick):
+    shapes = QUICK_SHAPES if quick else SHAPES
+    return [Case(dtype, head_dim, causal, shape)
+            for head_dim in head_dims for dtype in DTYPE_NAMES for causal in (False, True)
+            for shape in shapes]
+
+
+def format_row(case, row):
+    verdict = "PASS"
+    if not row["passed"]:
+        verdict = f"FAIL {'; '.join(row['failures'])} [{row.get('kernel', 'no kernel')}]"
+    if "err" not in row:
+        return f"{case.describe()}  {verdict}"
+    return (f"{case.describe()}  err {row['err']:.2e} err_pt {row['err_pt']:.2e} "
+            f"lse {row['lse_err']:.2e}  {verdict}")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a small matrix (~24 cases)")
+    parser.add_argument("--head-dims", type=lambda text: [int(x) for x in text.split(",")],
+                        help="comma-separated head dims (default 64,96,128,192,256; "
+                             "--quick: 64,128)")
+    parser.add_argument("--repeats", type=int, default=100,
+                        help="runs of each case that must be bit-identical (default 100)")
+    parser.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="torch.manual_seed (default 0)")
+    parser.add_argument("--json", metavar="PATH", help="write every case's row here")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import torch
+
+    torch.cuda.set_device(args.device)
+    torch.manual_seed(args.seed)
+    head_dims = args.head_dims or (QUICK_HEAD_DIMS if args.quick else HEAD_DIMS)
+    cases = build_cases(head_dims, args.quick)
+    print(f"FlashCore {flashcore.version()} on {torch.cuda.get_device_name(args.device)}, "
+          f"torch {torch.__version__}: {len(cases)} cases, {args.repeats} runs each", flush=True)
+
+    rows = []
+    with flashcore.Context(args.device) as context:
+        for case in cases:
+            start = time.perf_counter()
+            row = run_case(context, case, args.repeats)
+            row["seconds"] = round(time.perf_counter() - start, 3)
+            rows.append(row)
+            print(format_row(case, row), flush=True)
+            torch.cuda.empty_cache()
+
+    passed = sum(row["passed"] for row in rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    print(f"{passed} passed, {len(rows) - passed} failed", flush=True)
+    return 0 if passed == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

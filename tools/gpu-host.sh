@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Runs on a GPU host from the repository root, with the bundle from tools/gpu-bundle.sh in .carry/.
+# Logs and JSON go to $OUT (default /tmp/flashcore-out). Every step runs, whatever the last did;
+# the summary at the end gives each step's exit code.
+#   tools/gpu-host.sh check    gpu suite, cold/warm/hot host costs, fcjit run over BENCH.md's
+#                              shapes, tools/check.py, compute-sanitizer
+#   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/flashcore-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export FLASHCORE_LIB="$PWD/.carry/lib/libflashcore.so" PYTHONUNBUFFERED=1
+export FCJIT="$PWD/.carry/bin/fcjit" DB=/tmp/flashcore-gpu-host.db
+summary=()
+
+step() {   # step NAME TIMEOUT_S COMMAND: run (functions too), log to $OUT/NAME.log, keep the exit code
+    local name=$1 limit=$2
+    shift 2
+    echo "=== $name: $*"
+    local start=$SECONDS
+    timeout "$limit" bash -c "$*" 2>&1 | tee "$OUT/$name.log"
+    local rc=${PIPESTATUS[0]}
+    summary+=("$(printf '%-14s rc=%-3s %4ss' "$name" "$rc" $((SECONDS - start)))")
+}
+
+run_shapes() {   # fcjit run over BENCH.md's shapes, one JSON line each
+    local d s c
+    for d in 64 128 256; do
+        for s in 512 1024 2048 4096 8192 16384; do
+            for c in "" --causal; do
+                "$FCJIT" --db "$DB" --json run --batch $((16384 / s)) --seqlen $s --heads $((2048 / d)) \
+                    --head-dim $d $c --check-rows 24 --iters 3 --warmup 1 || echo "{\"failed\": \"D=$d S=$s $c\"}"
+            done
+        done
+    done
+    "$FCJIT" --db "$DB" --json run --batch 2 --heads 8 --seqlen 512 --head-dim 64 --iters 20
+    "$FCJIT" --db "$DB" --json run --batch 4 --heads-q 32 --heads-kv 8 --seqlen 4096 --head-dim 128 --causal --check-rows 24 --iters 3
+    "$FCJIT" --db "$DB" --json run --batch 64 --heads-q 32 --heads-kv 8 --seqlen-q 1 --seqlen-k 8192 --head-dim 128 --iters 5
+    "$FCJIT" --db "$DB" --json run --batch 8 --heads-q 32 --heads-kv 8 --seqlen-q 1 --seqlen-k 32768 --head-dim 128 --iters 5
+}
+
+host_costs() {   # cold (compile), warm (SQLite, new process), warm without NVRTC, hot per call
+    rm -f "$DB" "$DB"-*
+    local shape=(--batch 2 --heads 8 --seqlen 512 --head-dim 64 --host-calls 2000)
+    echo "cold:"; "$FCJIT" --db "$DB" --json run "${shape[@]}"
+    echo "warm:"; "$FCJIT" --db "$DB" --json run "${shape[@]}"
+    echo "warm, NVRTC hidden:"; FC_NVRTC_LIBRARY=/nonexistent/libnvrtc.so "$FCJIT" --db "$DB" --json run "${shape[@]}"
+}
+
+sanitize() {
+    local tool d c
+    for tool in memcheck racecheck synccheck; do
+        for d in 64 128 256; do
+            for c in "" --causal; do
+                compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run --batch 2 --heads-q 4 \
+                    --heads-kv 2 --seqlen-q 129 --seqlen-k 200 --head-dim $d $c --iters 1 --warmup 0 --check-rows 8 \
+                    | grep -E "ERROR SUMMARY|check|FAIL" || return 1
+            done
+        done
+    done
+}
+
+export -f run_shapes host_costs sanitize
+
+case "${1:-check}" in
+check)
+    step env 60 "nvidia-smi; python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())'; \$FCJIT info"
+    step gpu-suite 400 .carry/bin/test_gpu
+    step host-costs 120 host_costs
+    step fcjit-run 400 run_shapes
+    step check-py 500 python3 tools/check.py --quick --json "$OUT/check.json"
+    step sanitizer 400 sanitize
+    ;;
+bench)
+    step bench 580 python3 tools/bench.py --json "$OUT/bench.json"
+    ;;
+*)
+    echo "usage: tools/gpu-host.sh check|bench" >&2
+    exit 2
+    ;;
+esac
+printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
