@@ -21,6 +21,7 @@
 #include "embedded_internal.h"
 
 #define BUSY_TIMEOUT_MS 60000   /* a writer holds the lock for one row insert: far less */
+#define WAL_RETRY_MS 5
 
 struct fc_cache {
     sqlite3 *db;
@@ -111,6 +112,21 @@ static enum fc_status apply_schema(struct fc_cache *cache, char *msg, size_t siz
     return status;
 }
 
+/* Switches the file to WAL. NOTE: on a fresh file the switch must write the header, and SQLite
+ * answers SQLITE_BUSY at once, without the busy handler, when another process is doing the
+ * same (it holds SHARED and may not wait for EXCLUSIVE); so we wait and retry here. */
+static int enable_wal(sqlite3 *db)
+{
+    int rc = SQLITE_BUSY;
+    for (int waited_ms = 0; waited_ms <= BUSY_TIMEOUT_MS; waited_ms += WAL_RETRY_MS) {
+        rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
+            break;
+        sqlite3_sleep(WAL_RETRY_MS);
+    }
+    return rc == SQLITE_OK ? sqlite3_exec(db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) : rc;
+}
+
 static enum fc_status connect(struct fc_cache *cache, char *msg, size_t size)
 {
     if (make_parent_dirs(cache->path)) {
@@ -126,10 +142,14 @@ static enum fc_status connect(struct fc_cache *cache, char *msg, size_t size)
     }
     cache->pid = getpid();
     sqlite3_busy_timeout(cache->db, BUSY_TIMEOUT_MS);
-    if (sqlite3_exec(cache->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL", NULL, NULL, NULL)
-        != SQLITE_OK)
-        return db_fail(cache->db, "cannot enable WAL", cache->path, msg, size);
-    return apply_schema(cache, msg, size);
+    enum fc_status status = enable_wal(cache->db) != SQLITE_OK
+        ? db_fail(cache->db, "cannot enable WAL", cache->path, msg, size)
+        : apply_schema(cache, msg, size);
+    if (status != FC_OK) {   /* never leave a half-set-up connection behind */
+        sqlite3_close(cache->db);
+        cache->db = NULL;
+    }
+    return status;
 }
 
 /* The connection of this process, reopened after a fork(). */
@@ -221,7 +241,8 @@ enum fc_status fc_cache_get(struct fc_cache *cache, const char *key, const char 
     if (status != FC_OK)
         return status;
     char sql[512];
-    snprintf(sql, sizeof sql, "SELECT %s FROM cubins WHERE %s ORDER BY created_at DESC LIMIT 1",
+    /* created_at has whole seconds: rowid (new on every REPLACE) orders rows within one */
+    snprintf(sql, sizeof sql, "SELECT %s FROM cubins WHERE %s ORDER BY created_at DESC, rowid DESC LIMIT 1",
              RECORD_COLUMNS, key ? "key = ?1" : "source_key = ?1");
     sqlite3_stmt *stmt = NULL;
     if (sqlite3_prepare_v2(cache->db, sql, -1, &stmt, NULL) != SQLITE_OK)

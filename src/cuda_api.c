@@ -7,9 +7,11 @@
 
 #include "cuda_api_internal.h"
 
-/* NOTE: entry points are asked for at the ABI of the cuda.h we build against, with the CUDA 12.0
- * ABI as the fallback so that an older (12.x) driver still works for the calls we make. */
-#define FALLBACK_CUDA_VERSION 12000
+/* NOTE: every entry point is asked for at the CUDA 12.0 ABI, the one cuda.h's plain prototypes
+ * describe for the calls we make. Asking at the toolkit's own version is wrong: from CUDA 13.0
+ * the driver answers "cuCtxSynchronize" with cuCtxSynchronize_v2(CUcontext), while the header's
+ * cuCtxSynchronize takes no argument. */
+#define ENTRY_POINT_CUDA_VERSION 12000
 
 typedef CUresult (*get_proc_address_fn)(const char *, void **, int, cuuint64_t,
                                         CUdriverProcAddressQueryResult *);
@@ -22,9 +24,7 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static int resolve(get_proc_address_fn get, const char *name, void **out)
 {
     CUdriverProcAddressQueryResult status;
-    if (get(name, out, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS && *out)
-        return 0;
-    if (get(name, out, FALLBACK_CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS && *out)
+    if (get(name, out, ENTRY_POINT_CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS && *out)
         return 0;
     snprintf(load_error, sizeof load_error, "the CUDA driver has no %s (driver too old?)", name);
     return -1;

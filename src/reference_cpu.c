@@ -81,6 +81,7 @@ static uint64_t next(struct fc_random *r)   /* xoshiro256** */
 
 void fc_random_seed(struct fc_random *r, uint64_t seed)
 {
+    r->has_spare = 0;
     for (int i = 0; i < 4; i++) {   /* splitmix64 */
         uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -89,10 +90,17 @@ void fc_random_seed(struct fc_random *r, uint64_t seed)
     }
 }
 
-double fc_random_normal(struct fc_random *r)   /* Box-Muller */
+double fc_random_normal(struct fc_random *r)   /* Box-Muller; both values of a pair are used */
 {
-    double u1 = ((next(r) >> 11) + 1.0) * 0x1.0p-53, u2 = (next(r) >> 11) * 0x1.0p-53;
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+    if (r->has_spare) {
+        r->has_spare = 0;
+        return r->spare;
+    }
+    float u1 = (float)((next(r) >> 40) + 1) * 0x1.0p-24f, u2 = (float)(next(r) >> 40) * 0x1.0p-24f;
+    float radius = sqrtf(-2.f * logf(u1)), angle = 6.2831853f * u2;
+    r->spare = radius * sinf(angle);
+    r->has_spare = 1;
+    return radius * cosf(angle);
 }
 
 uint64_t fc_random_below(struct fc_random *r, uint64_t bound)

@@ -19,7 +19,11 @@ uint16_t fc_float_to_storage(enum fc_dtype dtype, float value);
 float fc_round_to(enum fc_dtype dtype, float value);
 
 /** xoshiro-style generator state; fc_random_normal draws N(0, 1). */
-struct fc_random { uint64_t s[4]; };
+struct fc_random {
+    uint64_t s[4];
+    double spare;    /* the second value of the last Box-Muller pair */
+    int has_spare;
+};
 void fc_random_seed(struct fc_random *random, uint64_t seed);
 double fc_random_normal(struct fc_random *random);
 uint64_t fc_random_below(struct fc_random *random, uint64_t bound);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -171,8 +172,10 @@ static void corrupt_blob(const char *path, const char *key)
     sqlite3_stmt *select = NULL, *update = NULL;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     sqlite3_busy_timeout(db, 10000);
-    assert_int_equal(sqlite3_prepare_v2(db, "SELECT cubin FROM cubins WHERE key = ?1", -1, &select, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, "UPDATE cubins SET cubin = ?1 WHERE key = ?2", -1, &update, NULL), SQLITE_OK);
+    const char *read_sql = "SELECT cubin FROM cubins WHERE key = ?1";
+    const char *write_sql = "UPDATE cubins SET cubin = ?1 WHERE key = ?2";
+    assert_int_equal(sqlite3_prepare_v2(db, read_sql, -1, &select, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, write_sql, -1, &update, NULL), SQLITE_OK);
     sqlite3_bind_text(select, 1, key, -1, SQLITE_STATIC);
     assert_int_equal(sqlite3_step(select), SQLITE_ROW);
     int size = sqlite3_column_bytes(select, 0);
@@ -332,7 +335,8 @@ static void test_fresh_file_gets_schema_and_wal(void **state)
     assert_int_equal(sql_int(t->db, "PRAGMA user_version"), FC_CACHE_SCHEMA_VERSION);
     sql(t->db, "PRAGMA journal_mode", mode, sizeof mode);
     assert_string_equal(mode, "wal");
-    assert_int_equal(sql_int(t->db, "SELECT count(*) FROM sqlite_master WHERE name IN ('cubins', 'tuning_results')"), 2);
+    assert_int_equal(sql_int(t->db, "SELECT count(*) FROM sqlite_master "
+                                    "WHERE name IN ('cubins', 'tuning_results')"), 2);
     fc_cache_close(cache);
     cache = open_cache(t->db);   /* reopening an up-to-date file changes nothing */
     assert_int_equal(sql_int(t->db, "PRAGMA user_version"), FC_CACHE_SCHEMA_VERSION);
@@ -468,15 +472,34 @@ static void test_jit_compiles_caches_and_replaces_corrupt(void **state)
     close_jit(&j);
 }
 
-/* One racer: waits for the start signal (EOF on start_fd), then fetches the variant. Exit 0 on
- * FC_OK; writes one byte to compiled_fd if it compiled. Opens everything after the fork. */
-static void race(const char *path, int start_fd, int compiled_fd)
+/* What a child process says on its result pipe: one byte on success, nothing on failure. The
+ * exit status is 0 on success too, but a checker (valgrind --error-exitcode) may rewrite it. */
+#define SAID_COMPILED 'c'
+#define SAID_CACHED 'h'
+#define SAID_OK 'o'
+
+/* Waits for a child and reads what it said (0 if nothing); fails if it crashed. */
+static char child_result(pid_t pid, int result_fd)
+{
+    int wstatus = 0;
+    char said = 0;
+    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+    assert_true(WIFEXITED(wstatus));
+    if (read(result_fd, &said, 1) != 1)
+        said = 0;
+    return said;
+}
+
+/* One racer: waits for the start signal (EOF on start_fd), then fetches the variant and says
+ * whether it compiled. Opens everything after the fork. */
+static void race(const char *path, int start_fd, int result_fd)
 {
     char c, msg[MSG_MAX] = "";
     struct fc_cache *cache = NULL;
     struct fc_jit *jit = NULL;
     struct fc_cubin cubin;
     struct fc_variant v = test_variant();
+    memset(&cubin, 0, sizeof cubin);
     while (read(start_fd, &c, 1) < 0 && errno == EINTR)
         continue;
     enum fc_status status = fc_cache_open(path, &cache, msg, sizeof msg);
@@ -484,10 +507,14 @@ static void race(const char *path, int start_fd, int compiled_fd)
         status = fc_jit_create(NULL, cache, &jit, msg, sizeof msg);
     if (status == FC_OK)
         status = fc_jit_get_cubin(jit, &v, 0, &cubin, msg, sizeof msg);
-    if (status == FC_OK && cubin.origin == FC_CUBIN_COMPILED && write(compiled_fd, "c", 1) != 1)
+    char said = cubin.origin == FC_CUBIN_COMPILED ? SAID_COMPILED : SAID_CACHED;
+    if (status == FC_OK && write(result_fd, &said, 1) != 1)
         status = FC_ERR_INTERNAL;
     if (status != FC_OK)
         fprintf(stderr, "racer %d: %d: %s\n", (int)getpid(), (int)status, msg);
+    fc_cubin_free(&cubin);
+    fc_jit_destroy(jit);
+    fc_cache_close(cache);
     _exit(status == FC_OK ? 0 : 1);
 }
 
@@ -495,69 +522,106 @@ static void test_racing_processes_compile_once(void **state)
 {
     const struct temp *t = *state;
     require_nvrtc();
-    int start[2], compiled[2];
-    assert_int_equal(pipe(start), 0);
-    assert_int_equal(pipe(compiled), 0);
+    int start[2], results[RACERS][2];
     pid_t pids[RACERS];
+    assert_int_equal(pipe(start), 0);
     for (int i = 0; i < RACERS; i++) {
+        assert_int_equal(pipe(results[i]), 0);
         pids[i] = fork();
         assert_true(pids[i] >= 0);
         if (pids[i] == 0) {
             close(start[1]);
-            close(compiled[0]);
-            race(t->db, start[0], compiled[1]);
+            race(t->db, start[0], results[i][1]);
         }
+        close(results[i][1]);
     }
     close(start[0]);
-    close(compiled[1]);
     close(start[1]);   /* go: every racer's read returns at once */
-    int succeeded = 0;
+    int succeeded = 0, compiled = 0;
     for (int i = 0; i < RACERS; i++) {
-        int wstatus = 0;
-        assert_int_equal(waitpid(pids[i], &wstatus, 0), pids[i]);
-        succeeded += WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+        char said = child_result(pids[i], results[i][0]);
+        close(results[i][0]);
+        succeeded += said == SAID_COMPILED || said == SAID_CACHED;
+        compiled += said == SAID_COMPILED;
     }
-    char bytes[RACERS + 1];
-    ssize_t compiles = read(compiled[0], bytes, sizeof bytes);
-    close(compiled[0]);
     assert_int_equal(succeeded, RACERS);
-    assert_int_equal(compiles, 1);
+    assert_int_equal(compiled, 1);
     char check[64];
     sql(t->db, "PRAGMA integrity_check", check, sizeof check);
     assert_string_equal(check, "ok");
     assert_int_equal(sql_int(t->db, "SELECT count(*) FROM cubins"), 1);
 }
 
-/* A child must not use the parent's connection: it opens its own behind the same handle. */
+/* How many of this process's descriptors are open on path (Linux /proc), or -1 if unknown. */
+static int open_descriptors_on(const char *path)
+{
+    char target[PATH_MAX], link[PATH_MAX + 32], entry_path[PATH_MAX];
+    if (!realpath(path, target))
+        return -1;
+    DIR *dir = opendir("/proc/self/fd");
+    if (!dir)
+        return -1;
+    int count = 0;
+    for (struct dirent *entry; (entry = readdir(dir));) {
+        snprintf(link, sizeof link, "/proc/self/fd/%s", entry->d_name);
+        ssize_t n = readlink(link, entry_path, sizeof entry_path - 1);
+        if (n > 0) {
+            entry_path[n] = 0;
+            count += strcmp(entry_path, target) == 0;
+        }
+    }
+    closedir(dir);
+    return count;
+}
+
+/* The child's side of test_handle_survives_fork: reads the parent's row and writes one through
+ * the inherited handle, which must open a connection of its own. */
+static void use_inherited_handle(struct fc_cache *cache, const struct fc_cubin_record *expected,
+                                 int result_fd)
+{
+    char msg[MSG_MAX] = "";
+    int found = 0, corrupt = 0;
+    struct fc_cubin_record out, second = synthetic_record("k2", "s2", 2);
+    memset(&out, 0, sizeof out);
+    int inherited = open_descriptors_on(fc_cache_path(cache));
+    enum fc_status status = fc_cache_get(cache, "k1", NULL, &out, &found, &corrupt, msg, sizeof msg);
+    int ok = status == FC_OK && found && out.cubin_size == expected->cubin_size &&
+             memcmp(out.cubin, expected->cubin, expected->cubin_size) == 0;
+    if (ok && inherited >= 0 && open_descriptors_on(fc_cache_path(cache)) <= inherited) {
+        fprintf(stderr, "child: read through the parent's connection (no new descriptor on the file)\n");
+        ok = 0;
+    }
+    if (ok)
+        ok = (status = fc_cache_put(cache, &second, msg, sizeof msg)) == FC_OK;
+    if (!ok)
+        fprintf(stderr, "child: status %d, found %d: %s\n", (int)status, found, msg);
+    char said = SAID_OK;
+    if (ok && write(result_fd, &said, 1) != 1)
+        ok = 0;
+    fc_cubin_record_free(&out);
+    fc_cubin_record_free(&second);
+    fc_cache_close(cache);
+    _exit(ok ? 0 : 1);
+}
+
 static void test_handle_survives_fork(void **state)
 {
     const struct temp *t = *state;
     struct fc_cache *cache = open_cache(t->db);
     struct fc_cubin_record in = synthetic_record("k1", "s1", 1), out;
-    memset(&out, 0, sizeof out);
+    int result[2];
     put(cache, &in);
+    assert_int_equal(pipe(result), 0);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        char msg[MSG_MAX] = "";
-        int found = 0, corrupt = 0;
-        struct fc_cubin_record second = synthetic_record("k2", "s2", 2);
-        enum fc_status status = fc_cache_get(cache, "k1", NULL, &out, &found, &corrupt, msg, sizeof msg);
-        int ok = status == FC_OK && found && out.cubin_size == in.cubin_size &&
-                 memcmp(out.cubin, in.cubin, in.cubin_size) == 0;
-        ok = ok && fc_cache_put(cache, &second, msg, sizeof msg) == FC_OK;
-        if (!ok)
-            fprintf(stderr, "child: %d: %s\n", (int)status, msg);
-        fc_cubin_record_free(&out);
-        fc_cubin_record_free(&second);
-        fc_cubin_record_free(&in);
-        fc_cache_close(cache);
-        _exit(ok ? 0 : 1);
+        close(result[0]);
+        use_inherited_handle(cache, &in, result[1]);
     }
-    int wstatus = 0;
-    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
-    assert_true(WIFEXITED(wstatus));
-    assert_int_equal(WEXITSTATUS(wstatus), 0);
+    close(result[1]);
+    char said = child_result(pid, result[0]);
+    close(result[0]);
+    assert_int_equal(said, SAID_OK);
     assert_int_equal(get(cache, "k1", NULL, &out, NULL), 1);   /* the parent's handle still works */
     assert_records_equal(&in, &out);
     fc_cubin_record_free(&out);

@@ -468,7 +468,8 @@ static void test_compile_without_cache(void **state)
     fc_jit_destroy(jit);
 }
 
-#define WITH_TEMPLATES(test) cmocka_unit_test_setup_teardown(test, copy_templates_setup, copy_templates_teardown)
+#define WITH_TEMPLATES(test) \
+    cmocka_unit_test_setup_teardown(test, copy_templates_setup, copy_templates_teardown)
 
 int main(void)
 {
