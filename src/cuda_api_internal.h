@@ -20,7 +20,9 @@
     X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel) \
     X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD16) X(cuMemsetD32) \
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
-    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)
+    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \
+    X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) \
+    X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 struct fc_cuda_api {
 #define FC_CUDA_MEMBER(name) __typeof__(name) *name;

@@ -168,6 +168,40 @@ static void test_misuse_on_a_real_context_launches_nothing(void **state)
     fc_check_release(&run);
 }
 
+/* On an in-memory hit the forward call can be captured into a CUDA graph, and the replay computes
+ * the right answer on a non-default stream. */
+static void test_forward_is_graph_capturable(void **state)
+{
+    (void)state;
+    struct fc_check_case c = make_case(3, 128, FC_BF16, 1);
+    struct fc_check_run run;
+    char msg[FC_MESSAGE_MAX];
+    const struct fc_cuda_api *cu;
+    assert_int_equal(fc_check_prepare(ctx, &c, &run, msg, sizeof msg), FC_OK);
+    cu = run.cuda;
+    assert_int_equal(fc_attention_forward(ctx, &run.params, NULL), FC_OK);   /* load the kernel */
+    assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
+    CUstream stream;
+    CUgraph graph;
+    CUgraphExec exec;
+    assert_int_equal(cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    assert_int_equal(cu->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    enum fc_status status = fc_attention_forward(ctx, &run.params, stream);
+    assert_int_equal(cu->cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+    assert_int_equal(status, FC_OK);
+    assert_int_equal(cu->cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+    assert_int_equal(fc_check_poison(&run, msg, sizeof msg), FC_OK);
+    assert_int_equal(cu->cuGraphLaunch(exec, stream), CUDA_SUCCESS);
+    assert_int_equal(cu->cuStreamSynchronize(stream), CUDA_SUCCESS);
+    assert_int_equal(fc_check_download(&run, msg, sizeof msg), FC_OK);
+    struct fc_error_stats e;
+    assert_true(fc_check_verify(&run, &e));
+    cu->cuGraphExecDestroy(exec);
+    cu->cuGraphDestroy(graph);
+    cu->cuStreamDestroy(stream);
+    fc_check_release(&run);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -208,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_bit_identical_over_repeated_runs),
         cmocka_unit_test(test_misuse_on_a_real_context_launches_nothing),
+        cmocka_unit_test(test_forward_is_graph_capturable),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

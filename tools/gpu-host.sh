@@ -48,17 +48,21 @@ host_costs() {   # cold (compile), warm (SQLite, new process), warm without NVRT
     echo "warm, NVRTC hidden:"; FC_NVRTC_LIBRARY=/nonexistent/libnvrtc.so "$FCJIT" --db "$DB" --json run "${shape[@]}"
 }
 
-sanitize() {
-    local tool d c
+sanitize() {   # every tool must exit 0 (--error-exitcode makes any finding nonzero)
+    local tool d c failed=0
     for tool in memcheck racecheck synccheck; do
         for d in 64 128 256; do
             for c in "" --causal; do
                 compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run --batch 2 --heads-q 4 \
-                    --heads-kv 2 --seqlen-q 129 --seqlen-k 200 --head-dim $d $c --iters 1 --warmup 0 --check-rows 8 \
-                    | grep -E "ERROR SUMMARY|check|FAIL" || return 1
+                    --heads-kv 2 --seqlen-q 129 --seqlen-k 200 --head-dim $d $c --iters 1 --warmup 0 \
+                    --check-rows 8 > /tmp/sanitizer.out 2>&1
+                local rc=$?
+                echo "$tool D=$d ${c:-full}: exit $rc; $(grep -E 'SUMMARY' /tmp/sanitizer.out | tr -s ' ')"
+                [ $rc -eq 0 ] || { failed=1; cat /tmp/sanitizer.out; }
             done
         done
     done
+    return $failed
 }
 
 export -f run_shapes host_costs sanitize
