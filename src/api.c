@@ -34,7 +34,7 @@ static enum fc_status prepare(struct fc_context *ctx, const struct fc_attention_
 {
     enum fc_status status = fc_problem_from_params(params, problem, msg, FC_MESSAGE_MAX);
     if (status == FC_OK)
-        status = fc_plan_select(problem, ctx->arch, ctx->arch_specific, plan, msg, FC_MESSAGE_MAX);
+        status = fc_plan_select(problem, ctx->arch, ctx->arch_specific, &ctx->override, plan, msg, FC_MESSAGE_MAX);
     return status;
 }
 

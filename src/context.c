@@ -124,6 +124,13 @@ enum fc_status fc_context_create(int device, const struct fc_options *options, s
                  "device %d is not a CUDA ordinal (use 0, 1, ... or FC_DEVICE_NONE)", device);
         status = FC_ERR_INVALID_ARG;
     }
+    const char *forced = getenv("FC_FORCE_VARIANT");
+    if (status == FC_OK && forced && *forced && fc_plan_override_parse(forced, &ctx->override)) {
+        snprintf(ctx->create_message, sizeof ctx->create_message,
+                 "FC_FORCE_VARIANT=%.200s: expected a family (reference, sm80), optionally with tiles, "
+                 "e.g. sm80:m128n64w8", forced);
+        status = FC_ERR_CONFIG;
+    }
     if (status == FC_OK)
         status = open_cache_and_jit(ctx, o, ctx->create_message, sizeof ctx->create_message);
     if (status == FC_OK && device != FC_DEVICE_NONE)

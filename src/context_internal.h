@@ -29,6 +29,7 @@ struct fc_context {
     int arch, arch_specific, sm_count;
     char gpu_name[128];
 
+    struct fc_plan_override override;   /* FC_FORCE_VARIANT, read once at creation */
     struct fc_logger logger;
     struct fc_cache *cache;           /* NULL with no_disk_cache */
     struct fc_jit *jit;

@@ -199,21 +199,35 @@ static const char *storage_type(enum fc_dtype dtype)
     return dtype == FC_BF16 ? "fc::bfloat16_t" : "fc::half_t";
 }
 
+/* The template and the instantiation a family's kernel is made of. */
+static int instantiation(const struct fc_variant *v, char *out, size_t size)
+{
+    const char *causal = v->causal ? "true" : "false";
+    if (v->family == FC_KERNEL_SM80)
+        return snprintf(out, size, "#include \"fwd_sm80.cuh\"\n@fc::Sm80Forward<%s, %d, %s, %d, %d, %d>",
+                        storage_type(v->dtype), v->head_dim, causal, v->block_m, v->block_n, v->warps);
+    return snprintf(out, size, "#include \"reference.cuh\"\n@fc::ReferenceKernel<%s, %d, %s, %d, %d>",
+                    storage_type(v->dtype), v->head_dim, causal, v->block_m, v->warps);
+}
+
 int fc_jit_generate_source(const struct fc_variant *v, char *out, size_t size)
 {
-    char name[FC_VARIANT_NAME_MAX];
+    char name[FC_VARIANT_NAME_MAX], parts[512];
     fc_variant_name(v, name);
+    if (instantiation(v, parts, sizeof parts) >= (int)sizeof parts)
+        return -1;
+    char *type = strchr(parts, '@');   /* "<include line>@<kernel type>" */
+    *type++ = 0;
     int n = snprintf(out, size,
         "// FlashCore generated translation unit: %s\n"
-        "#include \"reference.cuh\"\n"
+        "%s"
         "extern \"C\" __global__ void __launch_bounds__(%d)\n"
         "%s(const __grid_constant__ fc_kernel_args args)\n"
         "{\n"
         "    extern __shared__ __align__(16) char fc_shared[];\n"
-        "    fc::ReferenceKernel<%s, %d, %s, %d, %d>(args, fc_shared).run();\n"
+        "    %s(args, fc_shared).run();\n"
         "}\n",
-        name, v->warps * 32, FC_KERNEL_ENTRY, storage_type(v->dtype), v->head_dim,
-        v->causal ? "true" : "false", v->block_m, v->warps);
+        name, parts, v->warps * 32, FC_KERNEL_ENTRY, type);
     return n < 0 || (size_t)n >= size ? -1 : n;
 }
 

@@ -1,6 +1,7 @@
 /* The selector: problem + target -> variant and launch shape. No GPU, no compile, no allocation. */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fc_args.h"
@@ -8,20 +9,89 @@
 
 #define GRID_X_MAX INT_MAX   /* gridDim.x limit on sm_30 and later */
 
-enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int arch_specific,
-                              struct fc_plan *plan, char *msg, size_t size)
+int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
 {
-    memset(plan, 0, sizeof *plan);
-    struct fc_variant *v = &plan->variant;
-    v->family = FC_KERNEL_REFERENCE;
+    memset(out, 0, sizeof *out);
+    char family[32] = "";
+    const char *colon = strchr(text, ':');
+    size_t n = colon ? (size_t)(colon - text) : strlen(text);
+    if (n == 0 || n >= sizeof family)
+        return -1;
+    memcpy(family, text, n);
+    if (fc_kernel_family_parse(family, &out->family))
+        return -1;
+    for (const char *p = colon ? colon + 1 : ""; *p;) {
+        char *end;
+        long value = strtol(p + 1, &end, 10);
+        if (end == p + 1 || value <= 0 || value > 1024)
+            return -1;
+        if (*p == 'm')
+            out->block_m = (int)value;
+        else if (*p == 'n')
+            out->block_n = (int)value;
+        else if (*p == 'w')
+            out->warps = (int)value;
+        else
+            return -1;
+        p = end;
+    }
+    out->active = 1;
+    return 0;
+}
+
+/* The family's defaults for the problem (already fitted to the arch's shared memory). */
+static int choose_tiles(struct fc_variant *v)
+{
+    fc_variant_defaults(v);
+    return fc_variant_check(v, NULL, 0);
+}
+
+static void base_variant(const struct fc_problem *problem, int arch, int arch_specific, struct fc_variant *v)
+{
+    memset(v, 0, sizeof *v);   /* the kernel table compares variants bytewise */
     v->dtype = problem->dtype;
     v->head_dim = problem->head_dim;
     v->causal = problem->causal;
     v->arch = arch;
     v->arch_specific = arch_specific;
-    fc_variant_defaults(v);
-    plan->reason = "reference kernel: the only kernel family so far (CUDA cores, fp32 softmax)";
+}
 
+/* The selector proper: the fastest family that takes the problem, and why. */
+static const char *select_family(const struct fc_problem *problem, int arch, struct fc_variant *v)
+{
+    if (arch >= 80 && problem->head_dim % 16 == 0) {
+        v->family = FC_KERNEL_SM80;
+        if (choose_tiles(v) == 0)
+            return arch >= 90 ? "sm80 kernel: mma.sync tensor cores (the Hopper WGMMA kernel does not exist yet)"
+                              : "sm80 kernel: mma.sync tensor cores, cp.async double-buffered K/V";
+        v->family = FC_KERNEL_REFERENCE;
+        choose_tiles(v);
+        return "reference kernel: no sm80 tile configuration fits this arch's shared memory";
+    }
+    v->family = FC_KERNEL_REFERENCE;
+    choose_tiles(v);
+    if (arch < 80)
+        return "reference kernel: the tensor-core kernels need sm_80 or later (bf16 mma.sync)";
+    return "reference kernel: head_dim is not a multiple of 16, which the tensor-core kernels need";
+}
+
+enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int arch_specific,
+                              const struct fc_plan_override *override, struct fc_plan *plan,
+                              char *msg, size_t size)
+{
+    memset(plan, 0, sizeof *plan);
+    struct fc_variant *v = &plan->variant;
+    base_variant(problem, arch, arch_specific, v);
+    if (override && override->active) {
+        v->family = override->family;
+        fc_variant_defaults(v);
+        v->block_m = override->block_m ? override->block_m : v->block_m;
+        v->block_n = override->block_n ? override->block_n : v->block_n;
+        v->warps = override->warps ? override->warps : v->warps;
+        plan->reason = "forced by FC_FORCE_VARIANT";
+    } else {
+        plan->reason = select_family(problem, arch, v);
+    }
     char why[256];
     if (fc_variant_check(v, why, sizeof why)) {
         snprintf(msg, size, "no kernel for this problem on sm_%d: %s", arch, why);

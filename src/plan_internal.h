@@ -8,6 +8,16 @@
 #include "problem_internal.h"
 #include "variant_internal.h"
 
+/** A forced choice for tuning and debugging (FC_FORCE_VARIANT): family, and tiles where nonzero. */
+struct fc_plan_override {
+    int active;
+    enum fc_kernel_family family;
+    int block_m, block_n, warps;
+};
+
+/** Parses "reference", "sm80" or "sm80:m128n64w8" (any of m, n, w optional). 0 on success. */
+int fc_plan_override_parse(const char *text, struct fc_plan_override *out);
+
 struct fc_plan {
     struct fc_variant variant;
     unsigned grid;          /* CTAs */
@@ -22,7 +32,8 @@ struct fc_plan {
  * @return FC_OK or FC_ERR_UNSUPPORTED with the reason in msg
  */
 enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int arch_specific,
-                              struct fc_plan *plan, char *msg, size_t msg_size);
+                              const struct fc_plan_override *override, struct fc_plan *plan,
+                              char *msg, size_t msg_size);
 
 struct fc_kernel_args;
 /** The kernel's one argument, from a validated problem and its plan. */

@@ -16,7 +16,7 @@
 #define HEAD_DIM_MAX 256
 #define REFERENCE_BLOCK_N 32   /* one key per lane */
 
-static const char *const FAMILY_NAMES[FC_KERNEL_FAMILY_COUNT] = {"reference"};
+static const char *const FAMILY_NAMES[FC_KERNEL_FAMILY_COUNT] = {"reference", "sm80"};
 static const char *const DTYPE_NAMES[] = {"f16", "bf16", "e4m3"};
 
 const char *fc_kernel_family_name(enum fc_kernel_family family)
@@ -98,9 +98,63 @@ void fc_variant_name(const struct fc_variant *v, char out[FC_VARIANT_NAME_MAX])
              v->causal ? "_causal" : "", v->block_m, v->block_n, v->stages, v->warps, arch);
 }
 
+static int smem_limit(int arch)
+{
+    if (arch >= 90)
+        return SMEM_BYTES_MAX_SM90;
+    if (arch == 80 || arch == 87)
+        return SMEM_BYTES_MAX_SM80;
+    return SMEM_BYTES_MAX_SM86;
+}
+
+static int fail(char *why, size_t size, const char *text, int value)
+{
+    if (why && size)
+        snprintf(why, size, text, value);
+    return -1;
+}
+
+/** Shared memory the reference kernel needs: fp32 Q rows, padded 16-bit K and V tiles. */
+static int reference_smem_bytes(const struct fc_variant *v)
+{
+    return v->block_m * v->head_dim * 4 + 2 * v->block_n * (v->head_dim + 2) * 2;
+}
+
+/** The mma.sync kernel: Q, and K and V per stage, in rows padded by 16 bytes. */
+static int sm80_smem_bytes(const struct fc_variant *v)
+{
+    return (v->block_m + 2 * v->stages * v->block_n) * (v->head_dim * 2 + 16);
+}
+
+/* NOTE: tiles of the mma.sync kernel per head_dim, chosen so that the fp32 accumulators of S and
+ * O plus the Q fragments fit in registers without spilling (docs/PERF_NOTES.md has the reasons). */
+static void sm80_defaults(struct fc_variant *v)
+{
+    v->stages = 2;
+    v->block_n = 64;
+    if (v->head_dim <= 128) {         /* 16 rows per warp: 32 rows spill at head_dim 64 */
+        v->warps = 8;
+        v->block_m = 128;
+    } else {
+        v->warps = 8;
+        v->block_m = 128;
+        v->block_n = 32;
+    }
+    /* Smaller tiles where the arch has less shared memory (sm_86/89: 99 KB). */
+    if (sm80_smem_bytes(v) > smem_limit(v->arch))
+        v->block_n = 32;
+    if (sm80_smem_bytes(v) > smem_limit(v->arch)) {
+        v->warps = 4;
+        v->block_m = 64;
+    }
+}
+
 void fc_variant_defaults(struct fc_variant *v)
 {
     switch (v->family) {
+    case FC_KERNEL_SM80:
+        sm80_defaults(v);
+        break;
     case FC_KERNEL_REFERENCE:
     default:
         /* NOTE: 4 warps x 4 query rows: each K element read from shared memory serves 4 rows. */
@@ -112,26 +166,23 @@ void fc_variant_defaults(struct fc_variant *v)
     }
 }
 
-static int smem_limit(int arch)
+static int check_sm80(const struct fc_variant *v, char *why, size_t why_size)
 {
-    if (arch >= 90)
-        return SMEM_BYTES_MAX_SM90;
-    if (arch == 80 || arch == 87)
-        return SMEM_BYTES_MAX_SM80;
-    return SMEM_BYTES_MAX_SM86;
-}
-
-/** Shared memory the reference kernel needs: fp32 Q rows, padded 16-bit K and V tiles. */
-static int reference_smem_bytes(const struct fc_variant *v)
-{
-    return v->block_m * v->head_dim * 4 + 2 * v->block_n * (v->head_dim + 2) * 2;
-}
-
-static int fail(char *why, size_t size, const char *text, int value)
-{
-    if (why && size)
-        snprintf(why, size, text, value);
-    return -1;
+    if (v->arch < 80)
+        return fail(why, why_size, "mma.sync m16n8k16 with bf16 needs sm_80 or later, not sm_%d", v->arch);
+    if (v->head_dim % 16)
+        return fail(why, why_size, "head_dim %d is not a multiple of 16 (an mma k-step)", v->head_dim);
+    if (v->stages != 2)
+        return fail(why, why_size, "the sm80 kernel double-buffers K/V (stages 2, not %d)", v->stages);
+    if (v->block_n % 16 || v->block_n < 16 || v->block_n > 128)
+        return fail(why, why_size, "block_n %d is not a multiple of 16 in [16, 128]", v->block_n);
+    int rows_per_warp = v->warps ? v->block_m / v->warps : 0;
+    if (v->block_m % v->warps || (rows_per_warp != 16 && rows_per_warp != 32))
+        return fail(why, why_size, "block_m %d must give each warp 16 or 32 rows", v->block_m);
+    int smem = sm80_smem_bytes(v);
+    if (smem > smem_limit(v->arch))
+        return fail(why, why_size, "needs %d bytes of shared memory, more than the arch allows", smem);
+    return 0;
 }
 
 int fc_variant_check(const struct fc_variant *v, char *why, size_t why_size)
@@ -154,6 +205,8 @@ int fc_variant_check(const struct fc_variant *v, char *why, size_t why_size)
         return fail(why, why_size, "warps %d is outside [1, 16]", v->warps);
     if (v->stages < 1 || v->stages > 8)
         return fail(why, why_size, "stages %d is outside [1, 8]", v->stages);
+    if (v->family == FC_KERNEL_SM80)
+        return check_sm80(v, why, why_size);
     if (v->family == FC_KERNEL_REFERENCE) {
         if (v->block_n != REFERENCE_BLOCK_N)
             return fail(why, why_size, "the reference kernel takes block_n 32 (a key per lane), not %d",
@@ -174,5 +227,5 @@ int fc_variant_check(const struct fc_variant *v, char *why, size_t why_size)
 /** Dynamic shared memory, in bytes, a variant's kernel is launched with. */
 int fc_variant_smem_bytes(const struct fc_variant *v)
 {
-    return reference_smem_bytes(v);
+    return v->family == FC_KERNEL_SM80 ? sm80_smem_bytes(v) : reference_smem_bytes(v);
 }

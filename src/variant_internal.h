@@ -9,6 +9,7 @@
 /** The kernel templates a variant can be made from. Values are stored in the cache: never reuse. */
 enum fc_kernel_family {
     FC_KERNEL_REFERENCE = 0,   /* kernel_templates/reference.cuh: simple, obviously correct */
+    FC_KERNEL_SM80 = 1,        /* kernel_templates/fwd_sm80.cuh: mma.sync tensor cores, sm_80+ */
     FC_KERNEL_FAMILY_COUNT
 };
 

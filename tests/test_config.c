@@ -22,7 +22,9 @@
 #define ERR_MAX 512
 #define SPEC_NAME "spec.yaml"
 #define PRECOMPILE_SPEC "tuning_db/precompile.yaml"
-#define PRECOMPILE_VARIANTS 40   /* 1 kernel x 2 arch x 2 dtype x 5 head_dim x 2 causal */
+/* reference: 2 arch x 2 dtype x 5 head_dim x 2 causal; sm80: the same over 4 arch */
+#define PRECOMPILE_REFERENCE 40
+#define PRECOMPILE_VARIANTS (PRECOMPILE_REFERENCE + 80)
 
 static const char *precompile_path;
 
@@ -59,12 +61,12 @@ static void assert_list_empty(const struct fc_variant_list *list)
 }
 
 /* The variant a spec entry with these values and no tile keys must produce. */
-static struct fc_variant expected_variant(enum fc_dtype dtype, int head_dim, int causal, int arch,
-                                          int arch_specific)
+static struct fc_variant expected_family_variant(enum fc_kernel_family family, enum fc_dtype dtype,
+                                                 int head_dim, int causal, int arch, int arch_specific)
 {
     struct fc_variant v;
     memset(&v, 0, sizeof v);
-    v.family = FC_KERNEL_REFERENCE;
+    v.family = family;
     v.dtype = dtype;
     v.head_dim = head_dim;
     v.causal = causal;
@@ -72,6 +74,12 @@ static struct fc_variant expected_variant(enum fc_dtype dtype, int head_dim, int
     v.arch_specific = arch_specific;
     fc_variant_defaults(&v);
     return v;
+}
+
+static struct fc_variant expected_variant(enum fc_dtype dtype, int head_dim, int causal, int arch,
+                                          int arch_specific)
+{
+    return expected_family_variant(FC_KERNEL_REFERENCE, dtype, head_dim, causal, arch, arch_specific);
 }
 
 static void assert_variant_equal(const struct fc_variant *actual, const struct fc_variant *expected)
@@ -108,9 +116,11 @@ static void test_precompile_spec(void **state)
     /* The product nests in key order, the last key (causal) fastest. */
     struct fc_variant first = expected_variant(FC_F16, 64, 0, 90, 1);
     struct fc_variant second = expected_variant(FC_F16, 64, 1, 90, 1);
-    struct fc_variant last = expected_variant(FC_BF16, 256, 1, 80, 0);
+    struct fc_variant last_reference = expected_variant(FC_BF16, 256, 1, 80, 0);
+    struct fc_variant last = expected_family_variant(FC_KERNEL_SM80, FC_BF16, 256, 1, 89, 0);
     assert_variant_equal(&list.items[0], &first);
     assert_variant_equal(&list.items[1], &second);
+    assert_variant_equal(&list.items[PRECOMPILE_REFERENCE - 1], &last_reference);
     assert_variant_equal(&list.items[list.count - 1], &last);
     size_t hopper = 0;
     for (size_t i = 0; i < list.count; i++) {
@@ -119,7 +129,7 @@ static void test_precompile_spec(void **state)
             fail_msg("variant %zu fails fc_variant_check: %s", i, why);
         hopper += list.items[i].arch == 90 && list.items[i].arch_specific;
     }
-    assert_int_equal(hopper, PRECOMPILE_VARIANTS / 2);
+    assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + 80 / 4);
     fc_variant_list_free(&list);
     assert_list_empty(&list);
 }

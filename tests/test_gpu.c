@@ -18,7 +18,8 @@
 #define CHECK_ROWS 48           /* rows per case checked on the CPU; NaN scan covers every element */
 #define DETERMINISM_RUNS 100
 
-static struct fc_context *ctx;
+static struct fc_context *ctx;            /* the selector's choice */
+static struct fc_context *reference_ctx;  /* FC_FORCE_VARIANT=reference: the oracle kernel itself */
 static uint64_t seed;
 
 /* (batch, seqlen_q, seqlen_k, heads_q, heads_kv, layout): tile multiples and not, Sq != Sk both
@@ -33,7 +34,7 @@ static const struct { int b, sq, sk, hq, hkv; enum fc_check_layout layout; } SHA
     {4, 127, 1, 4, 4, FC_LAYOUT_PACKED},
     {2, 129, 1000, 8, 2, FC_LAYOUT_BHSD},
 };
-static const int HEAD_DIMS[] = {64, 96, 128, 192, 256};
+static const int HEAD_DIMS[] = {64, 96, 128, 192, 256, 40};   /* 40: not a multiple of 16 */
 
 static struct fc_check_case make_case(int shape, int head_dim, enum fc_dtype dtype, int causal)
 {
@@ -55,9 +56,11 @@ static struct fc_check_case make_case(int shape, int head_dim, enum fc_dtype dty
     return c;
 }
 
-/* Prepares, launches once, downloads and judges; returns 1 if it passed. */
-static int run_case(const struct fc_check_case *c, struct fc_error_stats *stats, char *kernel)
+/* Prepares, launches once on context, downloads and judges; returns 1 if it passed. */
+static int run_case(struct fc_context *context, const struct fc_check_case *c, struct fc_error_stats *stats,
+                    char *kernel)
 {
+    struct fc_context *ctx = context;
     struct fc_check_run run;
     char msg[FC_MESSAGE_MAX];
     enum fc_status status = fc_check_prepare(ctx, c, &run, msg, sizeof msg);
@@ -75,9 +78,9 @@ static int run_case(const struct fc_check_case *c, struct fc_error_stats *stats,
     return passed;
 }
 
-static void test_matches_reference_over_awkward_shapes(void **state)
+/* Every case on one context; returns the number that failed. */
+static int run_matrix(struct fc_context *context)
 {
-    (void)state;
     int failures = 0, cases = 0;
     for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
         for (size_t d = 0; d < sizeof HEAD_DIMS / sizeof HEAD_DIMS[0]; d++)
@@ -86,7 +89,7 @@ static void test_matches_reference_over_awkward_shapes(void **state)
                     struct fc_check_case c = make_case((int)s, HEAD_DIMS[d], (enum fc_dtype)dtype, causal);
                     struct fc_error_stats e;
                     char kernel[FC_VARIANT_NAME_MAX];
-                    int passed = run_case(&c, &e, kernel);
+                    int passed = run_case(context, &c, &e, kernel);
                     cases++;
                     failures += !passed;
                     print_message("%s B=%d Sq=%d Sk=%d Hq=%d Hkv=%d %s: err %.3g native %.3g lse %.2g bad %lld %s\n",
@@ -95,7 +98,19 @@ static void test_matches_reference_over_awkward_shapes(void **state)
                                   e.max_error, e.native_error, e.max_lse_error, e.bad_rows, kernel);
                 }
     print_message("%d cases, %d failed\n", cases, failures);
-    assert_int_equal(failures, 0);
+    return failures;
+}
+
+static void test_selected_kernels_match_reference_over_awkward_shapes(void **state)
+{
+    (void)state;
+    assert_int_equal(run_matrix(ctx), 0);
+}
+
+static void test_reference_kernel_matches_reference_over_awkward_shapes(void **state)
+{
+    (void)state;
+    assert_int_equal(run_matrix(reference_ctx), 0);
 }
 
 static void test_bit_identical_over_repeated_runs(void **state)
@@ -202,17 +217,27 @@ static void test_forward_is_graph_capturable(void **state)
     fc_check_release(&run);
 }
 
-static int setup(void **state)
+static int create(struct fc_context **out, const char *forced)
 {
-    (void)state;
     struct fc_options options;
     fc_options_init(&options);
     options.no_disk_cache = 1;   /* compile everything afresh: what this test checks is the kernels */
-    enum fc_status status = fc_context_create(0, &options, &ctx);
-    if (status != FC_OK) {
-        print_error("fc_context_create: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
+    if (forced)
+        setenv("FC_FORCE_VARIANT", forced, 1);
+    else
+        unsetenv("FC_FORCE_VARIANT");
+    enum fc_status status = fc_context_create(0, &options, out);
+    unsetenv("FC_FORCE_VARIANT");
+    if (status != FC_OK)
+        print_error("fc_context_create: %s: %s\n", fc_status_name(status), fc_context_errmsg(*out));
+    return status == FC_OK ? 0 : -1;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (create(&ctx, NULL) || create(&reference_ctx, "reference"))
         return -1;
-    }
     int pushed;
     return fc_context_enter(ctx, &pushed) == FC_OK ? 0 : -1;   /* stays current for the suite */
 }
@@ -220,6 +245,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    fc_context_destroy(reference_ctx);
     fc_context_destroy(ctx);
     return 0;
 }
@@ -239,7 +265,8 @@ int main(void)
     seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
     printf("seed %llu (set FC_TEST_SEED to repeat)\n", (unsigned long long)seed);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matches_reference_over_awkward_shapes),
+        cmocka_unit_test(test_selected_kernels_match_reference_over_awkward_shapes),
+        cmocka_unit_test(test_reference_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_bit_identical_over_repeated_runs),
         cmocka_unit_test(test_misuse_on_a_real_context_launches_nothing),
         cmocka_unit_test(test_forward_is_graph_capturable),

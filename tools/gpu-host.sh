@@ -2,8 +2,9 @@
 # Runs on a GPU host from the repository root, with the bundle from tools/gpu-bundle.sh in .carry/.
 # Logs and JSON go to $OUT (default /tmp/flashcore-out). Every step runs, whatever the last did;
 # the summary at the end gives each step's exit code.
-#   tools/gpu-host.sh check    gpu suite, cold/warm/hot host costs, fcjit run over BENCH.md's
-#                              shapes, tools/check.py, compute-sanitizer
+#   tools/gpu-host.sh check    gpu suite, cold/warm/hot host costs, tools/check.py,
+#                              compute-sanitizer, the sm80 tile sweep
+#   tools/gpu-host.sh shapes   fcjit run over BENCH.md's shapes (checked, timed)
 #   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -65,22 +66,40 @@ sanitize() {   # every tool must exit 0 (--error-exitcode makes any finding nonz
     return $failed
 }
 
-export -f run_shapes host_costs sanitize
+tiles() {   # candidate tile shapes of the sm80 kernel, same problems, one JSON line each
+    local d s c v
+    for d in 64 128; do
+        for s in 2048 16384; do
+            for c in "" --causal; do
+                for v in sm80 sm80:m128n128w8 sm80:m128n32w8 sm80:m64n64w4 sm80:m64n128w4 sm80:m128n64w4; do
+                    "$FCJIT" --db "$DB" --json run --variant $v --batch $((16384 / s)) --seqlen $s \
+                        --heads $((2048 / d)) --head-dim $d $c --check-rows 16 --iters 10 --warmup 2 \
+                        | sed "s/^{/{\"variant\": \"$v\", /" || echo "{\"failed\": \"$v D=$d S=$s $c\"}"
+                done
+            done
+        done
+    done
+}
+
+export -f run_shapes host_costs sanitize tiles
 
 case "${1:-check}" in
 check)
     step env 60 "nvidia-smi; python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())'; \$FCJIT info"
     step gpu-suite 400 .carry/bin/test_gpu
     step host-costs 120 host_costs
-    step fcjit-run 400 run_shapes
-    step check-py 500 python3 tools/check.py --quick --json "$OUT/check.json"
-    step sanitizer 400 sanitize
+    step check-py 300 python3 tools/check.py --quick --json "$OUT/check.json"
+    step sanitizer 300 sanitize
+    step tiles 300 tiles
+    ;;
+shapes)
+    step fcjit-run 500 run_shapes
     ;;
 bench)
     step bench 580 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|bench" >&2
+    echo "usage: tools/gpu-host.sh check|shapes|bench" >&2
     exit 2
     ;;
 esac

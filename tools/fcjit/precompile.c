@@ -183,7 +183,7 @@ static void report_line(const char *line, const struct fc_variant_list *list, st
         t->failed++;
         if (t->first_failure == FC_OK)
             t->first_failure = (enum fc_status)status;
-        fprintf(stderr, "[%3d/%zu] %s FAILED: %s", t->done, list->count, name, line + used + 2);
+        fprintf(stderr, "[%3d/%zu] %s FAILED: %s\n", t->done, list->count, name, line + used + 2);
         return;
     }
     sscanf(line + used, "%d %lf %d %d %d", &origin, &ms, &registers, &spill_stores, &spill_loads);

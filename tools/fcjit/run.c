@@ -33,10 +33,11 @@ static const char RUN_HELP[] =
     "  --iters N          timed launches, median reported (default 20)\n"
     "  --warmup N         untimed launches first (default 3)\n"
     "  --check-rows N     query rows checked against the CPU reference (default 256; 0 = all)\n"
-    "  --no-check         skip the check (the output is still scanned for NaN/Inf)\n"
+    "  --no-check         check only the first and last rows (every element is still scanned for NaN)\n"
     "  --no-lse           do not ask for the log-sum-exp\n"
     "  --seed N           random inputs seed (default: time)\n"
     "  --host-calls N     also measure the hot host overhead per call over N calls\n"
+    "  --variant V        force a kernel (sets FC_FORCE_VARIANT), e.g. reference, sm80:m128n64w8\n"
     "exit 1 if the check fails; the rule is BENCH.md's: max|out-ref| <= 2*err_native + 1e-5,\n"
     "where err_native is what PyTorch's math path in the same dtype gets wrong; lse within 1e-3.\n";
 
@@ -59,7 +60,8 @@ static int parse_int(const char *name, const char *text, int min, int *out)
 }
 
 enum { O_BATCH = 256, O_SEQLEN, O_SEQLEN_Q, O_SEQLEN_K, O_HEADS, O_HEADS_Q, O_HEADS_KV, O_HEAD_DIM, O_DTYPE,
-       O_CAUSAL, O_SCALE, O_DEVICE, O_ITERS, O_WARMUP, O_CHECK_ROWS, O_NO_CHECK, O_NO_LSE, O_SEED, O_HOST_CALLS };
+       O_CAUSAL, O_SCALE, O_DEVICE, O_ITERS, O_WARMUP, O_CHECK_ROWS, O_NO_CHECK, O_NO_LSE, O_SEED, O_HOST_CALLS,
+       O_VARIANT };
 
 static int parse_one(int c, struct run_options *o)
 {
@@ -83,6 +85,7 @@ static int parse_one(int c, struct run_options *o)
     case O_NO_LSE: o->want_lse = 0; return 0;
     case O_SEED: o->seed = strtoull(optarg, NULL, 10); return 0;
     case O_HOST_CALLS: return parse_int("host-calls", optarg, 1, &o->host_calls);
+    case O_VARIANT: return setenv("FC_FORCE_VARIANT", optarg, 1);   /* read by fc_context_create */
     case O_DTYPE:
         if (fc_dtype_parse(optarg, &p->dtype) == 0)
             return 0;
@@ -102,7 +105,7 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
         {"causal", 0, 0, O_CAUSAL}, {"scale", 1, 0, O_SCALE}, {"device", 1, 0, O_DEVICE},
         {"iters", 1, 0, O_ITERS}, {"warmup", 1, 0, O_WARMUP}, {"check-rows", 1, 0, O_CHECK_ROWS},
         {"no-check", 0, 0, O_NO_CHECK}, {"no-lse", 0, 0, O_NO_LSE}, {"seed", 1, 0, O_SEED},
-        {"host-calls", 1, 0, O_HOST_CALLS}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+        {"host-calls", 1, 0, O_HOST_CALLS}, {"variant", 1, 0, O_VARIANT}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     fc_attention_params_init(&o->params);
@@ -240,7 +243,7 @@ static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const
     struct fc_kernel kernel;
     char msg[1024];
     if (fc_problem_from_params(&o->params, &problem, msg, sizeof msg) ||
-        fc_plan_select(&problem, ctx->arch, ctx->arch_specific, &plan, msg, sizeof msg) ||
+        fc_plan_select(&problem, ctx->arch, ctx->arch_specific, &ctx->override, &plan, msg, sizeof msg) ||
         fc_context_kernel(ctx, &plan, &problem, &kernel))
         return FCJIT_EXIT_ERROR;
     struct fc_kernel_args args;

@@ -1,0 +1,21 @@
+// cp.async (sm_80): 16-byte global -> shared copies that bypass registers, in commit groups.
+#pragma once
+
+namespace fc {
+
+// Copies 16 bytes, or writes 16 zero bytes when !valid (src is then not read).
+__device__ __forceinline__ void cp_async_16(unsigned dst, const void *src, bool valid)
+{
+    const int src_bytes = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until at most PENDING of this thread's committed groups are still in flight.
+template <int PENDING> __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+
+}  // namespace fc

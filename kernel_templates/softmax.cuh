@@ -1,0 +1,91 @@
+// Online softmax over scores held as mma C fragments (m16n8 tiles).
+//
+// A thread holds, per 16-row m-tile, two rows (group and group + 8) and two columns of each of
+// the N_TILES n-tiles; the four lanes of a quad share those rows. Scores arrive already scaled
+// into the log2 domain (scale * log2(e)) and masked with -inf, so P = exp2(S - max) needs no
+// multiply. Row sums stay per-thread partial until finish(): the rescaling is uniform across
+// the quad, so one reduction at the end is enough.
+#pragma once
+
+#include "ptx/math.cuh"
+#include "ptx/warp.cuh"
+
+namespace fc {
+
+__device__ __forceinline__ float quad_max(float x)
+{
+    x = fmaxf(x, __shfl_xor_sync(FULL_WARP, x, 1));
+    return fmaxf(x, __shfl_xor_sync(FULL_WARP, x, 2));
+}
+
+__device__ __forceinline__ float quad_sum(float x)
+{
+    x += __shfl_xor_sync(FULL_WARP, x, 1);
+    return x + __shfl_xor_sync(FULL_WARP, x, 2);
+}
+
+template <int M_TILES, int N_TILES>
+struct OnlineSoftmax {
+    float row_max[M_TILES][2];   // running max of the scaled scores, per row
+    float row_sum[M_TILES][2];   // running sum of P, partial per thread until finish()
+
+    __device__ __forceinline__ void init()
+    {
+#pragma unroll
+        for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                row_max[m][h] = -infinity();
+                row_sum[m][h] = 0.f;
+            }
+    }
+
+    // S -> P in place; correction[m][h] is what the row's output accumulated so far must be
+    // multiplied by.
+    __device__ __forceinline__ void update(float (&s)[M_TILES][N_TILES][4], float (&correction)[M_TILES][2])
+    {
+#pragma unroll
+        for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float tile_max = row_max[m][h];
+#pragma unroll
+                for (int n = 0; n < N_TILES; n++)
+                    tile_max = fmaxf(tile_max, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
+                const float new_max = quad_max(tile_max);
+                const bool none_yet = new_max == -infinity();   // exp2(-inf - -inf) would be NaN
+                const float offset = none_yet ? 0.f : new_max;
+                correction[m][h] = exp2_approx(row_max[m][h] - offset);
+                row_max[m][h] = new_max;
+                float sum = 0.f;
+#pragma unroll
+                for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+                    for (int i = 0; i < 2; i++) {
+                        const float p = exp2_approx(s[m][n][2 * h + i] - offset);
+                        s[m][n][2 * h + i] = p;
+                        sum += p;
+                    }
+                row_sum[m][h] = row_sum[m][h] * correction[m][h] + sum;
+            }
+    }
+
+    // Completes the row sums across the quad. Returns nothing; read row_sum / row_max after.
+    __device__ __forceinline__ void finish()
+    {
+#pragma unroll
+        for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                row_sum[m][h] = quad_sum(row_sum[m][h]);
+    }
+
+    // Natural-log log-sum-exp of a finished row; -inf when the row saw no key.
+    __device__ __forceinline__ float lse(int m, int h) const
+    {
+        constexpr float LN2 = 0.693147180559945309f;
+        return row_sum[m][h] > 0.f ? (row_max[m][h] + log2_approx(row_sum[m][h])) * LN2 : -infinity();
+    }
+};
+
+}  // namespace fc
