@@ -126,8 +126,10 @@ struct Sm80Forward {
         }
     }
 
-    // Scales S into the log2 domain; masks keys past seqlen_k and, if causal, above the diagonal.
-    __device__ __forceinline__ void scale_and_mask(float (&s)[M_TILES][N_TILES][4], int key0, bool masked)
+    // Masks keys past seqlen_k and, if causal, above the diagonal; with a negative softmax scale
+    // also scales S (the softmax then gets factor 1, see softmax.cuh).
+    __device__ __forceinline__ void scale_and_mask(float (&s)[M_TILES][N_TILES][4], int key0, bool masked,
+                                                   float prescale)
     {
         const int diagonal = args.seqlen_k - args.seqlen_q;
 #pragma unroll
@@ -139,7 +141,7 @@ struct Sm80Forward {
                     const int row = row0 + (warp * M_TILES + m) * 16 + lane / 4 + 8 * (i / 2);
                     const int key = key0 + n * 8 + 2 * (lane % 4) + i % 2;
                     const bool hidden = key >= args.seqlen_k || (CAUSAL && key > row + diagonal);
-                    s[m][n][i] = masked && hidden ? -infinity() : s[m][n][i] * args.scale_log2;
+                    s[m][n][i] = masked && hidden ? -infinity() : s[m][n][i] * prescale;
                 }
     }
 
@@ -227,6 +229,8 @@ struct Sm80Forward {
                     o[m][d][i] = 0.f;
         OnlineSoftmax<M_TILES, N_TILES> softmax;
         softmax.init();
+        const bool fold_scale = args.scale_log2 > 0.f;   // the scale goes into the exp2 FFMA
+        const float factor = fold_scale ? args.scale_log2 : 1.f, prescale = fold_scale ? 1.f : args.scale_log2;
         unsigned q_frag[M_TILES][Q_FRAGMENTS][4];
 
         for (int t = 0; t < tiles; t++) {
@@ -247,9 +251,10 @@ struct Sm80Forward {
             float s[M_TILES][N_TILES][4];
             qk(s, q_frag, q_smem, k_smem + stage * KV_BYTES);
             const bool masked = key0 + BLOCK_N > args.seqlen_k || (CAUSAL && key0 + BLOCK_N - 1 > row0 + diagonal);
-            scale_and_mask(s, key0, masked);
+            if (masked || !fold_scale)
+                scale_and_mask(s, key0, masked, prescale);
             float correction[M_TILES][2];
-            softmax.update(s, correction);
+            softmax.update(s, correction, factor);
 #pragma unroll
             for (int m = 0; m < M_TILES; m++)
 #pragma unroll

@@ -1,10 +1,12 @@
 // Online softmax over scores held as mma C fragments (m16n8 tiles).
 //
 // A thread holds, per 16-row m-tile, two rows (group and group + 8) and two columns of each of
-// the N_TILES n-tiles; the four lanes of a quad share those rows. Scores arrive already scaled
-// into the log2 domain (scale * log2(e)) and masked with -inf, so P = exp2(S - max) needs no
-// multiply. Row sums stay per-thread partial until finish(): the rescaling is uniform across
-// the quad, so one reduction at the end is enough.
+// the N_TILES n-tiles; the four lanes of a quad share those rows. Scores arrive masked with -inf
+// and are brought into the log2 domain by `factor` inside the exponent: P = exp2(S * factor -
+// max * factor), one FFMA per score (factor = scale * log2(e) when positive; a caller with a
+// negative scale multiplies first and passes 1, since max(S) * factor would then be the min).
+// Row sums stay per-thread partial until finish(): the rescaling is uniform across the quad, so
+// one reduction at the end is enough.
 #pragma once
 
 #include "ptx/math.cuh"
@@ -26,7 +28,7 @@ __device__ __forceinline__ float quad_sum(float x)
 
 template <int M_TILES, int N_TILES>
 struct OnlineSoftmax {
-    float row_max[M_TILES][2];   // running max of the scaled scores, per row
+    float row_max[M_TILES][2];   // running max of the scores times factor (log2 domain), per row
     float row_sum[M_TILES][2];   // running sum of P, partial per thread until finish()
 
     __device__ __forceinline__ void init()
@@ -42,17 +44,18 @@ struct OnlineSoftmax {
 
     // S -> P in place; correction[m][h] is what the row's output accumulated so far must be
     // multiplied by.
-    __device__ __forceinline__ void update(float (&s)[M_TILES][N_TILES][4], float (&correction)[M_TILES][2])
+    __device__ __forceinline__ void update(float (&s)[M_TILES][N_TILES][4], float (&correction)[M_TILES][2],
+                                           float factor)
     {
 #pragma unroll
         for (int m = 0; m < M_TILES; m++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                float tile_max = row_max[m][h];
+                float tile_max = -infinity();
 #pragma unroll
                 for (int n = 0; n < N_TILES; n++)
                     tile_max = fmaxf(tile_max, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
-                const float new_max = quad_max(tile_max);
+                const float new_max = fmaxf(row_max[m][h], quad_max(tile_max) * factor);
                 const bool none_yet = new_max == -infinity();   // exp2(-inf - -inf) would be NaN
                 const float offset = none_yet ? 0.f : new_max;
                 correction[m][h] = exp2_approx(row_max[m][h] - offset);
@@ -62,7 +65,7 @@ struct OnlineSoftmax {
                 for (int n = 0; n < N_TILES; n++)
 #pragma unroll
                     for (int i = 0; i < 2; i++) {
-                        const float p = exp2_approx(s[m][n][2 * h + i] - offset);
+                        const float p = exp2_approx(fmaf(s[m][n][2 * h + i], factor, -offset));
                         s[m][n][2 * h + i] = p;
                         sum += p;
                     }

@@ -204,7 +204,7 @@ static void test_forward_is_graph_capturable(void **state)
     enum fc_status status = fc_attention_forward(ctx, &run.params, stream);
     assert_int_equal(cu->cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
     assert_int_equal(status, FC_OK);
-    assert_int_equal(cu->cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+    assert_int_equal(cu->cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
     assert_int_equal(fc_check_poison(&run, msg, sizeof msg), FC_OK);
     assert_int_equal(cu->cuGraphLaunch(exec, stream), CUDA_SUCCESS);
     assert_int_equal(cu->cuStreamSynchronize(stream), CUDA_SUCCESS);

@@ -5,6 +5,7 @@
 #   tools/gpu-host.sh check    gpu suite, cold/warm/hot host costs, tools/check.py,
 #                              compute-sanitizer, the sm80 tile sweep
 #   tools/gpu-host.sh shapes   fcjit run over BENCH.md's shapes (checked, timed)
+#   tools/gpu-host.sh perf     gpu suite, ncu on ours and FlashAttention-2, tile sweep, quick bench
 #   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -71,7 +72,7 @@ tiles() {   # candidate tile shapes of the sm80 kernel, same problems, one JSON 
     for d in 64 128; do
         for s in 2048 16384; do
             for c in "" --causal; do
-                for v in sm80 sm80:m128n128w8 sm80:m128n32w8 sm80:m64n64w4 sm80:m64n128w4 sm80:m128n64w4; do
+                for v in ${TILE_VARIANTS:-sm80 sm80:m128n128w8 sm80:m128n32w8 sm80:m64n64w4 sm80:m64n128w4 sm80:m128n64w4}; do
                     "$FCJIT" --db "$DB" --json run --variant $v --batch $((16384 / s)) --seqlen $s \
                         --heads $((2048 / d)) --head-dim $d $c --check-rows 16 --iters 10 --warmup 2 \
                         | sed "s/^{/{\"variant\": \"$v\", /" || echo "{\"failed\": \"$v D=$d S=$s $c\"}"
@@ -81,7 +82,22 @@ tiles() {   # candidate tile shapes of the sm80 kernel, same problems, one JSON 
     done
 }
 
-export -f run_shapes host_costs sanitize tiles
+profile() {   # Nsight Compute on our kernel and on FlashAttention-2's, same problem (D128, 16k, fp16)
+    local sections="--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+        --section Occupancy --section LaunchStats --section InstructionStats --section SchedulerStats"
+    ncu --clock-control none $sections -k regex:fc_attention_kernel -c 1 "$FCJIT" --no-cache run \
+        --variant "${PROFILE_VARIANT:-sm80:m128n64w4}" --seqlen 16384 --heads 16 --head-dim 128 --iters 1 \
+        --warmup 0 --check-rows 2
+    ncu --clock-control none $sections -k regex:flash -c 1 python3 -c "
+import torch
+from torch.nn.attention import sdpa_kernel, SDPBackend
+q, k, v = (torch.randn(1, 16, 16384, 128, device='cuda', dtype=torch.float16) for _ in range(3))
+with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+    torch.nn.functional.scaled_dot_product_attention(q, k, v)
+torch.cuda.synchronize()"
+}
+
+export -f run_shapes host_costs sanitize tiles profile
 
 case "${1:-check}" in
 check)
@@ -95,11 +111,17 @@ check)
 shapes)
     step fcjit-run 500 run_shapes
     ;;
+perf)
+    step gpu-suite 400 .carry/bin/test_gpu
+    step profile 240 profile
+    step tiles 300 tiles
+    step bench-quick 300 python3 tools/bench.py --quick --no-extra --json "$OUT/bench-quick.json"
+    ;;
 bench)
     step bench 580 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|shapes|bench" >&2
+    echo "usage: tools/gpu-host.sh check|shapes|perf|bench" >&2
     exit 2
     ;;
 esac
