@@ -64,9 +64,27 @@ struct Sm80Forward {
 
     // Copies rows [first, first + ROWS) of a [seq, head_dim] slice into padded shared rows;
     // rows at or past `rows` are zero-filled (they are masked, but must not hold NaN).
+    // NOTE: when the threads tile whole rows, each thread keeps one 16-byte column and steps its
+    // pointers by a constant: a few instructions per cp.async instead of a divide, a modulo and
+    // a 64-bit multiply (this loop runs for every K and V tile).
     template <int ROWS>
     __device__ __forceinline__ void load_tile(unsigned dst, const T *src, long long stride, int first, int rows)
     {
+        if (THREADS % CHUNKS == 0) {
+            constexpr int ROWS_PER_PASS = THREADS / CHUNKS;
+            const int c = threadIdx.x % CHUNKS, r = threadIdx.x / CHUNKS;
+            const int left = rows - first - r;   // rows this thread may still read
+            const T *from = src + (first + r) * stride + c * 8;
+            const unsigned to = dst + r * PITCH + c * 16;
+#pragma unroll
+            for (int pass = 0; pass < (ROWS + ROWS_PER_PASS - 1) / ROWS_PER_PASS; pass++)
+                if (ROWS % ROWS_PER_PASS == 0 || r + pass * ROWS_PER_PASS < ROWS) {
+                    const bool valid = pass * ROWS_PER_PASS < left;
+                    cp_async_16(to + pass * ROWS_PER_PASS * PITCH, valid ? from + pass * ROWS_PER_PASS * stride : src,
+                                valid);
+                }
+            return;
+        }
 #pragma unroll
         for (int i = threadIdx.x; i < ROWS * CHUNKS; i += THREADS) {
             const int r = i / CHUNKS, c = i % CHUNKS;

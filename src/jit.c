@@ -221,7 +221,7 @@ int fc_jit_generate_source(const struct fc_variant *v, char *out, size_t size)
     int n = snprintf(out, size,
         "// FlashCore generated translation unit: %s\n"
         "%s"
-        "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+        "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
         "%s(const __grid_constant__ fc_kernel_args args)\n"
         "{\n"
         "    extern __shared__ __align__(16) char fc_shared[];\n"

@@ -131,13 +131,15 @@ static int sm80_smem_bytes(const struct fc_variant *v)
 static void sm80_defaults(struct fc_variant *v)
 {
     v->stages = 2;
-    v->block_n = 64;
-    if (v->head_dim <= 128) {         /* 16 rows per warp: 32 rows spill at head_dim 64 */
-        v->warps = 8;
-        v->block_m = 128;
+    v->block_m = 128;
+    if (v->head_dim <= 64 || (v->head_dim == 128 && !v->causal && v->arch >= 90)) {   /* spills below sm_90 */
+        v->warps = 4;     /* 32 rows per warp: each K/V fragment feeds two m-tiles */
+        v->block_n = 64;
+    } else if (v->head_dim <= 128) {
+        v->warps = 8;     /* 96, causal 128: 32 rows per warp spill; 16 rows do not */
+        v->block_n = v->head_dim <= 96 ? 64 : 128;
     } else {
-        v->warps = 8;
-        v->block_m = 128;
+        v->warps = 8;     /* 192, 256: O alone takes 96-128 registers */
         v->block_n = 32;
     }
     /* Smaller tiles where the arch has less shared memory (sm_86/89: 99 KB). */
