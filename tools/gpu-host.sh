@@ -5,7 +5,8 @@
 #   tools/gpu-host.sh check    gpu suite, cold/warm/hot host costs, tools/check.py,
 #                              compute-sanitizer, the sm80 tile sweep
 #   tools/gpu-host.sh shapes   fcjit run over BENCH.md's shapes (checked, timed)
-#   tools/gpu-host.sh perf     gpu suite, ncu on ours and FlashAttention-2, tile sweep, quick bench
+#   tools/gpu-host.sh perf     gpu suite, sanitizer, ncu on ours and FlashAttention-2, tile sweep,
+#                              quick bench
 #   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -113,6 +114,7 @@ shapes)
     ;;
 perf)
     step gpu-suite 400 .carry/bin/test_gpu
+    step sanitizer 300 sanitize
     step profile 240 profile
     step tiles 300 tiles
     step bench-quick 300 python3 tools/bench.py --quick --no-extra --json "$OUT/bench-quick.json"
