@@ -8,6 +8,7 @@
 #   tools/gpu-host.sh perf     gpu suite, sanitizer, ncu on ours and FlashAttention-2, tile sweep,
 #                              quick bench
 #   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
+#   tools/gpu-host.sh final    gpu suite, the full tools/check.py matrix, the full benchmark
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/flashcore-out}
@@ -122,8 +123,13 @@ perf)
 bench)
     step bench 580 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
+final)
+    step gpu-suite 400 .carry/bin/test_gpu
+    step check-py 420 python3 tools/check.py --json "$OUT/check.json"
+    step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
+    ;;
 *)
-    echo "usage: tools/gpu-host.sh check|shapes|perf|bench" >&2
+    echo "usage: tools/gpu-host.sh check|shapes|perf|bench|final" >&2
     exit 2
     ;;
 esac
