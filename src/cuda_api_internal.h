@@ -22,7 +22,7 @@
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \
-    X(cuGraphExecDestroy) X(cuGraphDestroy)
+    X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuTensorMapEncodeTiled)
 
 struct fc_cuda_api {
 #define FC_CUDA_MEMBER(name) __typeof__(name) *name;

@@ -12,6 +12,7 @@
 #include "embedded_internal.h"
 #include "jit_internal.h"
 #include "nvrtc_internal.h"
+#include "probe_compile.h"
 
 #define SKIP_EXIT 77
 
@@ -71,6 +72,26 @@ static void test_every_shipped_variant_compiles_without_spills(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* The Hopper building blocks compile for sm_90a into the instructions they are meant to be. */
+static void test_hopper_probes_use_wgmma_and_tma(void **state)
+{
+    (void)state;
+    struct fc_nvrtc_output out;
+    char msg[16384] = "";
+    enum fc_status status = fc_test_compile_probe(&out, msg, sizeof msg);
+    if (status != FC_OK)
+        fail_msg("%s: %s", fc_status_name(status), msg);
+    assert_non_null(strstr(out.ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"));
+    assert_non_null(strstr(out.ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"));
+    assert_non_null(strstr(out.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global"));
+    assert_non_null(strstr(out.ptx, "mbarrier.try_wait.parity"));
+    int spilling = 0;   /* one ptxas report per kernel: each must say 0 bytes */
+    for (const char *p = strstr(out.log, "bytes spill stores"); p; p = strstr(p + 1, "bytes spill stores"))
+        spilling += !(p >= out.log + 2 && p[-1] == ' ' && p[-2] == '0' && (p == out.log + 2 || p[-3] == ' '));
+    assert_int_equal(spilling, 0);
+    fc_nvrtc_output_free(&out);
+}
+
 int main(void)
 {
     char why[2048];
@@ -81,6 +102,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ptxas_report_parser),
         cmocka_unit_test(test_every_shipped_variant_compiles_without_spills),
+        cmocka_unit_test(test_hopper_probes_use_wgmma_and_tma),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
