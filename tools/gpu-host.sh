@@ -2,7 +2,7 @@
 # Runs on a GPU host from the repository root, with the bundle from tools/gpu-bundle.sh in .carry/.
 # Logs and JSON go to $OUT (default /tmp/flashcore-out). Every step runs, whatever the last did;
 # the summary at the end gives each step's exit code.
-#   tools/gpu-host.sh check    gpu suite, cold/warm/hot host costs, tools/check.py,
+#   tools/gpu-host.sh check    gpu suite, Hopper probes, cold/warm/hot host costs, tools/check.py,
 #                              compute-sanitizer, the sm80 tile sweep
 #   tools/gpu-host.sh shapes   fcjit run over BENCH.md's shapes (checked, timed)
 #   tools/gpu-host.sh perf     gpu suite, sanitizer, ncu on ours and FlashAttention-2, tile sweep,
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/flashcore-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export FLASHCORE_LIB="$PWD/.carry/lib/libflashcore.so" PYTHONUNBUFFERED=1
+export FLASHCORE_LIB="$PWD/.carry/lib/libflashcore.so" PYTHONUNBUFFERED=1 FC_SOURCE_ROOT="$PWD"
 export FCJIT="$PWD/.carry/bin/fcjit" DB=/tmp/flashcore-gpu-host.db
 summary=()
 
@@ -105,6 +105,7 @@ case "${1:-check}" in
 check)
     step env 60 "nvidia-smi; python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())'; \$FCJIT info"
     step gpu-suite 400 .carry/bin/test_gpu
+    step hopper 120 .carry/bin/test_hopper
     step host-costs 120 host_costs
     step check-py 300 python3 tools/check.py --quick --json "$OUT/check.json"
     step sanitizer 300 sanitize
@@ -115,21 +116,26 @@ shapes)
     ;;
 perf)
     step gpu-suite 400 .carry/bin/test_gpu
+    step hopper 120 .carry/bin/test_hopper
     step sanitizer 300 sanitize
     step profile 240 profile
     step tiles 300 tiles
     step bench-quick 300 python3 tools/bench.py --quick --no-extra --json "$OUT/bench-quick.json"
+    ;;
+hopper)
+    step hopper 120 .carry/bin/test_hopper
     ;;
 bench)
     step bench 580 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 final)
     step gpu-suite 400 .carry/bin/test_gpu
+    step hopper 120 .carry/bin/test_hopper
     step check-py 420 python3 tools/check.py --json "$OUT/check.json"
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|shapes|perf|bench|final" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|shapes|perf|bench|final" >&2
     exit 2
     ;;
 esac
