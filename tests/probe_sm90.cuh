@@ -62,7 +62,65 @@ __device__ void wgmma_product(const T *a, const T *b, float *d)
         }
 }
 
+// D (64 x 128, fp32) = P (64 x 64 keys) V (64 keys x 128), the P V step of attention: P from
+// registers (each warp's 16 rows as mma A fragments), V in shared memory as TMA would lay it out,
+// two 64-column blocks of 128B-swizzled rows, read transposed (MN-major).
+template <typename T>
+__device__ void wgmma_pv(const T *p, const T *v, float *d)
+{
+    constexpr int KEYS = 64, COLUMNS = 128, BLOCK_BYTES = KEYS * SWIZZLE_BYTES;   // one 64-column block
+    extern __shared__ __align__(16) char dynamic_smem[];
+    char *v_tile = aligned_smem(dynamic_smem);   // (64 keys, 128) as two (64, 64) swizzled blocks
+    for (int i = threadIdx.x; i < KEYS * COLUMNS; i += blockDim.x) {
+        const int key = i / COLUMNS, column = i % COLUMNS;
+        *reinterpret_cast<T *>(v_tile + column / 64 * BLOCK_BYTES + swizzled_offset(key, column % 64)) = v[i];
+    }
+    fc::fence_proxy_async();
+    __syncthreads();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    unsigned a[KEYS / 16][4];   // P fragments, all loaded before the asynchronous MMAs read them
+    const unsigned *p_words = reinterpret_cast<const unsigned *>(p);
+#pragma unroll
+    for (int k = 0; k < KEYS / 16; k++) {
+        const int row = 16 * warp + lane / 4, column = 16 * k + 2 * (lane % 4);
+        a[k][0] = p_words[(row * KEYS + column) / 2];
+        a[k][1] = p_words[((row + 8) * KEYS + column) / 2];
+        a[k][2] = p_words[(row * KEYS + column + 8) / 2];
+        a[k][3] = p_words[((row + 8) * KEYS + column + 8) / 2];
+    }
+    float acc[64];
+    for (int i = 0; i < 64; i++)
+        acc[i] = 0.f;
+    const unsigned long long dv = fc::wgmma_descriptor_sw128_mn(fc::smem_address(v_tile), BLOCK_BYTES);
+    fc::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < KEYS / 16; k++)   // 16 keys = two 8-row atoms = 2048 bytes further
+        fc::wgmma_m64n128k16_rs(acc, a[k], dv + 128 * k, k > 0, T{});
+    fc::wgmma_commit();
+    fc::wgmma_wait<0>();
+    fc::wgmma_fence_registers(acc);
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int row = 16 * warp + lane / 4 + 8 * (i / 2), column = 8 * j + 2 * (lane % 4) + i % 2;
+            d[row * COLUMNS + column] = acc[4 * j + i];
+        }
+}
+
 }  // namespace probe
+
+extern "C" __global__ void __launch_bounds__(128, 1)
+fc_probe_wgmma_pv_f16(const fc::half_t *p, const fc::half_t *v, float *d)
+{
+    probe::wgmma_pv(p, v, d);
+}
+
+extern "C" __global__ void __launch_bounds__(128, 1)
+fc_probe_wgmma_pv_bf16(const fc::bfloat16_t *p, const fc::bfloat16_t *v, float *d)
+{
+    probe::wgmma_pv(p, v, d);
+}
 
 extern "C" __global__ void __launch_bounds__(128, 1)
 fc_probe_wgmma_f16(const fc::half_t *a, const fc::half_t *b, float *d)

@@ -73,6 +73,59 @@ static void check_wgmma(enum fc_dtype dtype, const char *kernel)
     cu->cuMemFree(dd);
 }
 
+/* P (64 x 64, values in [0, 1) like softmax weights) times V (64 x 128), P from registers. */
+static void check_wgmma_pv(enum fc_dtype dtype, const char *kernel)
+{
+    enum { KEYS = 64, COLUMNS = 128 };
+    static uint16_t p[TILE * KEYS], v[KEYS * COLUMNS];
+    static float d[TILE * COLUMNS];
+    struct fc_random random;
+    fc_random_seed(&random, 99 + (uint64_t)dtype);
+    for (int i = 0; i < TILE * KEYS; i++)
+        p[i] = fc_float_to_storage(dtype, (float)(fc_random_below(&random, 1 << 20) / 1048576.0));
+    for (int i = 0; i < KEYS * COLUMNS; i++)
+        v[i] = fc_float_to_storage(dtype, (float)fc_random_normal(&random));
+    CUdeviceptr dp, dv, dd;
+    assert_int_equal(cu->cuMemAlloc(&dp, sizeof p), CUDA_SUCCESS);
+    assert_int_equal(cu->cuMemAlloc(&dv, sizeof v), CUDA_SUCCESS);
+    assert_int_equal(cu->cuMemAlloc(&dd, sizeof d), CUDA_SUCCESS);
+    assert_int_equal(cu->cuMemcpyHtoD(dp, p, sizeof p), CUDA_SUCCESS);
+    assert_int_equal(cu->cuMemcpyHtoD(dv, v, sizeof v), CUDA_SUCCESS);
+    assert_int_equal(cu->cuMemsetD32(dd, 0x7fc00000u, TILE * COLUMNS), CUDA_SUCCESS);
+    int smem = (int)sizeof v + SMEM_SPARE;
+    void *params[] = {&dp, &dv, &dd};
+    assert_int_equal(cu->cuLaunchKernel(function(kernel, smem), 1, 1, 1, 128, 1, 1, (unsigned)smem, NULL, params, NULL),
+                     CUDA_SUCCESS);
+    assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
+    assert_int_equal(cu->cuMemcpyDtoH(d, dd, sizeof d), CUDA_SUCCESS);
+    double worst = 0;
+    for (int m = 0; m < TILE; m++)
+        for (int n = 0; n < COLUMNS; n++) {
+            double expected = 0;
+            for (int k = 0; k < KEYS; k++)
+                expected += (double)fc_storage_to_float(dtype, p[m * KEYS + k]) * fc_storage_to_float(dtype, v[k * COLUMNS + n]);
+            worst = isnan(d[m * COLUMNS + n]) ? INFINITY : fmax(worst, fabs(d[m * COLUMNS + n] - expected));
+        }
+    print_message("%s: max |D - P V| = %.3g over 64 x 128 (P in registers, V transposed, two column blocks)\n",
+                  kernel, worst);
+    assert_true(worst < 1e-3);
+    cu->cuMemFree(dp);
+    cu->cuMemFree(dv);
+    cu->cuMemFree(dd);
+}
+
+static void test_wgmma_pv_f16_registers_times_transposed_smem(void **state)
+{
+    (void)state;
+    check_wgmma_pv(FC_F16, "fc_probe_wgmma_pv_f16");
+}
+
+static void test_wgmma_pv_bf16_registers_times_transposed_smem(void **state)
+{
+    (void)state;
+    check_wgmma_pv(FC_BF16, "fc_probe_wgmma_pv_bf16");
+}
+
 static void test_wgmma_f16_matches_cpu_product(void **state)
 {
     (void)state;
@@ -191,6 +244,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wgmma_f16_matches_cpu_product),
         cmocka_unit_test(test_wgmma_bf16_matches_cpu_product),
+        cmocka_unit_test(test_wgmma_pv_f16_registers_times_transposed_smem),
+        cmocka_unit_test(test_wgmma_pv_bf16_registers_times_transposed_smem),
         cmocka_unit_test(test_tma_loads_a_box_in_bounds),
         cmocka_unit_test(test_tma_fills_zeros_past_the_edge),
         cmocka_unit_test(test_tma_encode_refuses_what_it_cannot_describe),

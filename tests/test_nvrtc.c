@@ -83,6 +83,7 @@ static void test_hopper_probes_use_wgmma_and_tma(void **state)
         fail_msg("%s: %s", fc_status_name(status), msg);
     assert_non_null(strstr(out.ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"));
     assert_non_null(strstr(out.ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"));
+    assert_non_null(strstr(out.ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"));
     assert_non_null(strstr(out.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global"));
     assert_non_null(strstr(out.ptx, "mbarrier.try_wait.parity"));
     int spilling = 0;   /* one ptxas report per kernel: each must say 0 bytes */
