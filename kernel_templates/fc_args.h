@@ -20,4 +20,22 @@ struct fc_kernel_args {
     int m_blocks;                   /* query row blocks per (batch, head) */
 };
 
+/* CUtensorMap's storage (128 bytes, 64-byte aligned, as cuda.h defines it), spelled so that both
+ * C and NVRTC's C++ accept it. */
+#ifdef __cplusplus
+#define FC_ALIGN64 alignas(64)
+#else
+#define FC_ALIGN64 _Alignas(64)
+#endif
+struct fc_tensor_map {
+    FC_ALIGN64 unsigned long long opaque[16];
+};
+
+/* The Hopper kernel's argument: the common one plus TMA maps of Q, K and V, each a 4-D view
+ * (head_dim, seq, head, batch) of the caller's tensor with boxes of 64 x block rows. */
+struct fc_sm90_args {
+    struct fc_tensor_map q_map, k_map, v_map;
+    struct fc_kernel_args base;
+};
+
 #endif

@@ -8,6 +8,7 @@
 // once at the end.
 #pragma once
 
+#include "attention_common.cuh"
 #include "fc_args.h"
 #include "ptx/cp_async.cuh"
 #include "ptx/ldmatrix.cuh"
@@ -144,25 +145,6 @@ struct Sm80Forward {
         }
     }
 
-    // Masks keys past seqlen_k and, if causal, above the diagonal; with a negative softmax scale
-    // also scales S (the softmax then gets factor 1, see softmax.cuh).
-    __device__ __forceinline__ void scale_and_mask(float (&s)[M_TILES][N_TILES][4], int key0, bool masked,
-                                                   float prescale)
-    {
-        const int diagonal = args.seqlen_k - args.seqlen_q;
-#pragma unroll
-        for (int m = 0; m < M_TILES; m++)
-#pragma unroll
-            for (int n = 0; n < N_TILES; n++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const int row = row0 + (warp * M_TILES + m) * 16 + lane / 4 + 8 * (i / 2);
-                    const int key = key0 + n * 8 + 2 * (lane % 4) + i % 2;
-                    const bool hidden = key >= args.seqlen_k || (CAUSAL && key > row + diagonal);
-                    s[m][n][i] = masked && hidden ? -infinity() : s[m][n][i] * prescale;
-                }
-    }
-
     // O += P V for one tile of keys; P (in s) becomes the A operand, 16 keys per k-step.
     __device__ __forceinline__ void pv(float (&o)[M_TILES][D_TILES][4], const float (&p)[M_TILES][N_TILES][4],
                                        unsigned v_smem)
@@ -171,12 +153,8 @@ struct Sm80Forward {
         for (int k = 0; k < PV_STEPS; k++) {
             unsigned a[M_TILES][4];
 #pragma unroll
-            for (int m = 0; m < M_TILES; m++) {
-                a[m][0] = MMA::pack(p[m][2 * k][0], p[m][2 * k][1]);
-                a[m][1] = MMA::pack(p[m][2 * k][2], p[m][2 * k][3]);
-                a[m][2] = MMA::pack(p[m][2 * k + 1][0], p[m][2 * k + 1][1]);
-                a[m][3] = MMA::pack(p[m][2 * k + 1][2], p[m][2 * k + 1][3]);
-            }
+            for (int m = 0; m < M_TILES; m++)
+                p_fragment<T, N_TILES>(a[m], p[m], k);
 #pragma unroll
             for (int d = 0; d < D_TILES; d += 2) {   // two 8-wide tiles of O per ldmatrix
                 unsigned b[4];
@@ -189,29 +167,6 @@ struct Sm80Forward {
                 }
             }
         }
-    }
-
-    __device__ __forceinline__ void store(const float (&o)[M_TILES][D_TILES][4],
-                                          const OnlineSoftmax<M_TILES, N_TILES> &softmax)
-    {
-        T *out = static_cast<T *>(args.o) + batch * args.o_stride[0] + head * args.o_stride[2];
-#pragma unroll
-        for (int m = 0; m < M_TILES; m++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int row = row0 + (warp * M_TILES + m) * 16 + lane / 4 + 8 * h;
-                if (row >= args.seqlen_q)
-                    continue;
-                const float sum = softmax.row_sum[m][h];
-                const float inverse = sum > 0.f ? 1.f / sum : 0.f;   // no visible key: 0
-                unsigned *row_out = reinterpret_cast<unsigned *>(out + row * args.o_stride[1]);
-#pragma unroll
-                for (int d = 0; d < D_TILES; d++)
-                    row_out[d * 4 + lane % 4] = MMA::pack(o[m][d][2 * h] * inverse, o[m][d][2 * h + 1] * inverse);
-                if (args.lse && lane % 4 == 0)
-                    args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] =
-                        softmax.lse(m, h);
-            }
     }
 
     __device__ void run()
@@ -270,22 +225,16 @@ struct Sm80Forward {
             qk(s, q_frag, q_smem, k_smem + stage * KV_BYTES);
             const bool masked = key0 + BLOCK_N > args.seqlen_k || (CAUSAL && key0 + BLOCK_N - 1 > row0 + diagonal);
             if (masked || !fold_scale)
-                scale_and_mask(s, key0, masked, prescale);
+                mask_scores<CAUSAL>(s, args, row0 + warp * M_TILES * 16, key0, masked, prescale);
             float correction[M_TILES][2];
             softmax.update(s, correction, factor);
-#pragma unroll
-            for (int m = 0; m < M_TILES; m++)
-#pragma unroll
-                for (int d = 0; d < D_TILES; d++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        o[m][d][i] *= correction[m][i / 2];
+            rescale_output(o, correction);
             pv(o, s, v_smem + stage * KV_BYTES);
             __syncthreads();   // this stage is refilled two iterations on
         }
         cp_async_wait<0>();
         softmax.finish();
-        store(o, softmax);
+        store_output<T>(args, batch, head, row0 + warp * M_TILES * 16, o, softmax);
     }
 };
 

@@ -4,6 +4,7 @@
 
 #include "context_internal.h"
 #include "fc_args.h"
+#include "launch_internal.h"
 
 void fc_attention_params_init(struct fc_attention_params *params)
 {
@@ -75,12 +76,12 @@ enum fc_status fc_attention_forward(struct fc_context *ctx, const struct fc_atte
         return status;
     struct fc_kernel kernel;
     status = fc_context_kernel(ctx, &plan, &problem, &kernel);
+    struct fc_launch_args launch;
+    if (status == FC_OK)
+        status = fc_launch_args_build(ctx->cuda, &plan, &problem, &launch, msg, FC_MESSAGE_MAX);
     if (status == FC_OK) {
-        struct fc_kernel_args args;
-        fc_plan_kernel_args(&problem, &plan, &args);
-        void *kernel_params[] = {&args};
         CUresult r = ctx->cuda->cuLaunchKernel(kernel.function, plan.grid, 1, 1, plan.threads, 1, 1,
-                                               plan.smem_bytes, (CUstream)stream, kernel_params, NULL);
+                                               plan.smem_bytes, (CUstream)stream, launch.params, NULL);
         if (r != CUDA_SUCCESS)
             status = fc_cuda_fail(ctx->cuda, r, "cuLaunchKernel", msg, FC_MESSAGE_MAX);
     }

@@ -203,6 +203,9 @@ static const char *storage_type(enum fc_dtype dtype)
 static int instantiation(const struct fc_variant *v, char *out, size_t size)
 {
     const char *causal = v->causal ? "true" : "false";
+    if (v->family == FC_KERNEL_SM90)
+        return snprintf(out, size, "#include \"fwd_sm90.cuh\"\n@fc::Sm90Forward<%s, %d, %s, %d>",
+                        storage_type(v->dtype), v->head_dim, causal, v->block_n);
     if (v->family == FC_KERNEL_SM80)
         return snprintf(out, size, "#include \"fwd_sm80.cuh\"\n@fc::Sm80Forward<%s, %d, %s, %d, %d, %d>",
                         storage_type(v->dtype), v->head_dim, causal, v->block_m, v->block_n, v->warps);
@@ -222,12 +225,13 @@ int fc_jit_generate_source(const struct fc_variant *v, char *out, size_t size)
         "// FlashCore generated translation unit: %s\n"
         "%s"
         "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
-        "%s(const __grid_constant__ fc_kernel_args args)\n"
+        "%s(const __grid_constant__ %s args)\n"
         "{\n"
         "    extern __shared__ __align__(16) char fc_shared[];\n"
         "    %s(args, fc_shared).run();\n"
         "}\n",
-        name, parts, v->warps * 32, FC_KERNEL_ENTRY, type);
+        name, parts, v->warps * 32, FC_KERNEL_ENTRY, v->family == FC_KERNEL_SM90 ? "fc_sm90_args" : "fc_kernel_args",
+        type);
     return n < 0 || (size_t)n >= size ? -1 : n;
 }
 

@@ -16,7 +16,7 @@
 #define HEAD_DIM_MAX 256
 #define REFERENCE_BLOCK_N 32   /* one key per lane */
 
-static const char *const FAMILY_NAMES[FC_KERNEL_FAMILY_COUNT] = {"reference", "sm80"};
+static const char *const FAMILY_NAMES[FC_KERNEL_FAMILY_COUNT] = {"reference", "sm80", "sm90"};
 static const char *const DTYPE_NAMES[] = {"f16", "bf16", "e4m3"};
 
 const char *fc_kernel_family_name(enum fc_kernel_family family)
@@ -151,11 +151,24 @@ static void sm80_defaults(struct fc_variant *v)
     }
 }
 
+/* NOTE: v0 of the Hopper kernel: one warpgroup of 64 rows; 128 keys per tile at head_dim 64,
+ * 64 at 128 so that two CTAs fit an SM's shared memory (81 KB each). */
+static void sm90_defaults(struct fc_variant *v)
+{
+    v->warps = 4;
+    v->block_m = 64;
+    v->block_n = v->head_dim <= 64 ? 128 : 64;
+    v->stages = 2;
+}
+
 void fc_variant_defaults(struct fc_variant *v)
 {
     switch (v->family) {
     case FC_KERNEL_SM80:
         sm80_defaults(v);
+        break;
+    case FC_KERNEL_SM90:
+        sm90_defaults(v);
         break;
     case FC_KERNEL_REFERENCE:
     default:
@@ -166,6 +179,27 @@ void fc_variant_defaults(struct fc_variant *v)
         v->stages = 1;
         break;
     }
+}
+
+/** The Hopper kernel: Q, then two stages of K and V, 128B-swizzled, plus 1 KB to align them. */
+static int sm90_smem_bytes(const struct fc_variant *v)
+{
+    return 1024 + (v->block_m + 2 * v->stages * v->block_n) * v->head_dim * 2;
+}
+
+static int check_sm90(const struct fc_variant *v, char *why, size_t why_size)
+{
+    if (v->arch != 90 || !v->arch_specific)
+        return fail(why, why_size, "WGMMA and TMA need the sm_90a target, not sm_%d", v->arch);
+    if (v->head_dim != 64 && v->head_dim != 128)
+        return fail(why, why_size, "the sm90 kernel takes head_dim 64 or 128 so far, not %d", v->head_dim);
+    if (v->block_n != 64 && v->block_n != 128)
+        return fail(why, why_size, "the sm90 kernel takes block_n 64 or 128, not %d", v->block_n);
+    if (v->block_m != 64 || v->warps != 4 || v->stages != 2)
+        return fail(why, why_size, "the sm90 kernel is one warpgroup of 64 rows, 2 stages (block_m %d)", v->block_m);
+    if (sm90_smem_bytes(v) > smem_limit(v->arch))
+        return fail(why, why_size, "needs %d bytes of shared memory, more than the arch allows", sm90_smem_bytes(v));
+    return 0;
 }
 
 static int check_sm80(const struct fc_variant *v, char *why, size_t why_size)
@@ -209,6 +243,8 @@ int fc_variant_check(const struct fc_variant *v, char *why, size_t why_size)
         return fail(why, why_size, "stages %d is outside [1, 8]", v->stages);
     if (v->family == FC_KERNEL_SM80)
         return check_sm80(v, why, why_size);
+    if (v->family == FC_KERNEL_SM90)
+        return check_sm90(v, why, why_size);
     if (v->family == FC_KERNEL_REFERENCE) {
         if (v->block_n != REFERENCE_BLOCK_N)
             return fail(why, why_size, "the reference kernel takes block_n 32 (a key per lane), not %d",
@@ -229,5 +265,7 @@ int fc_variant_check(const struct fc_variant *v, char *why, size_t why_size)
 /** Dynamic shared memory, in bytes, a variant's kernel is launched with. */
 int fc_variant_smem_bytes(const struct fc_variant *v)
 {
+    if (v->family == FC_KERNEL_SM90)
+        return sm90_smem_bytes(v);
     return v->family == FC_KERNEL_SM80 ? sm80_smem_bytes(v) : reference_smem_bytes(v);
 }

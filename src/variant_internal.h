@@ -10,6 +10,7 @@
 enum fc_kernel_family {
     FC_KERNEL_REFERENCE = 0,   /* kernel_templates/reference.cuh: simple, obviously correct */
     FC_KERNEL_SM80 = 1,        /* kernel_templates/fwd_sm80.cuh: mma.sync tensor cores, sm_80+ */
+    FC_KERNEL_SM90 = 2,        /* kernel_templates/fwd_sm90.cuh: TMA + WGMMA, sm_90a */
     FC_KERNEL_FAMILY_COUNT
 };
 

@@ -20,6 +20,7 @@
 
 static struct fc_context *ctx;            /* the selector's choice */
 static struct fc_context *reference_ctx;  /* FC_FORCE_VARIANT=reference: the oracle kernel itself */
+static struct fc_context *sm90_ctx;       /* FC_FORCE_VARIANT=sm90, on sm_90 GPUs only */
 static uint64_t seed;
 
 /* (batch, seqlen_q, seqlen_k, heads_q, heads_kv, layout): tile multiples and not, Sq != Sk both
@@ -78,12 +79,14 @@ static int run_case(struct fc_context *context, const struct fc_check_case *c, s
     return passed;
 }
 
-/* Every case on one context; returns the number that failed. */
-static int run_matrix(struct fc_context *context)
+/* Every case on one context, the head dims a family takes (all when only_64_128 is 0); returns
+ * the number that failed. */
+static int run_matrix(struct fc_context *context, int only_64_128)
 {
     int failures = 0, cases = 0;
     for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
         for (size_t d = 0; d < sizeof HEAD_DIMS / sizeof HEAD_DIMS[0]; d++)
+            if (!only_64_128 || HEAD_DIMS[d] == 64 || HEAD_DIMS[d] == 128)
             for (int causal = 0; causal <= 1; causal++)
                 for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
                     struct fc_check_case c = make_case((int)s, HEAD_DIMS[d], (enum fc_dtype)dtype, causal);
@@ -104,13 +107,21 @@ static int run_matrix(struct fc_context *context)
 static void test_selected_kernels_match_reference_over_awkward_shapes(void **state)
 {
     (void)state;
-    assert_int_equal(run_matrix(ctx), 0);
+    assert_int_equal(run_matrix(ctx, 0), 0);
+}
+
+static void test_sm90_kernel_matches_reference_over_awkward_shapes(void **state)
+{
+    (void)state;
+    if (!sm90_ctx)
+        skip();
+    assert_int_equal(run_matrix(sm90_ctx, 1), 0);
 }
 
 static void test_reference_kernel_matches_reference_over_awkward_shapes(void **state)
 {
     (void)state;
-    assert_int_equal(run_matrix(reference_ctx), 0);
+    assert_int_equal(run_matrix(reference_ctx, 0), 0);
 }
 
 static void test_bit_identical_over_repeated_runs(void **state)
@@ -238,6 +249,8 @@ static int setup(void **state)
     (void)state;
     if (create(&ctx, NULL) || create(&reference_ctx, "reference"))
         return -1;
+    if (ctx->arch == 90 && create(&sm90_ctx, "sm90"))
+        return -1;
     int pushed;
     return fc_context_enter(ctx, &pushed) == FC_OK ? 0 : -1;   /* stays current for the suite */
 }
@@ -245,6 +258,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    fc_context_destroy(sm90_ctx);
     fc_context_destroy(reference_ctx);
     fc_context_destroy(ctx);
     return 0;
@@ -267,6 +281,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_selected_kernels_match_reference_over_awkward_shapes),
         cmocka_unit_test(test_reference_kernel_matches_reference_over_awkward_shapes),
+        cmocka_unit_test(test_sm90_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_bit_identical_over_repeated_runs),
         cmocka_unit_test(test_misuse_on_a_real_context_launches_nothing),
         cmocka_unit_test(test_forward_is_graph_capturable),

@@ -4,7 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -72,6 +74,48 @@ static void test_every_shipped_variant_compiles_without_spills(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* Every shipped sm90 variant's PTX uses WGMMA and the TMA bulk tensor copy (FC_DUMP_PTX makes the
+ * JIT write it while compiling). */
+static void test_sm90_variants_use_wgmma_and_tma(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/fc-ptx-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    setenv("FC_DUMP_PTX", dir, 1);
+    const struct fc_embedded_file *spec = fc_embedded_find(fc_embedded_data, "precompile.yaml");
+    struct fc_variant_list list;
+    char msg[8192] = "";
+    assert_int_equal(fc_config_parse_variants(spec->text, spec->length, "precompile.yaml", &list, msg, sizeof msg), FC_OK);
+    struct fc_jit *jit;
+    assert_int_equal(fc_jit_create(NULL, NULL, &jit, msg, sizeof msg), FC_OK);
+    int checked = 0;
+    for (size_t i = 0; i < list.count; i++) {
+        if (list.items[i].family != FC_KERNEL_SM90)
+            continue;
+        struct fc_cubin cubin;
+        assert_int_equal(fc_jit_get_cubin(jit, &list.items[i], 1, &cubin, msg, sizeof msg), FC_OK);
+        fc_cubin_free(&cubin);
+        char name[FC_VARIANT_NAME_MAX], path[4200];
+        fc_variant_name(&list.items[i], name);
+        snprintf(path, sizeof path, "%s/%s.ptx", dir, name);
+        FILE *file = fopen(path, "r");
+        assert_non_null(file);
+        static char ptx[1 << 22];
+        size_t n = fread(ptx, 1, sizeof ptx - 1, file);
+        ptx[n] = 0;
+        fclose(file);
+        remove(path);
+        if (!strstr(ptx, "wgmma.mma_async") || !strstr(ptx, "cp.async.bulk.tensor"))
+            fail_msg("%s: no wgmma.mma_async or cp.async.bulk.tensor in its PTX", name);
+        checked++;
+    }
+    unsetenv("FC_DUMP_PTX");
+    rmdir(dir);
+    fc_jit_destroy(jit);
+    fc_variant_list_free(&list);
+    assert_true(checked >= 8);
+}
+
 /* The Hopper building blocks compile for sm_90a into the instructions they are meant to be. */
 static void test_hopper_probes_use_wgmma_and_tma(void **state)
 {
@@ -104,6 +148,7 @@ int main(void)
         cmocka_unit_test(test_ptxas_report_parser),
         cmocka_unit_test(test_every_shipped_variant_compiles_without_spills),
         cmocka_unit_test(test_hopper_probes_use_wgmma_and_tma),
+        cmocka_unit_test(test_sm90_variants_use_wgmma_and_tma),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #                              quick bench
 #   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
 #   tools/gpu-host.sh final    gpu suite, the full tools/check.py matrix, the full benchmark
+#   tools/gpu-host.sh sm90     the Hopper kernel: gpu suite, probes, sanitizer, tiles, quick bench
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/flashcore-out}
@@ -55,9 +56,9 @@ host_costs() {   # cold (compile), warm (SQLite, new process), warm without NVRT
 sanitize() {   # every tool must exit 0 (--error-exitcode makes any finding nonzero)
     local tool d c failed=0
     for tool in memcheck racecheck synccheck; do
-        for d in 64 128 256; do
+        for d in ${SANITIZE_DIMS:-64 128 256}; do
             for c in "" --causal; do
-                compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run --batch 2 --heads-q 4 \
+                compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run ${SANITIZE_VARIANT:+--variant $SANITIZE_VARIANT} --batch 2 --heads-q 4 \
                     --heads-kv 2 --seqlen-q 129 --seqlen-k 200 --head-dim $d $c --iters 1 --warmup 0 \
                     --check-rows 8 > /tmp/sanitizer.out 2>&1
                 local rc=$?
@@ -125,6 +126,13 @@ perf)
 hopper)
     step hopper 120 .carry/bin/test_hopper
     ;;
+sm90)
+    step gpu-suite 400 .carry/bin/test_gpu
+    step hopper 120 .carry/bin/test_hopper
+    step sanitizer 300 "SANITIZE_VARIANT=sm90 SANITIZE_DIMS='64 128' sanitize"
+    step tiles 300 "TILE_VARIANTS='sm80 sm90 sm90:n64 sm90:n128' tiles"
+    step bench-sm90 300 "FC_FORCE_VARIANT=sm90 python3 tools/bench.py --quick --no-extra --json $OUT/bench-sm90.json"
+    ;;
 bench)
     step bench 580 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
@@ -135,7 +143,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|shapes|perf|bench|final" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|sm90|shapes|perf|bench|final" >&2
     exit 2
     ;;
 esac

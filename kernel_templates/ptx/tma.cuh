@@ -32,6 +32,16 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap &map, 
                  : "memory");
 }
 
+// The 4-D form: (x, y, z, w) with x innermost, e.g. (head dim, row, head, batch).
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const TensorMap &map, int x, int y, int z, int w,
+                                            unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+                 "l"(tensor_map_address(map)), "r"(x), "r"(y), "r"(z), "r"(w), "r"(bar)
+                 : "memory");
+}
+
 // Stores the box at (x, y) from shared memory; ordered by tma_store_commit / tma_store_wait.
 __device__ __forceinline__ void tma_store_2d(const TensorMap &map, unsigned src, int x, int y)
 {

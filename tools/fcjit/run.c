@@ -11,6 +11,7 @@
 #include "context_internal.h"
 #include "fc_args.h"
 #include "fcjit.h"
+#include "launch_internal.h"
 
 static const char HELP[] =
     "usage: fcjit %s [options]\n"
@@ -246,9 +247,9 @@ static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const
         fc_plan_select(&problem, ctx->arch, ctx->arch_specific, &ctx->override, &plan, msg, sizeof msg) ||
         fc_context_kernel(ctx, &plan, &problem, &kernel))
         return FCJIT_EXIT_ERROR;
-    struct fc_kernel_args args;
-    fc_plan_kernel_args(&problem, &plan, &args);
-    void *kernel_params[] = {&args};
+    struct fc_launch_args launch;
+    if (fc_launch_args_build(cu, &plan, &problem, &launch, msg, sizeof msg))
+        return FCJIT_EXIT_ERROR;
     double *api = calloc((size_t)o->host_calls, sizeof *api), *raw = calloc((size_t)o->host_calls, sizeof *raw);
     if (!api || !raw)
         return FCJIT_EXIT_ERROR;
@@ -266,7 +267,7 @@ static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const
             CU_TRY(cu->cuCtxSynchronize());
         double start = now_us();
         CU_TRY(cu->cuLaunchKernel(kernel.function, plan.grid, 1, 1, plan.threads, 1, 1, plan.smem_bytes, NULL,
-                                  kernel_params, NULL));
+                                  launch.params, NULL));
         raw[i] = now_us() - start;
     }
     CU_TRY(cu->cuCtxSynchronize());

@@ -1,0 +1,82 @@
+// Pieces every attention kernel shares, written against the mma C-fragment layout (which is also
+// each warp's share of a WGMMA m64 accumulator): a thread holds, per 16-row m-tile, rows
+// first_row + lane / 4 (+ 8) and two adjacent columns of every 8-wide tile.
+#pragma once
+
+#include "fc_args.h"
+#include "ptx/math.cuh"
+#include "ptx/mma.cuh"
+#include "softmax.cuh"
+
+namespace fc {
+
+// Masks keys past seqlen_k and, if causal (bottom-right aligned), above the diagonal; with a
+// negative softmax scale also scales (the softmax then gets factor 1, see softmax.cuh).
+template <bool CAUSAL, int M_TILES, int N_TILES>
+__device__ __forceinline__ void mask_scores(float (&s)[M_TILES][N_TILES][4], const fc_kernel_args &args,
+                                            int first_row, int key0, bool masked, float prescale)
+{
+    const int lane = threadIdx.x % WARP_SIZE, diagonal = args.seqlen_k - args.seqlen_q;
+#pragma unroll
+    for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+        for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int row = first_row + m * 16 + lane / 4 + 8 * (i / 2);
+                const int key = key0 + n * 8 + 2 * (lane % 4) + i % 2;
+                const bool hidden = key >= args.seqlen_k || (CAUSAL && key > row + diagonal);
+                s[m][n][i] = masked && hidden ? -infinity() : s[m][n][i] * prescale;
+            }
+}
+
+// O (divided by the row sums) and the LSE of this thread's rows; rows past seqlen_q are skipped.
+template <typename T, int M_TILES, int D_TILES, int N_TILES>
+__device__ __forceinline__ void store_output(const fc_kernel_args &args, int batch, int head, int first_row,
+                                             const float (&o)[M_TILES][D_TILES][4],
+                                             const OnlineSoftmax<M_TILES, N_TILES> &softmax)
+{
+    const int lane = threadIdx.x % WARP_SIZE;
+    T *out = static_cast<T *>(args.o) + batch * args.o_stride[0] + head * args.o_stride[2];
+#pragma unroll
+    for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int row = first_row + m * 16 + lane / 4 + 8 * h;
+            if (row >= args.seqlen_q)
+                continue;
+            const float sum = softmax.row_sum[m][h];
+            const float inverse = sum > 0.f ? 1.f / sum : 0.f;   // no visible key: 0
+            unsigned *row_out = reinterpret_cast<unsigned *>(out + row * args.o_stride[1]);
+#pragma unroll
+            for (int d = 0; d < D_TILES; d++)
+                row_out[d * 4 + lane % 4] = Mma<T>::pack(o[m][d][2 * h] * inverse, o[m][d][2 * h + 1] * inverse);
+            if (args.lse && lane % 4 == 0)
+                args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] = softmax.lse(m, h);
+        }
+}
+
+// Multiplies each row of O by its softmax correction.
+template <int M_TILES, int D_TILES>
+__device__ __forceinline__ void rescale_output(float (&o)[M_TILES][D_TILES][4], const float (&correction)[M_TILES][2])
+{
+#pragma unroll
+    for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+        for (int d = 0; d < D_TILES; d++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                o[m][d][i] *= correction[m][i / 2];
+}
+
+// P (fp32 scores after the softmax) as the 16-bit A fragment of k-step k (keys 16k ... 16k + 15).
+template <typename T, int N_TILES>
+__device__ __forceinline__ void p_fragment(unsigned (&a)[4], const float (&p)[N_TILES][4], int k)
+{
+    a[0] = Mma<T>::pack(p[2 * k][0], p[2 * k][1]);
+    a[1] = Mma<T>::pack(p[2 * k][2], p[2 * k][3]);
+    a[2] = Mma<T>::pack(p[2 * k + 1][0], p[2 * k + 1][1]);
+    a[3] = Mma<T>::pack(p[2 * k + 1][2], p[2 * k + 1][3]);
+}
+
+}  // namespace fc
