@@ -1,7 +1,7 @@
 // Attention forward for Hopper (sm_90a): TMA loads on mbarriers, WGMMA on the tensor cores.
 //
-// v0, the simplest correct shape: one warpgroup (128 threads) per CTA computes 64 query rows of
-// one (batch, head). Thread 0 issues the TMA copies: Q once, K and V tiles of BLOCK_N keys into a
+// v0, the simplest correct shape: each warpgroup (128 threads) of a CTA computes 64 query rows of
+// one (batch, head); BLOCK_M / 64 warpgroups share the K/V tiles. Thread 0 issues the TMA copies: Q once, K and V tiles of BLOCK_N keys into a
 // two-stage ring, each stage completing on its own mbarrier. S = Q K^T is one m64nBLOCK_Nk16 WGMMA
 // per 16 head dims, both operands from 128B-swizzled shared memory; O += P V takes P straight from
 // the softmax registers (the WGMMA accumulator of each warp has the mma C layout, so the softmax,
@@ -40,24 +40,26 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
         wgmma_m64n128k16_rs(d, a, b, 1, T{});
 }
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N>
 struct Sm90Forward {
-    static constexpr int THREADS = 128, BLOCK_M = 64, STAGES = 2;
+    static constexpr int CONSUMERS = BLOCK_M / 64;                   // warpgroups, 64 rows each
+    static constexpr int THREADS = 128 * CONSUMERS, STAGES = 2;
     static constexpr int SWIZZLE_BYTES = 128, SWIZZLE_ALIGN = 1024;
     static constexpr int COLUMN_BLOCKS = HEAD_DIM / 64;             // 64-wide swizzled column blocks
-    static constexpr int Q_BLOCK_BYTES = BLOCK_M * SWIZZLE_BYTES;    // (64 rows, 64) 16-bit, 128B swizzle
+    static constexpr int Q_BLOCK_BYTES = 64 * SWIZZLE_BYTES;         // (64 rows, 64) 16-bit, 128B swizzle
     static constexpr int KV_BLOCK_BYTES = BLOCK_N * SWIZZLE_BYTES;   // (BLOCK_N rows, 64), 128B swizzle
-    static constexpr int Q_BYTES = COLUMN_BLOCKS * Q_BLOCK_BYTES;
+    static constexpr int Q_BYTES = CONSUMERS * COLUMN_BLOCKS * Q_BLOCK_BYTES;   // per warpgroup: its blocks
     static constexpr int KV_BYTES = COLUMN_BLOCKS * KV_BLOCK_BYTES;  // one K or V tile
     static constexpr int SMEM_BYTES = SWIZZLE_ALIGN + Q_BYTES + 2 * STAGES * KV_BYTES;
     static constexpr int N_TILES = BLOCK_N / 8, D_TILES = HEAD_DIM / 8;
     static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head_dim 64 or 128 (WGMMA n64 / n128 for P V)");
     static_assert(BLOCK_N == 64 || BLOCK_N == 128, "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T)");
+    static_assert(BLOCK_M == 64 || BLOCK_M == 128, "one or two warpgroups of 64 rows");
 
     const fc_sm90_args &args;
     const fc_kernel_args &base;
     char *smem;   // 1024-byte aligned: Q, then K stages, then V stages
-    int batch, head, kv_head, row0, warp;
+    int batch, head, kv_head, row0, warp, group;   // group: this thread's warpgroup
 
     __device__ Sm90Forward(const fc_sm90_args &a, char *shared) : args(a), base(a.base)
     {
@@ -73,9 +75,13 @@ struct Sm90Forward {
         kv_head = head / base.q_per_kv;
         row0 = m_block * BLOCK_M;
         warp = threadIdx.x / WARP_SIZE;
+        group = threadIdx.x / 128;
     }
 
-    __device__ __forceinline__ unsigned q_tile() const { return smem_address(smem); }
+    __device__ __forceinline__ unsigned q_tile(int g = 0) const
+    {
+        return smem_address(smem) + g * COLUMN_BLOCKS * Q_BLOCK_BYTES;
+    }
     __device__ __forceinline__ unsigned k_tile(int stage) const { return q_tile() + Q_BYTES + stage * KV_BYTES; }
     __device__ __forceinline__ unsigned v_tile(int stage) const { return k_tile(STAGES) + stage * KV_BYTES; }
 
@@ -99,7 +105,7 @@ struct Sm90Forward {
         wgmma_fence();
 #pragma unroll
         for (int k = 0; k < HEAD_DIM / 16; k++) {
-            const unsigned long long dq = wgmma_descriptor_sw128(q_tile() + k / 4 * Q_BLOCK_BYTES) + 2 * (k % 4);
+            const unsigned long long dq = wgmma_descriptor_sw128(q_tile(group) + k / 4 * Q_BLOCK_BYTES) + 2 * (k % 4);
             const unsigned long long dk = wgmma_descriptor_sw128(k_tile(stage) + k / 4 * KV_BLOCK_BYTES) + 2 * (k % 4);
             wgmma_ss<BLOCK_N, T>(d, dq, dk, k > 0);
         }
@@ -146,9 +152,10 @@ struct Sm90Forward {
         __syncthreads();
         if (threadIdx.x == 0) {
             mbarrier_arrive_expect_tx(q_bar, Q_BYTES);
-            for (int j = 0; j < COLUMN_BLOCKS; j++)
-                tma_load_4d(q_tile() + j * Q_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.q_map), 64 * j,
-                            row0, head, batch, q_bar);
+            for (int g = 0; g < CONSUMERS; g++)
+                for (int j = 0; j < COLUMN_BLOCKS; j++)
+                    tma_load_4d(q_tile(g) + j * Q_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.q_map),
+                                64 * j, row0 + 64 * g, head, batch, q_bar);
             if (tiles > 0)
                 load_kv(0, kv_bar);
         }

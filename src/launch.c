@@ -6,6 +6,7 @@
 
 #define TMA_COLUMN_BLOCK 64   /* elements: one 128-byte swizzle span of 16-bit values */
 #define ELEMENT_BYTES 2
+#define SM90_Q_BOX_ROWS 64    /* each warpgroup's Q rows arrive as one box */
 
 /* A 4-D view (head_dim, seq, head, batch) of one tensor, boxes of (64, rows, 1, 1). */
 static enum fc_status encode(const struct fc_cuda_api *cuda, struct fc_tensor_map *map, const void *base,
@@ -35,7 +36,7 @@ enum fc_status fc_launch_args_build(const struct fc_cuda_api *cuda, const struct
     const int bf16 = p->dtype == FC_BF16, block_n = plan->variant.block_n;
     enum fc_status status;
     if ((status = encode(cuda, &a->q_map, p->q, p->q_stride, p->head_dim, p->seqlen_q, p->heads_q, p->batch,
-                         plan->variant.block_m, bf16, msg, size)) ||
+                         SM90_Q_BOX_ROWS, bf16, msg, size)) ||
         (status = encode(cuda, &a->k_map, p->k, p->k_stride, p->head_dim, p->seqlen_k, p->heads_kv, p->batch,
                          block_n, bf16, msg, size)) ||
         (status = encode(cuda, &a->v_map, p->v, p->v_stride, p->head_dim, p->seqlen_k, p->heads_kv, p->batch,

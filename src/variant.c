@@ -195,8 +195,9 @@ static int check_sm90(const struct fc_variant *v, char *why, size_t why_size)
         return fail(why, why_size, "the sm90 kernel takes head_dim 64 or 128 so far, not %d", v->head_dim);
     if (v->block_n != 64 && v->block_n != 128)
         return fail(why, why_size, "the sm90 kernel takes block_n 64 or 128, not %d", v->block_n);
-    if (v->block_m != 64 || v->warps != 4 || v->stages != 2)
-        return fail(why, why_size, "the sm90 kernel is one warpgroup of 64 rows, 2 stages (block_m %d)", v->block_m);
+    if ((v->block_m != 64 && v->block_m != 128) || v->warps != v->block_m / 16 || v->stages != 2)
+        return fail(why, why_size, "the sm90 kernel takes warpgroups of 64 rows (4 warps each), 2 stages; "
+                    "not block_m %d", v->block_m);
     if (sm90_smem_bytes(v) > smem_limit(v->arch))
         return fail(why, why_size, "needs %d bytes of shared memory, more than the arch allows", sm90_smem_bytes(v));
     return 0;

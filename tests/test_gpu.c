@@ -21,6 +21,7 @@
 static struct fc_context *ctx;            /* the selector's choice */
 static struct fc_context *reference_ctx;  /* FC_FORCE_VARIANT=reference: the oracle kernel itself */
 static struct fc_context *sm90_ctx;       /* FC_FORCE_VARIANT=sm90, on sm_90 GPUs only */
+static struct fc_context *sm80_ctx;       /* FC_FORCE_VARIANT=sm80: covered even where sm90 is chosen */
 static uint64_t seed;
 
 /* (batch, seqlen_q, seqlen_k, heads_q, heads_kv, layout): tile multiples and not, Sq != Sk both
@@ -108,6 +109,14 @@ static void test_selected_kernels_match_reference_over_awkward_shapes(void **sta
 {
     (void)state;
     assert_int_equal(run_matrix(ctx, 0), 0);
+}
+
+static void test_sm80_kernel_matches_reference_over_awkward_shapes(void **state)
+{
+    (void)state;
+    if (!sm80_ctx)
+        skip();
+    assert_int_equal(run_matrix(sm80_ctx, 1), 0);
 }
 
 static void test_sm90_kernel_matches_reference_over_awkward_shapes(void **state)
@@ -249,7 +258,7 @@ static int setup(void **state)
     (void)state;
     if (create(&ctx, NULL) || create(&reference_ctx, "reference"))
         return -1;
-    if (ctx->arch == 90 && create(&sm90_ctx, "sm90"))
+    if (ctx->arch == 90 && (create(&sm90_ctx, "sm90") || create(&sm80_ctx, "sm80")))
         return -1;
     int pushed;
     return fc_context_enter(ctx, &pushed) == FC_OK ? 0 : -1;   /* stays current for the suite */
@@ -259,6 +268,7 @@ static int teardown(void **state)
 {
     (void)state;
     fc_context_destroy(sm90_ctx);
+    fc_context_destroy(sm80_ctx);
     fc_context_destroy(reference_ctx);
     fc_context_destroy(ctx);
     return 0;
@@ -282,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_selected_kernels_match_reference_over_awkward_shapes),
         cmocka_unit_test(test_reference_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_sm90_kernel_matches_reference_over_awkward_shapes),
+        cmocka_unit_test(test_sm80_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_bit_identical_over_repeated_runs),
         cmocka_unit_test(test_misuse_on_a_real_context_launches_nothing),
         cmocka_unit_test(test_forward_is_graph_capturable),

@@ -130,7 +130,7 @@ sm90)
     step gpu-suite 400 .carry/bin/test_gpu
     step hopper 120 .carry/bin/test_hopper
     step sanitizer 300 "SANITIZE_VARIANT=sm90 SANITIZE_DIMS='64 128' sanitize"
-    step tiles 300 "TILE_VARIANTS='sm80 sm90 sm90:n64 sm90:n128' tiles"
+    step tiles 300 "TILE_VARIANTS='${SM90_TILES:-sm80 sm90 sm90:n64 sm90:n128}' tiles"
     step bench-sm90 300 "FC_FORCE_VARIANT=sm90 python3 tools/bench.py --quick --no-extra --json $OUT/bench-sm90.json"
     ;;
 bench)
