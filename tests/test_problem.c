@@ -170,7 +170,7 @@ static void test_plan_names_the_kernel_and_why(void **state)
     p.dtype = FC_BF16;
     struct fc_plan_info info;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");   /* 128: m128n128s2w8 */
     assert_non_null(strstr(info.reason, "WGMMA"));
     p.head_dim = 96;   /* the Hopper kernel does not take it yet: the mma.sync one does */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
