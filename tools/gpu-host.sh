@@ -8,7 +8,8 @@
 #   tools/gpu-host.sh perf     gpu suite, sanitizer, ncu on ours and FlashAttention-2, tile sweep,
 #                              quick bench
 #   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
-#   tools/gpu-host.sh final    gpu suite, the full tools/check.py matrix, the full benchmark
+#   tools/gpu-host.sh final    gpu suite, probes, sanitizer, the full tools/check.py matrix, the full
+#                              benchmark
 #   tools/gpu-host.sh sm90     the Hopper kernel: gpu suite, probes, sanitizer, tiles, quick bench
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -139,6 +140,7 @@ bench)
 final)
     step gpu-suite 400 .carry/bin/test_gpu
     step hopper 120 .carry/bin/test_hopper
+    step sanitizer 300 sanitize
     step check-py 420 python3 tools/check.py --json "$OUT/check.json"
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
