@@ -30,14 +30,16 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long a
         wgmma_m64n128k16(d, a, b, accumulate, T{});
 }
 
-// O += P V over one 16-key k-step, N = head_dim = 64 or 128, P from registers.
+// O += P V over one 16-key k-step, N = head_dim = 64, 128 or 256, P from registers.
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long b)
 {
     if constexpr (N == 64)
         wgmma_m64n64k16_rs(d, a, b, 1, T{});
-    else
+    else if constexpr (N == 128)
         wgmma_m64n128k16_rs(d, a, b, 1, T{});
+    else
+        wgmma_m64n256k16_rs(d, a, b, 1, T{});
 }
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N>
@@ -52,7 +54,7 @@ struct Sm90Forward {
     static constexpr int KV_BYTES = COLUMN_BLOCKS * KV_BLOCK_BYTES;  // one K or V tile
     static constexpr int SMEM_BYTES = SWIZZLE_ALIGN + Q_BYTES + 2 * STAGES * KV_BYTES;
     static constexpr int N_TILES = BLOCK_N / 8, D_TILES = HEAD_DIM / 8;
-    static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head_dim 64 or 128 (WGMMA n64 / n128 for P V)");
+    static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256, "head_dim 64, 128 or 256 (WGMMA N of P V)");
     static_assert(BLOCK_N == 64 || BLOCK_N == 128, "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T)");
     static_assert(BLOCK_M == 64 || BLOCK_M == 128, "one or two warpgroups of 64 rows");
 

@@ -23,10 +23,11 @@
 #define SPEC_NAME "spec.yaml"
 #define PRECOMPILE_SPEC "tuning_db/precompile.yaml"
 /* reference: 2 arch x 2 dtype x 5 head_dim x 2 causal; sm80: the same over 4 arch; sm90: sm_90a x
- * 2 dtype x 2 head_dim x 2 causal */
+ * 2 dtype x 3 head_dim x 2 causal */
 #define PRECOMPILE_REFERENCE 40
 #define PRECOMPILE_SM80 80
-#define PRECOMPILE_VARIANTS (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + 8)
+#define PRECOMPILE_SM90 12
+#define PRECOMPILE_VARIANTS (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_SM90)
 
 static const char *precompile_path;
 
@@ -120,7 +121,7 @@ static void test_precompile_spec(void **state)
     struct fc_variant second = expected_variant(FC_F16, 64, 1, 90, 1);
     struct fc_variant last_reference = expected_variant(FC_BF16, 256, 1, 80, 0);
     struct fc_variant last_sm80 = expected_family_variant(FC_KERNEL_SM80, FC_BF16, 256, 1, 89, 0);
-    struct fc_variant last = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 128, 1, 90, 1);
+    struct fc_variant last = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 256, 1, 90, 1);
     assert_variant_equal(&list.items[0], &first);
     assert_variant_equal(&list.items[1], &second);
     assert_variant_equal(&list.items[PRECOMPILE_REFERENCE - 1], &last_reference);
@@ -133,7 +134,7 @@ static void test_precompile_spec(void **state)
             fail_msg("variant %zu fails fc_variant_check: %s", i, why);
         hopper += list.items[i].arch == 90 && list.items[i].arch_specific;
     }
-    assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + 8);
+    assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_SM90);
     fc_variant_list_free(&list);
     assert_list_empty(&list);
 }

@@ -73,7 +73,7 @@ sanitize() {   # every tool must exit 0 (--error-exitcode makes any finding nonz
 
 tiles() {   # candidate tile shapes of the sm80 kernel, same problems, one JSON line each
     local d s c v
-    for d in 64 128; do
+    for d in ${TILE_DIMS:-64 128}; do
         for s in 2048 16384; do
             for c in "" --causal; do
                 for v in ${TILE_VARIANTS:-sm80 sm80:m128n128w8 sm80:m128n32w8 sm80:m64n64w4 sm80:m64n128w4 sm80:m128n64w4}; do
@@ -127,6 +127,9 @@ perf)
 hopper)
     step hopper 120 .carry/bin/test_hopper
     ;;
+tiles)
+    step tiles 500 tiles
+    ;;
 sm90)
     step gpu-suite 400 .carry/bin/test_gpu
     step hopper 120 .carry/bin/test_hopper
@@ -145,7 +148,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|sm90|shapes|perf|bench|final" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|sm90|shapes|perf|bench|final" >&2
     exit 2
     ;;
 esac
