@@ -48,7 +48,7 @@ run_shapes() {   # fcjit run over BENCH.md's shapes, one JSON line each
 
 host_costs() {   # cold (compile), warm (SQLite, new process), warm without NVRTC, hot per call
     rm -f "$DB" "$DB"-*
-    local shape=(--batch 2 --heads 8 --seqlen 512 --head-dim 64 --host-calls 2000)
+    local shape=(--batch 2 --heads 8 --seqlen 512 --head-dim ${HOST_HEAD_DIM:-64} --host-calls 2000)
     echo "cold:"; "$FCJIT" --db "$DB" --json run "${shape[@]}"
     echo "warm:"; "$FCJIT" --db "$DB" --json run "${shape[@]}"
     echo "warm, NVRTC hidden:"; FC_NVRTC_LIBRARY=/nonexistent/libnvrtc.so "$FCJIT" --db "$DB" --json run "${shape[@]}"
@@ -130,6 +130,9 @@ hopper)
 tiles)
     step tiles 500 tiles
     ;;
+host)
+    step host-costs 120 host_costs
+    ;;
 sm90)
     step gpu-suite 400 .carry/bin/test_gpu
     step hopper 120 .carry/bin/test_hopper
@@ -148,7 +151,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|sm90|shapes|perf|bench|final" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|shapes|perf|bench|final" >&2
     exit 2
     ;;
 esac
