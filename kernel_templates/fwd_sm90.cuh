@@ -6,12 +6,8 @@
 // per 16 head dims, both operands from 128B-swizzled shared memory; O += P V takes P straight from
 // the softmax registers (the WGMMA accumulator of each warp has the mma C layout, so the softmax,
 // masking and epilogue are attention_common.cuh's) and V transposed from shared memory.
-// K and V have their own mbarriers per stage, so P V of tile t is left running on the tensor cores
-// while the warps wait for and issue Q K^T of tile t + 1: K(t + 2) refills K's stage once
-// Q K^T(t) is done, V(t + 1) refills V's other stage once P V(t - 1) is done (WGMMA groups
-// complete in order, so waiting for Q K^T(t) covers it).
 // Not yet: warp specialization, setmaxnreg, ping-pong between two consumer warpgroups, overlap of
-// the softmax itself with a GEMM, TMA stores.
+// softmax with the next GEMM, TMA stores.
 #pragma once
 
 #include "attention_common.cuh"
@@ -91,17 +87,21 @@ struct Sm90Forward {
     __device__ __forceinline__ unsigned k_tile(int stage) const { return q_tile() + Q_BYTES + stage * KV_BYTES; }
     __device__ __forceinline__ unsigned v_tile(int stage) const { return k_tile(STAGES) + stage * KV_BYTES; }
 
-    // Thread 0: K (or V) of tile t into its stage; rows past seqlen_k arrive as zeros (TMA OOB fill).
-    __device__ __forceinline__ void load_tile(const fc_tensor_map &map, unsigned tile, int t, unsigned bar)
+    // Thread 0: K and V of tile t into its stage; rows past seqlen_k arrive as zeros (TMA OOB fill).
+    __device__ __forceinline__ void load_kv(int t, unsigned bar)
     {
-        mbarrier_arrive_expect_tx(bar, KV_BYTES);
-        for (int j = 0; j < COLUMN_BLOCKS; j++)
-            tma_load_4d(tile + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), 64 * j, t * BLOCK_N,
-                        kv_head, batch, bar);
+        const int stage = t % STAGES;
+        mbarrier_arrive_expect_tx(bar, 2 * KV_BYTES);
+        for (int j = 0; j < COLUMN_BLOCKS; j++) {
+            tma_load_4d(k_tile(stage) + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.k_map), 64 * j,
+                        t * BLOCK_N, kv_head, batch, bar);
+            tma_load_4d(v_tile(stage) + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.v_map), 64 * j,
+                        t * BLOCK_N, kv_head, batch, bar);
+        }
     }
 
-    // Issues S = Q K^T (HEAD_DIM / 16 k-steps; step k reads 32 bytes into column block k / 4).
-    __device__ __forceinline__ void issue_qk(float (&s)[1][N_TILES][4], int stage)
+    // S = Q K^T: HEAD_DIM / 16 k-steps; step k reads 32 bytes into column block k / 4.
+    __device__ __forceinline__ void qk(float (&s)[1][N_TILES][4], int stage)
     {
         float(&d)[BLOCK_N / 2] = reinterpret_cast<float(&)[BLOCK_N / 2]>(s);
         wgmma_fence();
@@ -112,28 +112,33 @@ struct Sm90Forward {
             wgmma_ss<BLOCK_N, T>(d, dq, dk, k > 0);
         }
         wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_registers(d);
     }
 
-    // Issues O += P V: BLOCK_N / 16 k-steps of 16 keys (2048 bytes of V rows each). The caller
-    // waits for it later; p and o must stay untouched until then.
-    __device__ __forceinline__ void issue_pv(float (&o)[1][D_TILES][4], unsigned (&p)[BLOCK_N / 16][4], int stage)
+    // O += P V: BLOCK_N / 16 k-steps of 16 keys (2048 bytes of V rows each, across its column blocks).
+    __device__ __forceinline__ void pv(float (&o)[1][D_TILES][4], const float (&p)[1][N_TILES][4], int stage)
     {
         float(&d)[HEAD_DIM / 2] = reinterpret_cast<float(&)[HEAD_DIM / 2]>(o);
+        unsigned a[BLOCK_N / 16][4];   // all of P, live until the MMAs that read it have completed
+#pragma unroll
+        for (int k = 0; k < BLOCK_N / 16; k++)
+            p_fragment<T, N_TILES>(a[k], p[0], k);
         const unsigned long long dv = wgmma_descriptor_sw128_mn(v_tile(stage), KV_BLOCK_BYTES);
         wgmma_fence_registers(d);
-        wgmma_fence_registers(p);
         wgmma_fence();
 #pragma unroll
         for (int k = 0; k < BLOCK_N / 16; k++)
-            wgmma_rs<HEAD_DIM, T>(d, p[k], dv + 128 * k);
+            wgmma_rs<HEAD_DIM, T>(d, a[k], dv + 128 * k);
         wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_registers(d);
     }
 
     __device__ void run()
     {
-        __shared__ __align__(8) unsigned long long q_barrier, k_barriers[STAGES], v_barriers[STAGES];
-        const unsigned q_bar = smem_address(&q_barrier);
-        const unsigned k_bar = smem_address(k_barriers), v_bar = smem_address(v_barriers);   // + 8 * stage
+        __shared__ __align__(8) unsigned long long q_barrier, kv_barriers[STAGES];
+        const unsigned q_bar = smem_address(&q_barrier), kv_bar = smem_address(kv_barriers);
         const int diagonal = base.seqlen_k - base.seqlen_q;
         int key_end = base.seqlen_k;
         if (CAUSAL)
@@ -142,10 +147,8 @@ struct Sm90Forward {
 
         if (threadIdx.x == 0) {
             mbarrier_init(q_bar, 1);
-            for (int s = 0; s < STAGES; s++) {
-                mbarrier_init(k_bar + 8 * s, 1);
-                mbarrier_init(v_bar + 8 * s, 1);
-            }
+            for (int s = 0; s < STAGES; s++)
+                mbarrier_init(kv_bar + 8 * s, 1);
             mbarrier_init_fence();
         }
         __syncthreads();
@@ -155,10 +158,8 @@ struct Sm90Forward {
                 for (int j = 0; j < COLUMN_BLOCKS; j++)
                     tma_load_4d(q_tile(g) + j * Q_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.q_map),
                                 64 * j, row0 + 64 * g, head, batch, q_bar);
-            for (int t = 0; t < min(tiles, STAGES); t++)
-                load_tile(args.k_map, k_tile(t), t, k_bar + 8 * t);
             if (tiles > 0)
-                load_tile(args.v_map, v_tile(0), 0, v_bar);
+                load_kv(0, kv_bar);
         }
 
         float o[1][D_TILES][4];
@@ -167,7 +168,6 @@ struct Sm90Forward {
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 o[0][d][i] = 0.f;
-        unsigned p[BLOCK_N / 16][4];   // P of the tile whose P V may still be running
         OnlineSoftmax<1, N_TILES> softmax;
         softmax.init();
         const bool fold_scale = base.scale_log2 > 0.f;
@@ -175,35 +175,22 @@ struct Sm90Forward {
         mbarrier_wait(q_bar, 0);   // also when no key is visible: no TMA write may outlive the CTA
 
         for (int t = 0; t < tiles; t++) {
-            const int stage = t % STAGES, key0 = t * BLOCK_N, phase = (t / STAGES) & 1;
+            const int stage = t % STAGES, key0 = t * BLOCK_N;
+            if (threadIdx.x == 0 && t + 1 < tiles)   // its stage was released by the barrier ending t - 1
+                load_kv(t + 1, kv_bar + 8 * ((t + 1) % STAGES));
+            mbarrier_wait(kv_bar + 8 * stage, (t / STAGES) & 1);
+
             float s[1][N_TILES][4];
-            mbarrier_wait(k_bar + 8 * stage, phase);
-            issue_qk(s, stage);
-            wgmma_wait<0>();   // Q K^T(t), and before it P V(t - 1)
-            wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
-            wgmma_fence_registers(reinterpret_cast<float(&)[HEAD_DIM / 2]>(o));
-            wgmma_fence_registers(p);
-            __syncthreads();   // every warpgroup is past both: K's stage and V's other stage are free
-            if (threadIdx.x == 0) {
-                if (t + STAGES < tiles)
-                    load_tile(args.k_map, k_tile(stage), t + STAGES, k_bar + 8 * stage);
-                if (t + 1 < tiles)
-                    load_tile(args.v_map, v_tile((t + 1) % STAGES), t + 1, v_bar + 8 * ((t + 1) % STAGES));
-            }
+            qk(s, stage);
             const bool masked = key0 + BLOCK_N > base.seqlen_k || (CAUSAL && key0 + BLOCK_N - 1 > row0 + diagonal);
             if (masked || !fold_scale)
                 mask_scores<CAUSAL>(s, base, row0 + warp * 16, key0, masked, prescale);
             float correction[1][2];
             softmax.update(s, correction, factor);
             rescale_output(o, correction);
-#pragma unroll
-            for (int k = 0; k < BLOCK_N / 16; k++)
-                p_fragment<T, N_TILES>(p[k], s[0], k);
-            mbarrier_wait(v_bar + 8 * stage, phase);
-            issue_pv(o, p, stage);   // left running into the next iteration
+            pv(o, s, stage);
+            __syncthreads();   // every warp is done with this stage before TMA refills it
         }
-        wgmma_wait<0>();
-        wgmma_fence_registers(reinterpret_cast<float(&)[HEAD_DIM / 2]>(o));
         softmax.finish();
         store_output<T>(base, batch, head, row0 + warp * 16, o, softmax);
     }

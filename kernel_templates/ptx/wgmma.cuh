@@ -44,16 +44,6 @@ template <int N> __device__ __forceinline__ void wgmma_fence_registers(float (&d
         asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// The same for A operands held in registers (they must stay put until the MMA completes).
-template <int N, int M> __device__ __forceinline__ void wgmma_fence_registers(unsigned (&a)[N][M])
-{
-#pragma unroll
-    for (int i = 0; i < N; i++)
-#pragma unroll
-        for (int j = 0; j < M; j++)
-            asm volatile("" : "+r"(a[i][j])::"memory");
-}
-
 // The last argument selects the input type; accumulate = 0 overwrites d.
 
 __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], unsigned long long a, unsigned long long b, int accumulate, half_t)
