@@ -33,7 +33,7 @@ static enum fc_status encode_cached(const struct fc_cuda_api *cuda, struct fc_te
         slot->valid = 1;
         slot->is_bf16 = is_bf16;
         slot->global = global;
-        memcpy(&slot->desc, desc, sizeof *desc);   /* bytes, padding included: compared by memcmp */
+        slot->desc = *desc;
         slot->map = *map;
     }
     return status;
