@@ -10,6 +10,28 @@
 
 namespace fc {
 
+// Which rows of which (batch, head) this CTA computes: blockIdx.x runs over row blocks fastest
+// (CTAs of one head run together and share its K/V in L2), then heads, then batches.
+struct BlockCoordinates {
+    int batch, head, kv_head, row0;
+};
+
+template <bool CAUSAL>
+__device__ __forceinline__ BlockCoordinates block_coordinates(const fc_kernel_args &args, int block_m)
+{
+    int block = blockIdx.x;
+    int m_block = block % args.m_blocks;
+    if (CAUSAL)   // NOTE: the heaviest blocks (most keys) first: the tail of the grid is short
+        m_block = args.m_blocks - 1 - m_block;
+    block /= args.m_blocks;
+    BlockCoordinates c;
+    c.head = block % args.heads_q;
+    c.batch = block / args.heads_q;
+    c.kv_head = c.head / args.q_per_kv;   // GQA: heads share K/V, nothing is copied
+    c.row0 = m_block * block_m;
+    return c;
+}
+
 // Masks keys past seqlen_k and, if causal (bottom-right aligned), above the diagonal; with a
 // negative softmax scale also scales (the softmax then gets factor 1, see softmax.cuh).
 template <bool CAUSAL, int M_TILES, int N_TILES>

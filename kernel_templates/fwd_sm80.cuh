@@ -50,15 +50,11 @@ struct Sm80Forward {
 
     __device__ Sm80Forward(const fc_kernel_args &a, char *shared) : args(a), smem(shared)
     {
-        int block = blockIdx.x;
-        int m_block = block % args.m_blocks;
-        if (CAUSAL)   // NOTE: the heaviest blocks (most keys) first: the tail of the grid is short
-            m_block = args.m_blocks - 1 - m_block;
-        block /= args.m_blocks;
-        head = block % args.heads_q;
-        batch = block / args.heads_q;
-        kv_head = head / args.q_per_kv;
-        row0 = m_block * BLOCK_M;
+        const BlockCoordinates c = block_coordinates<CAUSAL>(args, BLOCK_M);
+        batch = c.batch;
+        head = c.head;
+        kv_head = c.kv_head;
+        row0 = c.row0;
         warp = threadIdx.x / WARP_SIZE;
         lane = threadIdx.x % WARP_SIZE;
     }

@@ -30,7 +30,7 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long a
         wgmma_m64n128k16(d, a, b, accumulate, T{});
 }
 
-// O += P V over one 16-key k-step, N = head_dim = 64, 128 or 256, P from registers.
+// O += P V over one 16-key k-step, N = head_dim = 64, 128, 192 or 256, P from registers.
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long b)
 {
@@ -38,6 +38,8 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
         wgmma_m64n64k16_rs(d, a, b, 1, T{});
     else if constexpr (N == 128)
         wgmma_m64n128k16_rs(d, a, b, 1, T{});
+    else if constexpr (N == 192)
+        wgmma_m64n192k16_rs(d, a, b, 1, T{});
     else
         wgmma_m64n256k16_rs(d, a, b, 1, T{});
 }
@@ -54,7 +56,7 @@ struct Sm90Forward {
     static constexpr int KV_BYTES = COLUMN_BLOCKS * KV_BLOCK_BYTES;  // one K or V tile
     static constexpr int SMEM_BYTES = SWIZZLE_ALIGN + Q_BYTES + 2 * STAGES * KV_BYTES;
     static constexpr int N_TILES = BLOCK_N / 8, D_TILES = HEAD_DIM / 8;
-    static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256, "head_dim 64, 128 or 256 (WGMMA N of P V)");
+    static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 256, "head_dim 64, 128, 192 or 256 (64-wide swizzle blocks)");
     static_assert(BLOCK_N == 64 || BLOCK_N == 128, "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T)");
     static_assert(BLOCK_M == 64 || BLOCK_M == 128, "one or two warpgroups of 64 rows");
 
@@ -67,15 +69,11 @@ struct Sm90Forward {
     {
         const unsigned address = smem_address(shared);
         smem = shared + (SWIZZLE_ALIGN - address % SWIZZLE_ALIGN) % SWIZZLE_ALIGN;
-        int block = blockIdx.x;
-        int m_block = block % base.m_blocks;
-        if (CAUSAL)   // NOTE: the heaviest blocks (most keys) first
-            m_block = base.m_blocks - 1 - m_block;
-        block /= base.m_blocks;
-        head = block % base.heads_q;
-        batch = block / base.heads_q;
-        kv_head = head / base.q_per_kv;
-        row0 = m_block * BLOCK_M;
+        const BlockCoordinates c = block_coordinates<CAUSAL>(base, BLOCK_M);
+        batch = c.batch;
+        head = c.head;
+        kv_head = c.kv_head;
+        row0 = c.row0;
         warp = threadIdx.x / WARP_SIZE;
         group = threadIdx.x / 128;
     }

@@ -60,7 +60,7 @@ static void base_variant(const struct fc_problem *problem, int arch, int arch_sp
 static const char *select_family(const struct fc_problem *problem, int arch, struct fc_variant *v)
 {
     const int d = problem->head_dim;
-    if (arch == 90 && v->arch_specific && (d == 64 || d == 128 || d == 256)) {
+    if (arch == 90 && v->arch_specific && d % 64 == 0 && d <= 256) {   /* 64-wide swizzle blocks */
         v->family = FC_KERNEL_SM90;
         if (choose_tiles(v) == 0)
             return "sm90 kernel: TMA + WGMMA (measured 1.3-1.5x the sm80 kernel at head_dim 64 and 128)";
@@ -68,7 +68,7 @@ static const char *select_family(const struct fc_problem *problem, int arch, str
     if (arch >= 80 && problem->head_dim % 16 == 0) {
         v->family = FC_KERNEL_SM80;
         if (choose_tiles(v) == 0)
-            return arch >= 90 ? "sm80 kernel: mma.sync tensor cores (the Hopper kernel takes head_dim 64, 128 and 256 only, so far)"
+            return arch >= 90 ? "sm80 kernel: mma.sync tensor cores (the Hopper kernel takes multiples of 64 only, so far)"
                               : "sm80 kernel: mma.sync tensor cores, cp.async double-buffered K/V";
         v->family = FC_KERNEL_REFERENCE;
         choose_tiles(v);

@@ -153,7 +153,7 @@ static void sm80_defaults(struct fc_variant *v)
 
 /* NOTE: from the H200 tile sweep (docs/PERF_NOTES.md): head_dim 64, one warpgroup of 64 rows and
  * 128 keys per tile (483 TF/s at 16k); 128, two warpgroups sharing 128-key tiles (571 vs 488);
- * 256, two warpgroups with 64-key tiles (128 keys would need 296 KB of shared memory). */
+ * 192 and 256, two warpgroups with 64-key tiles (128 keys would need 246 / 296 KB of shared memory). */
 static void sm90_defaults(struct fc_variant *v)
 {
     const int groups = v->head_dim <= 64 ? 1 : 2;
@@ -193,8 +193,8 @@ static int check_sm90(const struct fc_variant *v, char *why, size_t why_size)
 {
     if (v->arch != 90 || !v->arch_specific)
         return fail(why, why_size, "WGMMA and TMA need the sm_90a target, not sm_%d", v->arch);
-    if (v->head_dim != 64 && v->head_dim != 128 && v->head_dim != 256)
-        return fail(why, why_size, "the sm90 kernel takes head_dim 64, 128 or 256 so far, not %d", v->head_dim);
+    if (v->head_dim % 64 || v->head_dim > 256)
+        return fail(why, why_size, "the sm90 kernel takes head_dim 64, 128, 192 or 256 so far, not %d", v->head_dim);
     if (v->block_n != 64 && v->block_n != 128)
         return fail(why, why_size, "the sm90 kernel takes block_n 64 or 128, not %d", v->block_n);
     if ((v->block_m != 64 && v->block_m != 128) || v->warps != v->block_m / 16 || v->stages != 2)

@@ -23,10 +23,10 @@
 #define SPEC_NAME "spec.yaml"
 #define PRECOMPILE_SPEC "tuning_db/precompile.yaml"
 /* reference: 2 arch x 2 dtype x 5 head_dim x 2 causal; sm80: the same over 4 arch; sm90: sm_90a x
- * 2 dtype x 3 head_dim x 2 causal */
+ * 2 dtype x 4 head_dim x 2 causal */
 #define PRECOMPILE_REFERENCE 40
 #define PRECOMPILE_SM80 80
-#define PRECOMPILE_SM90 12
+#define PRECOMPILE_SM90 16
 #define PRECOMPILE_VARIANTS (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_SM90)
 
 static const char *precompile_path;

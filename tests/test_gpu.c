@@ -87,7 +87,7 @@ static int run_matrix(struct fc_context *context, int hopper_dims)
     int failures = 0, cases = 0;
     for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
         for (size_t d = 0; d < sizeof HEAD_DIMS / sizeof HEAD_DIMS[0]; d++)
-            if (!hopper_dims || HEAD_DIMS[d] == 64 || HEAD_DIMS[d] == 128 || HEAD_DIMS[d] == 256)
+            if (!hopper_dims || HEAD_DIMS[d] % 64 == 0)
             for (int causal = 0; causal <= 1; causal++)
                 for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
                     struct fc_check_case c = make_case((int)s, HEAD_DIMS[d], (enum fc_dtype)dtype, causal);
