@@ -74,7 +74,7 @@ sanitize() {   # every tool must exit 0 (--error-exitcode makes any finding nonz
 tiles() {   # candidate tile shapes of the sm80 kernel, same problems, one JSON line each
     local d s c v
     for d in ${TILE_DIMS:-64 128}; do
-        for s in 2048 16384; do
+        for s in ${TILE_SEQS:-2048 16384}; do
             for c in "" --causal; do
                 for v in ${TILE_VARIANTS:-sm80 sm80:m128n128w8 sm80:m128n32w8 sm80:m64n64w4 sm80:m64n128w4 sm80:m128n64w4}; do
                     "$FCJIT" --db "$DB" --json run --variant $v --batch $((16384 / s)) --seqlen $s \
