@@ -64,7 +64,7 @@ static int run_case(struct fc_context *context, const struct fc_check_case *c, s
 {
     struct fc_context *ctx = context;
     struct fc_check_run run;
-    char msg[FC_MESSAGE_MAX];
+    char msg[FC_MESSAGE_MAX] = "";
     enum fc_status status = fc_check_prepare(ctx, c, &run, msg, sizeof msg);
     struct fc_plan_info info = {"?", ""};
     if (status == FC_OK && (status = fc_attention_plan(ctx, &run.params, &info)) == FC_OK &&
@@ -138,7 +138,7 @@ static void test_bit_identical_over_repeated_runs(void **state)
     (void)state;
     struct fc_check_case c = make_case(3, 128, FC_F16, 1);
     struct fc_check_run run;
-    char msg[FC_MESSAGE_MAX];
+    char msg[FC_MESSAGE_MAX] = "";
     assert_int_equal(fc_check_prepare(ctx, &c, &run, msg, sizeof msg), FC_OK);
     size_t bytes = (size_t)c.shape.batch * c.shape.seqlen_q * c.shape.heads_q * c.shape.head_dim * 2;
     uint16_t *first = malloc(bytes);
@@ -172,7 +172,7 @@ static void test_misuse_on_a_real_context_launches_nothing(void **state)
     (void)state;
     struct fc_check_case c = make_case(1, 64, FC_BF16, 0);
     struct fc_check_run run;
-    char msg[FC_MESSAGE_MAX];
+    char msg[FC_MESSAGE_MAX] = "";
     assert_int_equal(fc_check_prepare(ctx, &c, &run, msg, sizeof msg), FC_OK);
     struct fc_attention_params bad[6];
     for (int i = 0; i < 6; i++)
@@ -210,7 +210,7 @@ static void test_forward_is_graph_capturable(void **state)
     (void)state;
     struct fc_check_case c = make_case(3, 128, FC_BF16, 1);
     struct fc_check_run run;
-    char msg[FC_MESSAGE_MAX];
+    char msg[FC_MESSAGE_MAX] = "";
     const struct fc_cuda_api *cu;
     assert_int_equal(fc_check_prepare(ctx, &c, &run, msg, sizeof msg), FC_OK);
     cu = run.cuda;

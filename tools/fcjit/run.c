@@ -323,7 +323,7 @@ static int run_on_device(struct fc_context *ctx, const struct fcjit_globals *g, 
     struct timings t = {0};
     struct fc_error_stats stats = {0};
     struct fc_plan_info info;
-    char msg[FC_MESSAGE_MAX];
+    char msg[FC_MESSAGE_MAX] = "";
     int code = FCJIT_EXIT_OK, passed = 0;
     enum fc_status status = fc_check_prepare(ctx, &c, &run, msg, sizeof msg);
     if (status == FC_OK && (status = fc_attention_plan(ctx, &run.params, &info)) == FC_OK) {
