@@ -63,10 +63,11 @@ static const char *select_family(const struct fc_problem *problem, int arch, str
     const int d = problem->head_dim;
     if (arch == 90 && v->arch_specific && d % 64 == 0 && d <= 256) {   /* 64-wide swizzle blocks */
         v->family = FC_KERNEL_SM90;
-        if (choose_tiles(v) == 0 && d == 128 && problem->seqlen_k <= SHORT_KEYS) {
+        if (choose_tiles(v) == 0 && d == 128 && problem->seqlen_k <= (problem->causal ? SHORT_KEYS : SHORT_KEYS / 2)) {
             /* NOTE: short sequences leave too few tiles to hide a 165 KB CTA's prologue: one
-             * warpgroup x 64 keys (81 KB, two CTAs per SM) measured 4-19% faster at 512-1k keys
-             * on the H200, equal at 2k, 11% slower at 16k. */
+             * warpgroup x 64 keys (81 KB, two CTAs per SM) measured faster on the H200 for causal
+             * up to 1k keys (+20% at 512, +7% at 1k) and non-causal at 512 (+2-4%); slower for
+             * non-causal at 1k (-2 to -7%) and at 16k (-11%). */
             v->block_m = 64;
             v->warps = 4;
             v->block_n = 64;
