@@ -665,62 +665,10 @@ static enum fc_status parse_stream(struct reader *r, struct fc_variant_list *lis
     return status;
 }
 
-static int variant_compare(const struct fc_variant *a, const struct fc_variant *b)
-{
-    /* Field by field: memcmp would also compare padding. */
-    const int left[] = {(int)a->family, (int)a->dtype, a->head_dim, a->causal, a->block_m,
-                        a->block_n, a->stages, a->warps, a->arch, a->arch_specific};
-    const int right[] = {(int)b->family, (int)b->dtype, b->head_dim, b->causal, b->block_m,
-                         b->block_n, b->stages, b->warps, b->arch, b->arch_specific};
-    for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
-        if (left[i] != right[i])
-            return left[i] < right[i] ? -1 : 1;
-    }
-    return 0;
-}
-
-struct ranked_variant {
-    struct fc_variant variant;
-    size_t order;   /* index in the list */
-};
-
-static int ranked_compare(const void *a, const void *b)
-{
-    const struct ranked_variant *left = a, *right = b;
-    int fields = variant_compare(&left->variant, &right->variant);
-    if (fields)
-        return fields;
-    return left->order < right->order ? -1 : left->order > right->order;
-}
-
-/* Keeps the first of each set of equal variants, in list order. Sorting a copy keeps this
- * O(n log n) for large sweeps. */
+/* Keeps the first of each set of equal variants, in list order. */
 static enum fc_status remove_duplicates(struct reader *r, struct fc_variant_list *list)
 {
-    if (list->count < 2)
-        return FC_OK;
-    struct ranked_variant *ranked = malloc(list->count * sizeof *ranked);
-    unsigned char *keep = calloc(list->count, 1);
-    if (!ranked || !keep) {
-        free(ranked);
-        free(keep);
-        return out_of_memory(r);
-    }
-    for (size_t i = 0; i < list->count; i++)
-        ranked[i] = (struct ranked_variant){list->items[i], i};
-    qsort(ranked, list->count, sizeof *ranked, ranked_compare);
-    for (size_t i = 0; i < list->count; i++)
-        keep[ranked[i].order] = i == 0 || variant_compare(&ranked[i - 1].variant,
-                                                          &ranked[i].variant) != 0;
-    size_t kept = 0;
-    for (size_t i = 0; i < list->count; i++) {
-        if (keep[i])
-            list->items[kept++] = list->items[i];
-    }
-    list->count = kept;
-    free(ranked);
-    free(keep);
-    return FC_OK;
+    return fc_variants_unique(list->items, &list->count) ? out_of_memory(r) : FC_OK;
 }
 
 /* Runs the text through the parser once before reading it, so that a syntax error is reported

@@ -272,3 +272,60 @@ int fc_variant_smem_bytes(const struct fc_variant *v)
         return sm90_smem_bytes(v);
     return v->family == FC_KERNEL_SM80 ? sm80_smem_bytes(v) : reference_smem_bytes(v);
 }
+
+int fc_variant_compare(const struct fc_variant *a, const struct fc_variant *b)
+{
+    /* Field by field: memcmp would also compare padding. */
+    const int left[] = {(int)a->family, (int)a->dtype, a->head_dim, a->causal, a->block_m,
+                        a->block_n, a->stages, a->warps, a->arch, a->arch_specific};
+    const int right[] = {(int)b->family, (int)b->dtype, b->head_dim, b->causal, b->block_m,
+                         b->block_n, b->stages, b->warps, b->arch, b->arch_specific};
+    for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
+        if (left[i] != right[i])
+            return left[i] < right[i] ? -1 : 1;
+    }
+    return 0;
+}
+
+struct ranked_variant {
+    struct fc_variant variant;
+    size_t order;   /* index in the list */
+};
+
+static int ranked_compare(const void *a, const void *b)
+{
+    const struct ranked_variant *left = a, *right = b;
+    int fields = fc_variant_compare(&left->variant, &right->variant);
+    if (fields)
+        return fields;
+    return left->order < right->order ? -1 : left->order > right->order;
+}
+
+/* Sorting a copy keeps this O(n log n) for large sweeps. */
+int fc_variants_unique(struct fc_variant *items, size_t *count)
+{
+    if (*count < 2)
+        return 0;
+    struct ranked_variant *ranked = malloc(*count * sizeof *ranked);
+    unsigned char *keep = calloc(*count, 1);
+    if (!ranked || !keep) {
+        free(ranked);
+        free(keep);
+        return -1;
+    }
+    for (size_t i = 0; i < *count; i++)
+        ranked[i] = (struct ranked_variant){items[i], i};
+    qsort(ranked, *count, sizeof *ranked, ranked_compare);
+    for (size_t i = 0; i < *count; i++)
+        keep[ranked[i].order] = i == 0 || fc_variant_compare(&ranked[i - 1].variant,
+                                                          &ranked[i].variant) != 0;
+    size_t kept = 0;
+    for (size_t i = 0; i < *count; i++) {
+        if (keep[i])
+            items[kept++] = items[i];
+    }
+    *count = kept;
+    free(ranked);
+    free(keep);
+    return 0;
+}

@@ -57,4 +57,10 @@ int fc_variant_check(const struct fc_variant *variant, char *why, size_t why_siz
 /** Dynamic shared memory, in bytes, the variant's kernel is launched with. */
 int fc_variant_smem_bytes(const struct fc_variant *variant);
 
+/** Orders variants field by field (memcmp would also compare padding): <0, 0, >0. */
+int fc_variant_compare(const struct fc_variant *a, const struct fc_variant *b);
+
+/** Keeps the first of each set of equal variants, in order; *count shrinks. -1 if out of memory. */
+int fc_variants_unique(struct fc_variant *items, size_t *count);
+
 #endif

@@ -114,12 +114,13 @@ static enum fc_status load_variants(const struct options *o, struct fc_variant_l
             struct fc_variant v = list->items[i];
             v.arch = o->arches[a];
             v.arch_specific = o->arch_specific[a];
-            int duplicate = 0;
-            for (size_t k = 0; k < n && !duplicate; k++)
-                duplicate = memcmp(&items[k], &v, sizeof v) == 0;
-            if (!duplicate && fc_variant_check(&v, NULL, 0) == 0)
+            if (fc_variant_check(&v, NULL, 0) == 0)
                 items[n++] = v;
         }
+    if (fc_variants_unique(items, &n)) {
+        free(items);
+        return FC_ERR_NOMEM;
+    }
     free(list->items);
     list->items = items;
     list->count = n;
