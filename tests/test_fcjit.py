@@ -103,6 +103,11 @@ def test_bad_spec_names_line_and_column(cli, directory):
     assert code == EXIT_USAGE and f"{path}:6:" in err, (code, err)
     code, _, err = cli.run("precompile", "--spec", os.path.join(directory, "missing.yaml"))
     assert code == EXIT_USAGE and "missing.yaml" in err, (code, err)
+    sm90_only = os.path.join(directory, "sm90.yaml")
+    with open(sm90_only, "w") as handle:
+        handle.write(SMALL_SPEC.replace("reference", "sm90").replace("sm_80", "sm_90a"))
+    code, _, err = cli.run("precompile", "--spec", sm90_only, "--arch", "sm_80")
+    assert code == EXIT_USAGE and "no variant" in err, (code, err)
 
 
 def test_precompile_fills_then_hits_the_cache(cli, directory):

@@ -254,6 +254,12 @@ int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g)
     enum fc_status status = load_variants(&o, &list);
     if (status != FC_OK)
         return fcjit_exit_for(status);
+    if (list.count == 0) {
+        fprintf(stderr, "fcjit precompile: no variant of the spec can be built for the arch given "
+                "(each needs what fc_variant_check allows; e.g. sm90 kernels need sm_90a)\n");
+        fc_variant_list_free(&list);
+        return FCJIT_EXIT_USAGE;
+    }
     if ((size_t)o.jobs > list.count)
         o.jobs = list.count ? (int)list.count : 1;
     struct tally t = {0};
