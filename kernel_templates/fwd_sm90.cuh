@@ -1,8 +1,9 @@
 // Attention forward for Hopper (sm_90a): TMA loads on mbarriers, WGMMA on the tensor cores.
 //
-// v0, the simplest correct shape: each warpgroup (128 threads) of a CTA computes 64 query rows of
-// one (batch, head); BLOCK_M / 64 warpgroups share the K/V tiles. Thread 0 issues the TMA copies: Q once, K and V tiles of BLOCK_N keys into a
-// two-stage ring, each stage completing on its own mbarrier. S = Q K^T is one m64nBLOCK_Nk16 WGMMA
+// The simplest correct shape: each warpgroup (128 threads) of a CTA computes 64 query rows of one
+// (batch, head), and BLOCK_M / 64 warpgroups share the K/V tiles. Thread 0 issues the TMA copies:
+// Q once, K and V tiles of BLOCK_N keys into a two-stage ring, each stage completing on its own
+// mbarrier. S = Q K^T is one m64nBLOCK_Nk16 WGMMA
 // per 16 head dims, both operands from 128B-swizzled shared memory; O += P V takes P straight from
 // the softmax registers (the WGMMA accumulator of each warp has the mma C layout, so the softmax,
 // masking and epilogue are attention_common.cuh's) and V transposed from shared memory.

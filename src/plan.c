@@ -8,7 +8,8 @@
 #include "plan_internal.h"
 
 #define GRID_X_MAX INT_MAX   /* gridDim.x limit on sm_30 and later */
-#define SHORT_KEYS 1024      /* up to this many keys, head_dim 128 takes the small sm90 tiles */
+#define SHORT_KEYS 1024      /* up to this many keys (causal; half that otherwise), head_dim 128
+                                takes the small sm90 tiles */
 
 int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
 {
@@ -63,7 +64,8 @@ static const char *select_family(const struct fc_problem *problem, int arch, str
     const int d = problem->head_dim;
     if (arch == 90 && v->arch_specific && d % 64 == 0 && d <= 256) {   /* 64-wide swizzle blocks */
         v->family = FC_KERNEL_SM90;
-        if (choose_tiles(v) == 0 && d == 128 && problem->seqlen_k <= (problem->causal ? SHORT_KEYS : SHORT_KEYS / 2)) {
+        const int short_keys = problem->causal ? SHORT_KEYS : SHORT_KEYS / 2;
+        if (choose_tiles(v) == 0 && d == 128 && problem->seqlen_k <= short_keys) {
             /* NOTE: short sequences leave too few tiles to hide a 165 KB CTA's prologue: one
              * warpgroup x 64 keys (81 KB, two CTAs per SM) measured faster on the H200 for causal
              * up to 1k keys (+20% at 512, +7% at 1k) and non-causal at 512 (+2-4%); slower for
@@ -78,8 +80,9 @@ static const char *select_family(const struct fc_problem *problem, int arch, str
     if (arch >= 80 && problem->head_dim % 16 == 0) {
         v->family = FC_KERNEL_SM80;
         if (choose_tiles(v) == 0)
-            return arch >= 90 ? "sm80 kernel: mma.sync tensor cores (the Hopper kernel takes multiples of 64 only, so far)"
-                              : "sm80 kernel: mma.sync tensor cores, cp.async double-buffered K/V";
+            return arch >= 90
+                       ? "sm80 kernel: mma.sync tensor cores (the Hopper kernel takes multiples of 64 only, so far)"
+                       : "sm80 kernel: mma.sync tensor cores, cp.async double-buffered K/V";
         v->family = FC_KERNEL_REFERENCE;
         choose_tiles(v);
         return "reference kernel: no sm80 tile configuration fits this arch's shared memory";
