@@ -237,16 +237,20 @@ int fc_jit_generate_source(const struct fc_variant *v, char *out, size_t size)
 
 int fc_jit_compile_options(const struct fc_variant *v, const char *options[], int max)
 {
-    static const char *const ARCH_OPTIONS[] = {
-        "--gpu-architecture=sm_75", "--gpu-architecture=sm_80", "--gpu-architecture=sm_86",
-        "--gpu-architecture=sm_87", "--gpu-architecture=sm_89", "--gpu-architecture=sm_90",
-        "--gpu-architecture=sm_90a",
+    /* The real targets NVRTC 13 compiles for (nvrtcGetSupportedArchs), and Hopper's "a" target. */
+    static const struct { int arch, specific; const char *option; } TARGETS[] = {
+        {75, 0, "--gpu-architecture=sm_75"},   {80, 0, "--gpu-architecture=sm_80"},
+        {86, 0, "--gpu-architecture=sm_86"},   {87, 0, "--gpu-architecture=sm_87"},
+        {88, 0, "--gpu-architecture=sm_88"},   {89, 0, "--gpu-architecture=sm_89"},
+        {90, 0, "--gpu-architecture=sm_90"},   {90, 1, "--gpu-architecture=sm_90a"},
+        {100, 0, "--gpu-architecture=sm_100"}, {103, 0, "--gpu-architecture=sm_103"},
+        {110, 0, "--gpu-architecture=sm_110"}, {120, 0, "--gpu-architecture=sm_120"},
+        {121, 0, "--gpu-architecture=sm_121"},
     };
-    static const int ARCHES[] = {75, 80, 86, 87, 89, 90, 90};
     const char *arch = NULL;
-    for (int i = 0; i < 7; i++)
-        if (ARCHES[i] == v->arch && (i == 6) == (v->arch_specific != 0))
-            arch = ARCH_OPTIONS[i];
+    for (size_t i = 0; i < sizeof TARGETS / sizeof TARGETS[0]; i++)
+        if (TARGETS[i].arch == v->arch && TARGETS[i].specific == (v->arch_specific != 0))
+            arch = TARGETS[i].option;
     if (!arch || max < 5)
         return -1;
     int n = 0;

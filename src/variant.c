@@ -8,9 +8,10 @@
 
 /* NOTE: the largest dynamic shared memory one CTA may opt into, per architecture (CUDA
  * programming guide, "Technical Specifications per Compute Capability"). */
-#define SMEM_BYTES_MAX_SM80 (163 * 1024)
-#define SMEM_BYTES_MAX_SM86 (99 * 1024)
-#define SMEM_BYTES_MAX_SM90 (227 * 1024)
+#define SMEM_BYTES_MAX_SM75 (64 * 1024)
+#define SMEM_BYTES_MAX_SM80 (163 * 1024)    /* also sm_87 */
+#define SMEM_BYTES_MAX_SM86 (99 * 1024)     /* also sm_88, sm_89, sm_120, sm_121 */
+#define SMEM_BYTES_MAX_SM90 (227 * 1024)    /* also sm_100, sm_103, sm_110 */
 
 #define HEAD_DIM_MIN 8
 #define HEAD_DIM_MAX 256
@@ -100,11 +101,13 @@ void fc_variant_name(const struct fc_variant *v, char out[FC_VARIANT_NAME_MAX])
 
 static int smem_limit(int arch)
 {
-    if (arch >= 90)
-        return SMEM_BYTES_MAX_SM90;
+    if (arch == 75)
+        return SMEM_BYTES_MAX_SM75;
     if (arch == 80 || arch == 87)
         return SMEM_BYTES_MAX_SM80;
-    return SMEM_BYTES_MAX_SM86;
+    if (arch >= 90 && arch < 120)
+        return SMEM_BYTES_MAX_SM90;
+    return SMEM_BYTES_MAX_SM86;   /* sm_86/88/89 and the consumer Blackwells, sm_120/121 */
 }
 
 static int fail(char *why, size_t size, const char *text, int value)
@@ -132,7 +135,7 @@ static void sm80_defaults(struct fc_variant *v)
 {
     v->stages = 2;
     v->block_m = 128;
-    if (v->head_dim <= 64 || (v->head_dim == 128 && !v->causal && v->arch >= 90)) {   /* spills below sm_90 */
+    if (v->head_dim <= 64 || (v->head_dim == 128 && !v->causal && v->arch == 90)) {   /* spills elsewhere */
         v->warps = 4;     /* 32 rows per warp: each K/V fragment feeds two m-tiles */
         v->block_n = 64;
     } else if (v->head_dim <= 128) {
