@@ -88,6 +88,14 @@ static int parse_options(int argc, char **argv, struct options *o)
     return 0;
 }
 
+/* Whether a variant's tiles are its family's defaults for its arch (the spec left them out). */
+static int uses_default_tiles(const struct fc_variant *v)
+{
+    struct fc_variant d = *v;
+    fc_variant_defaults(&d);
+    return d.block_m == v->block_m && d.block_n == v->block_n && d.stages == v->stages && d.warps == v->warps;
+}
+
 /* The spec's variants, or with --arch: each distinct variant of the spec for each given arch. */
 static enum fc_status load_variants(const struct options *o, struct fc_variant_list *list)
 {
@@ -112,8 +120,11 @@ static enum fc_status load_variants(const struct options *o, struct fc_variant_l
     for (size_t i = 0; i < list->count; i++)
         for (int a = 0; a < o->arch_count; a++) {
             struct fc_variant v = list->items[i];
+            const int defaulted = uses_default_tiles(&v);
             v.arch = o->arches[a];
             v.arch_specific = o->arch_specific[a];
+            if (defaulted)   /* the selector on that arch asks for its own defaults */
+                fc_variant_defaults(&v);
             if (fc_variant_check(&v, NULL, 0) == 0)
                 items[n++] = v;
         }
