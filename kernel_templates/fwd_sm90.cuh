@@ -1,19 +1,28 @@
 // Attention forward for Hopper (sm_90a): TMA loads on mbarriers, WGMMA on the tensor cores.
 //
-// The simplest correct shape: each warpgroup (128 threads) of a CTA computes 64 query rows of one
-// (batch, head), and BLOCK_M / 64 warpgroups share the K/V tiles. Thread 0 issues the TMA copies:
-// Q once, K and V tiles of BLOCK_N keys into a two-stage ring, each stage completing on its own
-// mbarrier. S = Q K^T is one m64nBLOCK_Nk16 WGMMA
-// per 16 head dims, both operands from 128B-swizzled shared memory; O += P V takes P straight from
-// the softmax registers (the WGMMA accumulator of each warp has the mma C layout, so the softmax,
-// masking and epilogue are attention_common.cuh's) and V transposed from shared memory.
-// Not yet: warp specialization, setmaxnreg, ping-pong between two consumer warpgroups, overlap of
-// softmax with the next GEMM, TMA stores.
+// Each consumer warpgroup (128 threads) of a CTA computes 64 query rows of one (batch, head), and
+// the BLOCK_M / 64 consumer warpgroups share the K/V tiles of BLOCK_N keys. S = Q K^T is one
+// m64nBLOCK_Nk16 WGMMA per 16 head dims, both operands from 128B-swizzled shared memory; O += P V
+// takes P straight from the softmax registers (each warp's WGMMA accumulator has the mma C
+// layout, so the softmax, masking and epilogue are attention_common.cuh's) and V transposed from
+// shared memory. Two schedules, chosen by WARPS:
+//
+// - plain (WARPS = 4 per consumer): thread 0 issues the TMA copies into a two-stage ring, every
+//   warpgroup waits for each GEMM before the softmax, and the CTA syncs once per tile.
+// - warp-specialized (one more warpgroup, the producer): one producer thread issues the TMA copies
+//   of K and V into STAGES-deep rings, each slot with a "full" barrier (bytes arrived) and an
+//   "empty" one (every consumer thread done with it); setmaxnreg moves the producer's registers
+//   to the consumers. Each consumer issues Q K^T of tile t and P V of tile t - 1 back to back and
+//   computes the softmax of tile t while P V runs (FlashAttention-3's intra-warpgroup overlap);
+//   consumers never sync with each other, so one's softmax overlaps another's GEMMs.
+//
+// Not yet: explicit ping-pong ordering between consumers, TMA stores of O.
 #pragma once
 
 #include "attention_common.cuh"
 #include "fc_args.h"
 #include "ptx/mbarrier.cuh"
+#include "ptx/registers.cuh"
 #include "ptx/smem.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
@@ -45,10 +54,11 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
         wgmma_m64n256k16_rs(d, a, b, 1, T{});
 }
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16>
 struct Sm90Forward {
     static constexpr int CONSUMERS = BLOCK_M / 64;                   // warpgroups, 64 rows each
-    static constexpr int THREADS = 128 * CONSUMERS, STAGES = 2;
+    static constexpr bool SPECIALIZED = WARPS == 4 * (CONSUMERS + 1);   // plus a producer warpgroup
+    static constexpr int THREADS = 32 * WARPS, CONSUMER_THREADS = 128 * CONSUMERS;
     static constexpr int SWIZZLE_BYTES = 128, SWIZZLE_ALIGN = 1024;
     static constexpr int COLUMN_BLOCKS = HEAD_DIM / 64;             // 64-wide swizzled column blocks
     static constexpr int Q_BLOCK_BYTES = 64 * SWIZZLE_BYTES;         // (64 rows, 64) 16-bit, 128B swizzle
@@ -57,9 +67,19 @@ struct Sm90Forward {
     static constexpr int KV_BYTES = COLUMN_BLOCKS * KV_BLOCK_BYTES;  // one K or V tile
     static constexpr int SMEM_BYTES = SWIZZLE_ALIGN + Q_BYTES + 2 * STAGES * KV_BYTES;
     static constexpr int N_TILES = BLOCK_N / 8, D_TILES = HEAD_DIM / 8;
+    // setmaxnreg: the pool is what ptxas gives each thread at launch (65536 per SM shared by
+    // MIN_BLOCKS CTAs, in multiples of 8); the producer keeps 24 and the consumers split the rest.
+    static constexpr int MIN_BLOCKS = SPECIALIZED && CONSUMERS == 1 && HEAD_DIM <= 128 ? 2 : 1;   // = fc_variant_min_blocks
+    static constexpr int LAUNCH_REGISTERS = 65536 / (THREADS * MIN_BLOCKS) / 8 * 8 > 248
+                                                ? 248 : 65536 / (THREADS * MIN_BLOCKS) / 8 * 8;
+    static constexpr int PRODUCER_REGISTERS = 24;
+    static constexpr int CONSUMER_REGISTERS_POOL = (LAUNCH_REGISTERS * (CONSUMERS + 1) - PRODUCER_REGISTERS) / CONSUMERS / 8 * 8;
+    static constexpr int CONSUMER_REGISTERS = CONSUMER_REGISTERS_POOL > 240 ? 240 : CONSUMER_REGISTERS_POOL;
     static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 256, "head_dim 64, 128, 192 or 256 (64-wide swizzle blocks)");
     static_assert(BLOCK_N == 64 || BLOCK_N == 128, "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T)");
-    static_assert(BLOCK_M == 64 || BLOCK_M == 128, "one or two warpgroups of 64 rows");
+    static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "one to three warpgroups of 64 rows");
+    static_assert(WARPS == 4 * CONSUMERS || SPECIALIZED, "4 warps per consumer warpgroup, plus 4 for a producer");
+    static_assert(SPECIALIZED ? STAGES >= 2 && STAGES <= 4 : STAGES == 2, "2 stages (plain) or 2-4 (specialized)");
 
     const fc_sm90_args &args;
     const fc_kernel_args &base;
@@ -86,21 +106,45 @@ struct Sm90Forward {
     __device__ __forceinline__ unsigned k_tile(int stage) const { return q_tile() + Q_BYTES + stage * KV_BYTES; }
     __device__ __forceinline__ unsigned v_tile(int stage) const { return k_tile(STAGES) + stage * KV_BYTES; }
 
-    // Thread 0: K and V of tile t into its stage; rows past seqlen_k arrive as zeros (TMA OOB fill).
+    // Keys this CTA sees, in tiles: causal rows stop at the diagonal.
+    __device__ __forceinline__ int key_tiles() const
+    {
+        int key_end = base.seqlen_k;
+        if (CAUSAL)
+            key_end = min(key_end, row0 + BLOCK_M + base.seqlen_k - base.seqlen_q);
+        return key_end > 0 ? (key_end + BLOCK_N - 1) / BLOCK_N : 0;
+    }
+
+    // One thread: Q of every consumer warpgroup, on one barrier.
+    __device__ __forceinline__ void load_q(unsigned bar)
+    {
+        mbarrier_arrive_expect_tx(bar, Q_BYTES);
+        for (int g = 0; g < CONSUMERS; g++)
+            for (int j = 0; j < COLUMN_BLOCKS; j++)
+                tma_load_4d(q_tile(g) + j * Q_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.q_map), 64 * j,
+                            row0 + 64 * g, head, batch, bar);
+    }
+
+    // One thread: K or V (map) of tile t into the slot at dst; rows past seqlen_k arrive as zeros
+    // (TMA out-of-bounds fill).
+    __device__ __forceinline__ void load_tile(const fc_tensor_map &map, unsigned dst, int t, unsigned bar)
+    {
+        for (int j = 0; j < COLUMN_BLOCKS; j++)
+            tma_load_4d(dst + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), 64 * j, t * BLOCK_N,
+                        kv_head, batch, bar);
+    }
+
+    // Thread 0 (plain schedule): K and V of tile t into its stage, on one barrier.
     __device__ __forceinline__ void load_kv(int t, unsigned bar)
     {
         const int stage = t % STAGES;
         mbarrier_arrive_expect_tx(bar, 2 * KV_BYTES);
-        for (int j = 0; j < COLUMN_BLOCKS; j++) {
-            tma_load_4d(k_tile(stage) + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.k_map), 64 * j,
-                        t * BLOCK_N, kv_head, batch, bar);
-            tma_load_4d(v_tile(stage) + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.v_map), 64 * j,
-                        t * BLOCK_N, kv_head, batch, bar);
-        }
+        load_tile(args.k_map, k_tile(stage), t, bar);
+        load_tile(args.v_map, v_tile(stage), t, bar);
     }
 
-    // S = Q K^T: HEAD_DIM / 16 k-steps; step k reads 32 bytes into column block k / 4.
-    __device__ __forceinline__ void qk(float (&s)[1][N_TILES][4], int stage)
+    // Issues S = Q K^T: HEAD_DIM / 16 k-steps; step k reads 32 bytes into column block k / 4.
+    __device__ __forceinline__ void qk_issue(float (&s)[1][N_TILES][4], int stage)
     {
         float(&d)[BLOCK_N / 2] = reinterpret_cast<float(&)[BLOCK_N / 2]>(s);
         wgmma_fence();
@@ -111,18 +155,28 @@ struct Sm90Forward {
             wgmma_ss<BLOCK_N, T>(d, dq, dk, k > 0);
         }
         wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_fence_registers(d);
     }
 
-    // O += P V: BLOCK_N / 16 k-steps of 16 keys (2048 bytes of V rows each, across its column blocks).
-    __device__ __forceinline__ void pv(float (&o)[1][D_TILES][4], const float (&p)[1][N_TILES][4], int stage)
+    __device__ __forceinline__ void qk(float (&s)[1][N_TILES][4], int stage)
     {
-        float(&d)[HEAD_DIM / 2] = reinterpret_cast<float(&)[HEAD_DIM / 2]>(o);
-        unsigned a[BLOCK_N / 16][4];   // all of P, live until the MMAs that read it have completed
+        qk_issue(s, stage);
+        wgmma_wait<0>();
+        wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
+    }
+
+    // P as the A fragments of the P V k-steps (16 keys each).
+    __device__ __forceinline__ void p_fragments(unsigned (&a)[BLOCK_N / 16][4], const float (&p)[1][N_TILES][4])
+    {
 #pragma unroll
         for (int k = 0; k < BLOCK_N / 16; k++)
             p_fragment<T, N_TILES>(a[k], p[0], k);
+    }
+
+    // Issues O += P V: BLOCK_N / 16 k-steps of 16 keys (2048 bytes of V rows each, across its
+    // column blocks). a must stay unchanged until the group has completed.
+    __device__ __forceinline__ void pv_issue(float (&o)[1][D_TILES][4], const unsigned (&a)[BLOCK_N / 16][4], int stage)
+    {
+        float(&d)[HEAD_DIM / 2] = reinterpret_cast<float(&)[HEAD_DIM / 2]>(o);
         const unsigned long long dv = wgmma_descriptor_sw128_mn(v_tile(stage), KV_BLOCK_BYTES);
         wgmma_fence_registers(d);
         wgmma_fence();
@@ -130,19 +184,55 @@ struct Sm90Forward {
         for (int k = 0; k < BLOCK_N / 16; k++)
             wgmma_rs<HEAD_DIM, T>(d, a[k], dv + 128 * k);
         wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_fence_registers(d);
+    }
+
+    // After the wait for a P V group: O may be read, and P's registers reused.
+    __device__ __forceinline__ void pv_retire(float (&o)[1][D_TILES][4], unsigned (&a)[BLOCK_N / 16][4])
+    {
+        wgmma_fence_registers(reinterpret_cast<float(&)[HEAD_DIM / 2]>(o));
+#pragma unroll
+        for (int k = 0; k < BLOCK_N / 16; k++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                asm volatile("" : "+r"(a[k][i])::"memory");
+    }
+
+    // Masks tile t's scores where needed and turns them into P, giving the O correction.
+    __device__ __forceinline__ void softmax_tile(float (&s)[1][N_TILES][4], OnlineSoftmax<1, N_TILES> &softmax,
+                                                 float (&correction)[1][2], int t)
+    {
+        const bool fold_scale = base.scale_log2 > 0.f;
+        const float factor = fold_scale ? base.scale_log2 : 1.f, prescale = fold_scale ? 1.f : base.scale_log2;
+        const int key0 = t * BLOCK_N;
+        const bool masked = key0 + BLOCK_N > base.seqlen_k ||
+                            (CAUSAL && key0 + BLOCK_N - 1 > row0 + base.seqlen_k - base.seqlen_q);
+        if (masked || !fold_scale)
+            mask_scores<CAUSAL>(s, base, row0 + warp * 16, key0, masked, prescale);
+        softmax.update(s, correction, factor);
+    }
+
+    __device__ __forceinline__ static void zero(float (&o)[1][D_TILES][4])
+    {
+#pragma unroll
+        for (int d = 0; d < D_TILES; d++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                o[0][d][i] = 0.f;
     }
 
     __device__ void run()
     {
+        if constexpr (SPECIALIZED)
+            run_specialized();
+        else
+            run_plain();
+    }
+
+    __device__ void run_plain()
+    {
         __shared__ __align__(8) unsigned long long q_barrier, kv_barriers[STAGES];
         const unsigned q_bar = smem_address(&q_barrier), kv_bar = smem_address(kv_barriers);
-        const int diagonal = base.seqlen_k - base.seqlen_q;
-        int key_end = base.seqlen_k;
-        if (CAUSAL)
-            key_end = min(key_end, row0 + BLOCK_M + diagonal);
-        const int tiles = key_end > 0 ? (key_end + BLOCK_N - 1) / BLOCK_N : 0;
+        const int tiles = key_tiles();
 
         if (threadIdx.x == 0) {
             mbarrier_init(q_bar, 1);
@@ -152,46 +242,133 @@ struct Sm90Forward {
         }
         __syncthreads();
         if (threadIdx.x == 0) {
-            mbarrier_arrive_expect_tx(q_bar, Q_BYTES);
-            for (int g = 0; g < CONSUMERS; g++)
-                for (int j = 0; j < COLUMN_BLOCKS; j++)
-                    tma_load_4d(q_tile(g) + j * Q_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.q_map),
-                                64 * j, row0 + 64 * g, head, batch, q_bar);
+            load_q(q_bar);
             if (tiles > 0)
                 load_kv(0, kv_bar);
         }
 
         float o[1][D_TILES][4];
-#pragma unroll
-        for (int d = 0; d < D_TILES; d++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                o[0][d][i] = 0.f;
+        zero(o);
         OnlineSoftmax<1, N_TILES> softmax;
         softmax.init();
-        const bool fold_scale = base.scale_log2 > 0.f;
-        const float factor = fold_scale ? base.scale_log2 : 1.f, prescale = fold_scale ? 1.f : base.scale_log2;
         mbarrier_wait(q_bar, 0);   // also when no key is visible: no TMA write may outlive the CTA
 
         for (int t = 0; t < tiles; t++) {
-            const int stage = t % STAGES, key0 = t * BLOCK_N;
+            const int stage = t % STAGES;
             if (threadIdx.x == 0 && t + 1 < tiles)   // its stage was released by the barrier ending t - 1
                 load_kv(t + 1, kv_bar + 8 * ((t + 1) % STAGES));
             mbarrier_wait(kv_bar + 8 * stage, (t / STAGES) & 1);
 
             float s[1][N_TILES][4];
             qk(s, stage);
-            const bool masked = key0 + BLOCK_N > base.seqlen_k || (CAUSAL && key0 + BLOCK_N - 1 > row0 + diagonal);
-            if (masked || !fold_scale)
-                mask_scores<CAUSAL>(s, base, row0 + warp * 16, key0, masked, prescale);
             float correction[1][2];
-            softmax.update(s, correction, factor);
+            softmax_tile(s, softmax, correction, t);
             rescale_output(o, correction);
-            pv(o, s, stage);
+            unsigned a[BLOCK_N / 16][4];   // all of P, live until the MMAs that read it have completed
+            p_fragments(a, s);
+            pv_issue(o, a, stage);
+            wgmma_wait<0>();
+            pv_retire(o, a);
             __syncthreads();   // every warp is done with this stage before TMA refills it
         }
         softmax.finish();
         store_output<T>(base, batch, head, row0 + warp * 16, o, softmax);
+    }
+
+    // Barriers of the specialized schedule: Q, then per slot K full, V full, K empty, V empty.
+    struct Barriers {
+        unsigned q, k_full, v_full, k_empty, v_empty;
+        __device__ __forceinline__ unsigned slot(unsigned first, int t) const { return first + 8 * (t % STAGES); }
+    };
+
+    // The producer thread: Q, then K and V of every tile, each into its slot once every consumer
+    // thread has released the tile that was there (round r waits for phase r - 1 of the slot).
+    __device__ __forceinline__ void produce(const Barriers &b, int tiles)
+    {
+        load_q(b.q);
+        for (int t = 0; t < tiles; t++) {
+            const int stage = t % STAGES, round = t / STAGES;
+            if (round > 0)
+                mbarrier_wait(b.slot(b.k_empty, t), (round - 1) & 1);
+            mbarrier_arrive_expect_tx(b.slot(b.k_full, t), KV_BYTES);
+            load_tile(args.k_map, k_tile(stage), t, b.slot(b.k_full, t));
+            if (round > 0)
+                mbarrier_wait(b.slot(b.v_empty, t), (round - 1) & 1);
+            mbarrier_arrive_expect_tx(b.slot(b.v_full, t), KV_BYTES);
+            load_tile(args.v_map, v_tile(stage), t, b.slot(b.v_full, t));
+        }
+    }
+
+    // A consumer warpgroup: Q K^T(t) and P V(t - 1) in flight together, the softmax of tile t
+    // computed while P V(t - 1) runs; O is rescaled once P V(t - 1) is in it.
+    __device__ __forceinline__ void consume(const Barriers &b, int tiles)
+    {
+        float o[1][D_TILES][4];
+        zero(o);
+        OnlineSoftmax<1, N_TILES> softmax;
+        softmax.init();
+        mbarrier_wait(b.q, 0);   // also when no key is visible: no TMA write may outlive the CTA
+        if (tiles > 0) {
+            float s[1][N_TILES][4], correction[1][2];
+            unsigned a[BLOCK_N / 16][4];   // P of the tile before
+            mbarrier_wait(b.slot(b.k_full, 0), 0);
+            qk(s, 0);
+            mbarrier_arrive(b.slot(b.k_empty, 0));
+            softmax_tile(s, softmax, correction, 0);   // O is 0: nothing to correct
+            p_fragments(a, s);
+            for (int t = 1; t < tiles; t++) {
+                mbarrier_wait(b.slot(b.k_full, t), (t / STAGES) & 1);
+                qk_issue(s, t % STAGES);
+                mbarrier_wait(b.slot(b.v_full, t - 1), ((t - 1) / STAGES) & 1);
+                pv_issue(o, a, (t - 1) % STAGES);
+                wgmma_wait<1>();   // Q K^T(t) is done, P V(t - 1) may still run
+                wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
+                mbarrier_arrive(b.slot(b.k_empty, t));
+                softmax_tile(s, softmax, correction, t);
+                wgmma_wait<0>();
+                pv_retire(o, a);
+                mbarrier_arrive(b.slot(b.v_empty, t - 1));
+                rescale_output(o, correction);
+                p_fragments(a, s);
+            }
+            mbarrier_wait(b.slot(b.v_full, tiles - 1), ((tiles - 1) / STAGES) & 1);
+            pv_issue(o, a, (tiles - 1) % STAGES);
+            wgmma_wait<0>();
+            pv_retire(o, a);
+        }
+        softmax.finish();
+        store_output<T>(base, batch, head, row0 + warp * 16, o, softmax);
+    }
+
+    __device__ void run_specialized()
+    {
+        __shared__ __align__(8) unsigned long long barriers[1 + 4 * STAGES];
+        Barriers b;
+        b.q = smem_address(barriers);
+        b.k_full = b.q + 8;
+        b.v_full = b.k_full + 8 * STAGES;
+        b.k_empty = b.v_full + 8 * STAGES;
+        b.v_empty = b.k_empty + 8 * STAGES;
+        const int tiles = key_tiles();
+        if (threadIdx.x == 0) {
+            mbarrier_init(b.q, 1);
+            for (int s = 0; s < STAGES; s++) {
+                mbarrier_init(b.k_full + 8 * s, 1);
+                mbarrier_init(b.v_full + 8 * s, 1);
+                mbarrier_init(b.k_empty + 8 * s, CONSUMER_THREADS);
+                mbarrier_init(b.v_empty + 8 * s, CONSUMER_THREADS);
+            }
+            mbarrier_init_fence();
+        }
+        __syncthreads();   // the last CTA-wide barrier: the warpgroups run apart from here on
+        if (group == CONSUMERS) {   // the producer warpgroup: one thread issues, the rest leave
+            registers_release<PRODUCER_REGISTERS>();
+            if (threadIdx.x == CONSUMER_THREADS)
+                produce(b, tiles);
+            return;
+        }
+        registers_claim<CONSUMER_REGISTERS>();
+        consume(b, tiles);
     }
 };
 

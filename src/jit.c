@@ -204,8 +204,8 @@ static int instantiation(const struct fc_variant *v, char *out, size_t size)
 {
     const char *causal = v->causal ? "true" : "false";
     if (v->family == FC_KERNEL_SM90)
-        return snprintf(out, size, "#include \"fwd_sm90.cuh\"\n@fc::Sm90Forward<%s, %d, %s, %d, %d>",
-                        storage_type(v->dtype), v->head_dim, causal, v->block_m, v->block_n);
+        return snprintf(out, size, "#include \"fwd_sm90.cuh\"\n@fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d>",
+                        storage_type(v->dtype), v->head_dim, causal, v->block_m, v->block_n, v->stages, v->warps);
     if (v->family == FC_KERNEL_SM80)
         return snprintf(out, size, "#include \"fwd_sm80.cuh\"\n@fc::Sm80Forward<%s, %d, %s, %d, %d, %d>",
                         storage_type(v->dtype), v->head_dim, causal, v->block_m, v->block_n, v->warps);
@@ -224,13 +224,13 @@ int fc_jit_generate_source(const struct fc_variant *v, char *out, size_t size)
     int n = snprintf(out, size,
         "// FlashCore generated translation unit: %s\n"
         "%s"
-        "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
+        "extern \"C\" __global__ void __launch_bounds__(%d, %d)\n"
         "%s(const __grid_constant__ %s args)\n"
         "{\n"
         "    extern __shared__ __align__(16) char fc_shared[];\n"
         "    %s(args, fc_shared).run();\n"
         "}\n",
-        name, parts, v->warps * 32, FC_KERNEL_ENTRY, v->family == FC_KERNEL_SM90 ? "fc_sm90_args" : "fc_kernel_args",
+        name, parts, v->warps * 32, fc_variant_min_blocks(v), FC_KERNEL_ENTRY, v->family == FC_KERNEL_SM90 ? "fc_sm90_args" : "fc_kernel_args",
         type);
     return n < 0 || (size_t)n >= size ? -1 : n;
 }

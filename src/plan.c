@@ -8,8 +8,8 @@
 #include "plan_internal.h"
 
 #define GRID_X_MAX INT_MAX   /* gridDim.x limit on sm_30 and later */
-#define SHORT_KEYS 1024      /* up to this many keys (causal; half that otherwise), head_dim 128
-                                takes the small sm90 tiles */
+#define SHORT_KEYS 1024      /* up to this many keys, causal head_dim 128 takes the small sm90 tiles */
+#define LONG_KEYS_D64 8192   /* from this many keys, head_dim 64 takes three consumer warpgroups */
 
 int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
 {
@@ -33,6 +33,8 @@ int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
             out->block_n = (int)value;
         else if (*p == 'w')
             out->warps = (int)value;
+        else if (*p == 's')
+            out->stages = (int)value;
         else
             return -1;
         p = end;
@@ -64,18 +66,22 @@ static const char *select_family(const struct fc_problem *problem, int arch, str
     const int d = problem->head_dim;
     if (arch == 90 && v->arch_specific && d % 64 == 0 && d <= 256) {   /* 64-wide swizzle blocks */
         v->family = FC_KERNEL_SM90;
-        const int short_keys = problem->causal ? SHORT_KEYS : SHORT_KEYS / 2;
-        if (choose_tiles(v) == 0 && d == 128 && problem->seqlen_k <= short_keys) {
-            /* NOTE: short sequences leave too few tiles to hide a 165 KB CTA's prologue: one
-             * warpgroup x 64 keys (81 KB, two CTAs per SM) measured faster on the H200 for causal
-             * up to 1k keys (+20% at 512, +7% at 1k) and non-causal at 512 (+2-4%); slower for
-             * non-causal at 1k (-2 to -7%) and at 16k (-11%). */
+        if (choose_tiles(v) == 0 && d == 128 && problem->causal && problem->seqlen_k <= SHORT_KEYS) {
+            /* NOTE: few causal key tiles leave too little to hide a 165 KB CTA's prologue: one
+             * consumer warpgroup x 64 keys (82 KB, two CTAs per SM) measured faster on the H200
+             * at 512 keys (264 vs 226 TF/s) and 1k (357 vs 341); slower from 2k on (428 vs 451). */
             v->block_m = 64;
-            v->warps = 4;
+            v->warps = 8;
             v->block_n = 64;
+        } else if (d == 64 && problem->seqlen_k >= LONG_KEYS_D64 && problem->seqlen_q >= 1024) {
+            /* NOTE: three consumer warpgroups sharing each K/V tile: faster from 8k keys on (H200,
+             * 16k: 520 vs 486 TF/s non-causal, 489 vs 463 causal), slower below (2k: 428 vs 455). */
+            v->block_m = 192;
+            v->warps = 16;
+            v->block_n = 128;
         }
         if (fc_variant_check(v, NULL, 0) == 0)
-            return "sm90 kernel: TMA + WGMMA (1.3-2.6x the sm80 kernel in the H200 sweep)";
+            return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128 (1.3-2.6x the sm80 kernel in the H200 sweep)";
     }
     if (arch >= 80 && problem->head_dim % 16 == 0) {
         v->family = FC_KERNEL_SM80;
@@ -107,6 +113,7 @@ enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int ar
         v->block_m = override->block_m ? override->block_m : v->block_m;
         v->block_n = override->block_n ? override->block_n : v->block_n;
         v->warps = override->warps ? override->warps : v->warps;
+        v->stages = override->stages ? override->stages : v->stages;
         plan->reason = "forced by FC_FORCE_VARIANT";
     } else {
         plan->reason = select_family(problem, arch, v);

@@ -12,10 +12,10 @@
 struct fc_plan_override {
     int active;
     enum fc_kernel_family family;
-    int block_m, block_n, warps;
+    int block_m, block_n, warps, stages;
 };
 
-/** Parses "reference", "sm80" or "sm80:m128n64w8" (any of m, n, w optional). 0 on success. */
+/** Parses "reference", "sm80" or "sm90:m128n128s2w12" (any of m, n, s, w optional). 0 on success. */
 int fc_plan_override_parse(const char *text, struct fc_plan_override *out);
 
 struct fc_plan {

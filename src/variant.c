@@ -154,16 +154,23 @@ static void sm80_defaults(struct fc_variant *v)
     }
 }
 
-/* NOTE: from the H200 tile sweep (docs/PERF_NOTES.md): head_dim 64, one warpgroup of 64 rows and
- * 128 keys per tile (483 TF/s at 16k); 128, two warpgroups sharing 128-key tiles (571 vs 488);
- * 192 and 256, two warpgroups with 64-key tiles (128 keys would need 246 / 296 KB of shared memory). */
+/* NOTE: from the H200 tile sweeps (docs/PERF_NOTES.md, v2 and v3): head_dim 64, the plain schedule
+ * with one warpgroup of 64 rows and 128-key tiles (several CTAs per SM); 128, 192 and 256, the
+ * warp-specialized schedule with two consumer warpgroups (661 vs 574 TF/s at head_dim 128, 16k;
+ * 678 vs 622 at 256), 128-key tiles up to head_dim 128 and 64 above (128 would need 246 / 296 KB
+ * of shared memory). */
 static void sm90_defaults(struct fc_variant *v)
 {
-    const int groups = v->head_dim <= 64 ? 1 : 2;
-    v->block_m = 64 * groups;
-    v->warps = 4 * groups;
-    v->block_n = v->head_dim <= 128 ? 128 : 64;
     v->stages = 2;
+    if (v->head_dim <= 64) {
+        v->block_m = 64;
+        v->warps = 4;
+        v->block_n = 128;
+        return;
+    }
+    v->block_m = 128;
+    v->warps = 12;   /* two consumer warpgroups and the producer's */
+    v->block_n = v->head_dim <= 128 ? 128 : 64;
 }
 
 void fc_variant_defaults(struct fc_variant *v)
@@ -186,11 +193,25 @@ void fc_variant_defaults(struct fc_variant *v)
     }
 }
 
-/** The Hopper kernel: Q, then two stages of K and V, 128B-swizzled, plus 1 KB to align them. */
+/** The Hopper kernel: Q, then the stages of K and V, 128B-swizzled, plus 1 KB to align them. */
 static int sm90_smem_bytes(const struct fc_variant *v)
 {
     return 1024 + (v->block_m + 2 * v->stages * v->block_n) * v->head_dim * 2;
 }
+
+int fc_variant_specialized(const struct fc_variant *v)
+{
+    return v->family == FC_KERNEL_SM90 && v->warps == v->block_m / 16 + 4;
+}
+
+int fc_variant_min_blocks(const struct fc_variant *v)
+{
+    /* NOTE: two CTAs per SM leave 128 registers a thread at launch; the n256 P V WGMMA of
+     * head_dim 256 alone needs 158 (ptxas C7602), so that pairing stays at one. */
+    return fc_variant_specialized(v) && v->block_m == 64 && v->head_dim <= 128 ? 2 : 1;
+}
+
+#define SM90_STATIC_SMEM 256   /* the kernel's mbarriers */
 
 static int check_sm90(const struct fc_variant *v, char *why, size_t why_size)
 {
@@ -200,10 +221,17 @@ static int check_sm90(const struct fc_variant *v, char *why, size_t why_size)
         return fail(why, why_size, "the sm90 kernel takes head_dim 64, 128, 192 or 256 so far, not %d", v->head_dim);
     if (v->block_n != 64 && v->block_n != 128)
         return fail(why, why_size, "the sm90 kernel takes block_n 64 or 128, not %d", v->block_n);
-    if ((v->block_m != 64 && v->block_m != 128) || v->warps != v->block_m / 16 || v->stages != 2)
-        return fail(why, why_size, "the sm90 kernel takes warpgroups of 64 rows (4 warps each), 2 stages; "
-                    "not block_m %d", v->block_m);
-    if (sm90_smem_bytes(v) > smem_limit(v->arch))
+    if (v->block_m != 64 && v->block_m != 128 && v->block_m != 192)
+        return fail(why, why_size, "the sm90 kernel takes one to three warpgroups of 64 rows, not block_m %d",
+                    v->block_m);
+    if (fc_variant_specialized(v)) {
+        if (v->stages < 2 || v->stages > 4)
+            return fail(why, why_size, "the warp-specialized sm90 kernel takes 2 to 4 stages, not %d", v->stages);
+    } else if (v->warps != v->block_m / 16 || v->stages != 2 || v->block_m > 128) {
+        return fail(why, why_size, "the sm90 kernel takes 4 warps per 64 rows (plus 4 for a producer warpgroup), "
+                    "and 2 stages without one; not %d warps", v->warps);
+    }
+    if (sm90_smem_bytes(v) + SM90_STATIC_SMEM > smem_limit(v->arch))
         return fail(why, why_size, "needs %d bytes of shared memory, more than the arch allows", sm90_smem_bytes(v));
     return 0;
 }

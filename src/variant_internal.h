@@ -54,6 +54,13 @@ void fc_variant_defaults(struct fc_variant *variant);
  *  reason in why. */
 int fc_variant_check(const struct fc_variant *variant, char *why, size_t why_size);
 
+/** 1, or 2 where the kernel's registers must leave room for two CTAs per SM (the minimum in its
+ *  __launch_bounds__, which the kernel's setmaxnreg counts are derived from). */
+int fc_variant_min_blocks(const struct fc_variant *variant);
+
+/** 1 if the variant is the warp-specialized sm90 schedule (a producer warpgroup). */
+int fc_variant_specialized(const struct fc_variant *variant);
+
 /** Dynamic shared memory, in bytes, the variant's kernel is launched with. */
 int fc_variant_smem_bytes(const struct fc_variant *variant);
 

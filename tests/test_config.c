@@ -26,7 +26,7 @@
  * 2 dtype x 4 head_dim x 2 causal */
 #define PRECOMPILE_REFERENCE 40
 #define PRECOMPILE_SM80 80
-#define PRECOMPILE_SM90 (16 + 4)   /* + short-sequence tiles at 128 */
+#define PRECOMPILE_SM90 (16 + 2 + 4)   /* + causal short-sequence tiles at 128, long at 64 */
 #define PRECOMPILE_VARIANTS (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_SM90)
 
 static const char *precompile_path;
@@ -121,10 +121,9 @@ static void test_precompile_spec(void **state)
     struct fc_variant second = expected_variant(FC_F16, 64, 1, 90, 1);
     struct fc_variant last_reference = expected_variant(FC_BF16, 256, 1, 80, 0);
     struct fc_variant last_sm80 = expected_family_variant(FC_KERNEL_SM80, FC_BF16, 256, 1, 89, 0);
-    struct fc_variant last = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 128, 1, 90, 1);
-    last.block_m = 64;
-    last.block_n = 64;
-    last.warps = 4;
+    struct fc_variant last = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 64, 1, 90, 1);
+    last.block_m = 192;
+    last.warps = 16;
     assert_variant_equal(&list.items[0], &first);
     assert_variant_equal(&list.items[1], &second);
     assert_variant_equal(&list.items[PRECOMPILE_REFERENCE - 1], &last_reference);

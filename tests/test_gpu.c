@@ -20,7 +20,17 @@
 
 static struct fc_context *ctx;            /* the selector's choice */
 static struct fc_context *reference_ctx;  /* FC_FORCE_VARIANT=reference: the oracle kernel itself */
-static struct fc_context *sm90_ctx;       /* FC_FORCE_VARIANT=sm90, on sm_90 GPUs only */
+/* On sm_90 GPUs only: the Hopper kernel forced, each schedule and consumer count, up to the largest
+ * head_dim whose stages fit in shared memory. */
+static const struct { const char *variant; int max_head_dim; } SM90_FORCED[] = {
+    {"sm90", 256},               /* the defaults: plain at 64, warp-specialized x2 from 128 */
+    {"sm90:m128n64w8", 256},     /* plain, two warpgroups */
+    {"sm90:m64n64w8", 256},      /* warp-specialized, one consumer */
+    {"sm90:m192n128w16", 64},    /* warp-specialized, three consumers (spills at 128) */
+    {"sm90:m128n64s3w12", 192},  /* warp-specialized, three stages */
+};
+#define SM90_FORCED_COUNT (sizeof SM90_FORCED / sizeof SM90_FORCED[0])
+static struct fc_context *sm90_ctx[SM90_FORCED_COUNT];
 static struct fc_context *sm80_ctx;       /* FC_FORCE_VARIANT=sm80: covered even where sm90 is chosen */
 static uint64_t seed;
 
@@ -81,13 +91,13 @@ static int run_case(struct fc_context *context, const struct fc_check_case *c, s
 }
 
 /* Every case on one context, the head dims a family takes (all, or only the multiples of 64 the
- * Hopper kernel takes); returns the number that failed. */
-static int run_matrix(struct fc_context *context, int hopper_dims)
+ * Hopper kernel takes, up to max_head_dim); returns the number that failed. */
+static int run_matrix(struct fc_context *context, int hopper_dims, int max_head_dim)
 {
     int failures = 0, cases = 0;
     for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
         for (size_t d = 0; d < sizeof HEAD_DIMS / sizeof HEAD_DIMS[0]; d++)
-            if (!hopper_dims || HEAD_DIMS[d] % 64 == 0)
+            if (!hopper_dims || (HEAD_DIMS[d] % 64 == 0 && HEAD_DIMS[d] <= max_head_dim))
             for (int causal = 0; causal <= 1; causal++)
                 for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
                     struct fc_check_case c = make_case((int)s, HEAD_DIMS[d], (enum fc_dtype)dtype, causal);
@@ -108,7 +118,7 @@ static int run_matrix(struct fc_context *context, int hopper_dims)
 static void test_selected_kernels_match_reference_over_awkward_shapes(void **state)
 {
     (void)state;
-    assert_int_equal(run_matrix(ctx, 0), 0);
+    assert_int_equal(run_matrix(ctx, 0, 256), 0);
 }
 
 static void test_sm80_kernel_matches_reference_over_awkward_shapes(void **state)
@@ -116,21 +126,26 @@ static void test_sm80_kernel_matches_reference_over_awkward_shapes(void **state)
     (void)state;
     if (!sm80_ctx)
         skip();
-    assert_int_equal(run_matrix(sm80_ctx, 1), 0);
+    assert_int_equal(run_matrix(sm80_ctx, 1, 256), 0);
 }
 
 static void test_sm90_kernel_matches_reference_over_awkward_shapes(void **state)
 {
     (void)state;
-    if (!sm90_ctx)
+    if (!sm90_ctx[0])
         skip();
-    assert_int_equal(run_matrix(sm90_ctx, 1), 0);
+    int failures = 0;
+    for (size_t i = 0; i < SM90_FORCED_COUNT; i++) {
+        print_message("--- FC_FORCE_VARIANT=%s\n", SM90_FORCED[i].variant);
+        failures += run_matrix(sm90_ctx[i], 1, SM90_FORCED[i].max_head_dim);
+    }
+    assert_int_equal(failures, 0);
 }
 
 static void test_reference_kernel_matches_reference_over_awkward_shapes(void **state)
 {
     (void)state;
-    assert_int_equal(run_matrix(reference_ctx, 0), 0);
+    assert_int_equal(run_matrix(reference_ctx, 0, 256), 0);
 }
 
 static void test_bit_identical_over_repeated_runs(void **state)
@@ -258,8 +273,13 @@ static int setup(void **state)
     (void)state;
     if (create(&ctx, NULL) || create(&reference_ctx, "reference"))
         return -1;
-    if (ctx->arch == 90 && (create(&sm90_ctx, "sm90") || create(&sm80_ctx, "sm80")))
-        return -1;
+    if (ctx->arch == 90) {
+        for (size_t i = 0; i < SM90_FORCED_COUNT; i++)
+            if (create(&sm90_ctx[i], SM90_FORCED[i].variant))
+                return -1;
+        if (create(&sm80_ctx, "sm80"))
+            return -1;
+    }
     int pushed;
     return fc_context_enter(ctx, &pushed) == FC_OK ? 0 : -1;   /* stays current for the suite */
 }
@@ -267,7 +287,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    fc_context_destroy(sm90_ctx);
+    for (size_t i = 0; i < SM90_FORCED_COUNT; i++)
+        fc_context_destroy(sm90_ctx[i]);
     fc_context_destroy(sm80_ctx);
     fc_context_destroy(reference_ctx);
     fc_context_destroy(ctx);

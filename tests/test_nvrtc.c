@@ -88,7 +88,7 @@ static void test_sm90_variants_use_wgmma_and_tma(void **state)
     assert_int_equal(fc_config_parse_variants(spec->text, spec->length, "precompile.yaml", &list, msg, sizeof msg), FC_OK);
     struct fc_jit *jit;
     assert_int_equal(fc_jit_create(NULL, NULL, &jit, msg, sizeof msg), FC_OK);
-    int checked = 0;
+    int checked = 0, specialized = 0;
     for (size_t i = 0; i < list.count; i++) {
         if (list.items[i].family != FC_KERNEL_SM90)
             continue;
@@ -107,6 +107,10 @@ static void test_sm90_variants_use_wgmma_and_tma(void **state)
         remove(path);
         if (!strstr(ptx, "wgmma.mma_async") || !strstr(ptx, "cp.async.bulk.tensor"))
             fail_msg("%s: no wgmma.mma_async or cp.async.bulk.tensor in its PTX", name);
+        if (fc_variant_specialized(&list.items[i]) &&
+            (!strstr(ptx, "setmaxnreg.dec.sync.aligned") || !strstr(ptx, "setmaxnreg.inc.sync.aligned")))
+            fail_msg("%s: warp-specialized, but its PTX moves no registers (setmaxnreg)", name);
+        specialized += fc_variant_specialized(&list.items[i]);
         checked++;
     }
     unsetenv("FC_DUMP_PTX");
@@ -114,6 +118,7 @@ static void test_sm90_variants_use_wgmma_and_tma(void **state)
     fc_jit_destroy(jit);
     fc_variant_list_free(&list);
     assert_true(checked >= 8);
+    assert_true(specialized >= 6);
 }
 
 /* The Hopper building blocks compile for sm_90a into the instructions they are meant to be. */

@@ -170,14 +170,21 @@ static void test_plan_names_the_kernel_and_why(void **state)
     p.dtype = FC_BF16;
     struct fc_plan_info info;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");   /* 128: m128n128s2w8 */
+    assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");
     assert_non_null(strstr(info.reason, "WGMMA"));
-    p.head_dim = 128;   /* 300 keys: the short-sequence tiles */
+    p.head_dim = 128;   /* 300 keys, causal: one consumer warpgroup, short tiles */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m64n64s2w4_sm_90a");
-    p.seqlen_k = 4096;
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m64n64s2w8_sm_90a");
+    p.seqlen_k = 4096;   /* two consumer warpgroups and a producer */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w8_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12_sm_90a");
+    p.head_dim = 64;   /* long sequences: three consumer warpgroups */
+    p.seqlen_q = p.seqlen_k = 8192;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m192n128s2w16_sm_90a");
+    p.seqlen_q = 1;   /* ... not for a handful of query rows */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");
     p.seqlen_k = 300;
     p.head_dim = 96;   /* the Hopper kernel does not take it yet: the mma.sync one does */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);

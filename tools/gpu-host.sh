@@ -11,6 +11,8 @@
 #   tools/gpu-host.sh final    gpu suite, probes, sanitizer, the full tools/check.py matrix, the full
 #                              benchmark
 #   tools/gpu-host.sh sm90     the Hopper kernel: gpu suite, probes, sanitizer, tiles, quick bench
+#   tools/gpu-host.sh variants the sm90 variants in $CHECK_VARIANTS: tools/check.py forced onto each,
+#                              sanitizer on $SANITIZE_VARIANT, tile sweep, quick bench on each
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/flashcore-out}
@@ -101,7 +103,26 @@ with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
 torch.cuda.synchronize()"
 }
 
-export -f run_shapes host_costs sanitize tiles profile
+check_variants() {   # tools/check.py forced onto each variant in turn (head dims it takes)
+    local v failed=0
+    for v in $CHECK_VARIANTS; do
+        echo "--- $v"
+        FC_FORCE_VARIANT=$v python3 tools/check.py --head-dims "${CHECK_DIMS:-64,128,192,256}" --repeats 5 \
+            --json "$OUT/check-${v//:/-}.json" | tail -3 || failed=1
+    done
+    return $failed
+}
+
+bench_variants() {   # the quick benchmark forced onto each variant; peers timed in each run
+    local v
+    for v in $BENCH_VARIANTS; do
+        echo "--- $v"
+        FC_FORCE_VARIANT=$v python3 tools/bench.py --quick --no-extra --dims "${BENCH_DIMS:-64,128,256}" \
+            --json "$OUT/bench-${v//:/-}.json" | tail -12
+    done
+}
+
+export -f run_shapes host_costs sanitize tiles profile check_variants bench_variants
 
 case "${1:-check}" in
 check)
@@ -140,6 +161,13 @@ sm90)
     step tiles 300 "TILE_VARIANTS='${SM90_TILES:-sm80 sm90 sm90:n64 sm90:n128}' tiles"
     step bench-sm90 300 "FC_FORCE_VARIANT=sm90 python3 tools/bench.py --quick --no-extra --json $OUT/bench-sm90.json"
     ;;
+variants)
+    step hopper 120 .carry/bin/test_hopper
+    step check-variants 400 check_variants
+    step sanitizer 300 sanitize
+    step tiles 400 tiles
+    step bench-variants 400 bench_variants
+    ;;
 bench)
     step bench 580 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
@@ -151,7 +179,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|shapes|perf|bench|final" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|shapes|perf|bench|final" >&2
     exit 2
     ;;
 esac
