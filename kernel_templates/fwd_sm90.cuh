@@ -16,7 +16,10 @@
 //   computes the softmax of tile t while P V runs (FlashAttention-3's intra-warpgroup overlap);
 //   consumers never sync with each other, so one's softmax overlaps another's GEMMs.
 //
-// Not yet: explicit ping-pong ordering between consumers, TMA stores of O.
+//   With PINGPONG, the consumers also take turns issuing their GEMMs (FlashAttention-3's
+//   inter-warpgroup schedule), so that the turns order what the hardware would otherwise interleave.
+//
+// Not yet: TMA stores of O, a persistent grid.
 #pragma once
 
 #include "attention_common.cuh"
@@ -54,7 +57,8 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
         wgmma_m64n256k16_rs(d, a, b, 1, T{});
 }
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
+          bool PINGPONG = false>
 struct Sm90Forward {
     static constexpr int CONSUMERS = BLOCK_M / 64;                   // warpgroups, 64 rows each
     static constexpr bool SPECIALIZED = WARPS == 4 * (CONSUMERS + 1);   // plus a producer warpgroup
@@ -80,6 +84,8 @@ struct Sm90Forward {
     static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "one to three warpgroups of 64 rows");
     static_assert(WARPS == 4 * CONSUMERS || SPECIALIZED, "4 warps per consumer warpgroup, plus 4 for a producer");
     static_assert(SPECIALIZED ? STAGES >= 2 && STAGES <= 4 : STAGES == 2, "2 stages (plain) or 2-4 (specialized)");
+    static_assert(!PINGPONG || (SPECIALIZED && CONSUMERS >= 2), "ping-pong takes turns between consumers");
+    static constexpr int TURN_BARRIER = 1;   // named barriers TURN_BARRIER + consumer: "your turn"
 
     const fc_sm90_args &args;
     const fc_kernel_args &base;
@@ -299,8 +305,24 @@ struct Sm90Forward {
         }
     }
 
+    // Ping-pong: consumer c issues its GEMMs only in its turn, then passes the turn to c + 1, so
+    // that one warpgroup's softmax runs while the next one's GEMMs have the tensor cores. Every
+    // consumer takes tiles + 1 turns; the last one in the ring does not pass its final turn on,
+    // so that every barrier sees as many arrivals as waits.
+    __device__ __forceinline__ void turn_begin() const
+    {
+        if constexpr (PINGPONG)
+            named_barrier_sync(TURN_BARRIER + group, 256);
+    }
+    __device__ __forceinline__ void turn_end(bool last) const
+    {
+        if constexpr (PINGPONG)
+            if (!last || group != CONSUMERS - 1)
+                named_barrier_arrive(TURN_BARRIER + (group + 1) % CONSUMERS, 256);
+    }
+
     // A consumer warpgroup: Q K^T(t) and P V(t - 1) in flight together, the softmax of tile t
-    // computed while P V(t - 1) runs; O is rescaled once P V(t - 1) is in it.
+    // computed while P V(t - 1) runs; O takes the correction of tile t - 1 while Q K^T(t) runs.
     __device__ __forceinline__ void consume(const Barriers &b, int tiles)
     {
         float o[1][D_TILES][4];
@@ -311,16 +333,25 @@ struct Sm90Forward {
         if (tiles > 0) {
             float s[1][N_TILES][4], correction[1][2];
             unsigned a[BLOCK_N / 16][4];   // P of the tile before
+            if (PINGPONG && group == CONSUMERS - 1)
+                named_barrier_arrive(TURN_BARRIER, 256);   // consumer 0 goes first
             mbarrier_wait(b.slot(b.k_full, 0), 0);
-            qk(s, 0);
+            turn_begin();
+            qk_issue(s, 0);
+            turn_end(false);
+            wgmma_wait<0>();
+            wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
             mbarrier_arrive(b.slot(b.k_empty, 0));
-            softmax_tile(s, softmax, correction, 0);   // O is 0: nothing to correct
+            softmax_tile(s, softmax, correction, 0);   // O is 0: its correction changes nothing
             p_fragments(a, s);
             for (int t = 1; t < tiles; t++) {
                 mbarrier_wait(b.slot(b.k_full, t), (t / STAGES) & 1);
-                qk_issue(s, t % STAGES);
                 mbarrier_wait(b.slot(b.v_full, t - 1), ((t - 1) / STAGES) & 1);
+                turn_begin();
+                qk_issue(s, t % STAGES);
+                rescale_output(o, correction);
                 pv_issue(o, a, (t - 1) % STAGES);
+                turn_end(false);
                 wgmma_wait<1>();   // Q K^T(t) is done, P V(t - 1) may still run
                 wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
                 mbarrier_arrive(b.slot(b.k_empty, t));
@@ -328,11 +359,13 @@ struct Sm90Forward {
                 wgmma_wait<0>();
                 pv_retire(o, a);
                 mbarrier_arrive(b.slot(b.v_empty, t - 1));
-                rescale_output(o, correction);
                 p_fragments(a, s);
             }
             mbarrier_wait(b.slot(b.v_full, tiles - 1), ((tiles - 1) / STAGES) & 1);
+            turn_begin();
+            rescale_output(o, correction);
             pv_issue(o, a, (tiles - 1) % STAGES);
+            turn_end(true);
             wgmma_wait<0>();
             pv_retire(o, a);
         }

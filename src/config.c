@@ -37,7 +37,7 @@
 /* Keys of a variants entry. The product nests them in this order: the last varies fastest. */
 enum entry_key {
     KEY_KERNEL, KEY_ARCH, KEY_DTYPE, KEY_HEAD_DIM, KEY_CAUSAL,   /* required */
-    KEY_BLOCK_M, KEY_BLOCK_N, KEY_STAGES, KEY_WARPS,             /* absent: the family default */
+    KEY_BLOCK_M, KEY_BLOCK_N, KEY_STAGES, KEY_WARPS, KEY_PINGPONG, /* absent: the family default */
     KEY_COUNT
 };
 #define KEY_FIRST_OPTIONAL KEY_BLOCK_M
@@ -57,7 +57,7 @@ struct mapping_keys {
 
 static const char *const TOP_KEY_NAMES[TOP_COUNT] = {"version", "variants"};
 static const char *const ENTRY_KEY_NAMES[KEY_COUNT] = {
-    "kernel", "arch", "dtype", "head_dim", "causal", "block_m", "block_n", "stages", "warps",
+    "kernel", "arch", "dtype", "head_dim", "causal", "block_m", "block_n", "stages", "warps", "pingpong",
 };
 static const struct mapping_keys TOP_KEYS = {
     "at the top of the spec", TOP_KEY_NAMES, TOP_COUNT, TOP_COUNT,
@@ -340,7 +340,7 @@ static const value_parser ENTRY_KEY_PARSERS[KEY_COUNT] = {
     [KEY_DTYPE] = parse_dtype,          [KEY_HEAD_DIM] = parse_positive_int,
     [KEY_CAUSAL] = parse_boolean,       [KEY_BLOCK_M] = parse_positive_int,
     [KEY_BLOCK_N] = parse_positive_int, [KEY_STAGES] = parse_positive_int,
-    [KEY_WARPS] = parse_positive_int,
+    [KEY_WARPS] = parse_positive_int,   [KEY_PINGPONG] = parse_boolean,
 };
 
 static enum fc_status axis_append(struct reader *r, struct axis *axis, int value)
@@ -481,6 +481,8 @@ static void build_candidate(const struct entry *entry, const size_t position[KEY
         v->stages = value[KEY_STAGES];
     if (entry->axes[KEY_WARPS].count)
         v->warps = value[KEY_WARPS];
+    if (entry->axes[KEY_PINGPONG].count)
+        v->pingpong = value[KEY_PINGPONG];
 }
 
 /* Steps the position to the next candidate, the last key fastest; returns 0 after the last. */

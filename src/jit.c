@@ -204,8 +204,9 @@ static int instantiation(const struct fc_variant *v, char *out, size_t size)
 {
     const char *causal = v->causal ? "true" : "false";
     if (v->family == FC_KERNEL_SM90)
-        return snprintf(out, size, "#include \"fwd_sm90.cuh\"\n@fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d>",
-                        storage_type(v->dtype), v->head_dim, causal, v->block_m, v->block_n, v->stages, v->warps);
+        return snprintf(out, size, "#include \"fwd_sm90.cuh\"\n@fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s>",
+                        storage_type(v->dtype), v->head_dim, causal, v->block_m, v->block_n, v->stages, v->warps,
+                        v->pingpong ? "true" : "false");
     if (v->family == FC_KERNEL_SM80)
         return snprintf(out, size, "#include \"fwd_sm80.cuh\"\n@fc::Sm80Forward<%s, %d, %s, %d, %d, %d>",
                         storage_type(v->dtype), v->head_dim, causal, v->block_m, v->block_n, v->warps);

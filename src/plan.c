@@ -25,7 +25,7 @@ int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
     for (const char *p = colon ? colon + 1 : ""; *p;) {
         char *end;
         long value = strtol(p + 1, &end, 10);
-        if (end == p + 1 || value <= 0 || value > 1024)
+        if (end == p + 1 || value < 0 || value > 1024 || (value == 0 && *p != 'p'))
             return -1;
         if (*p == 'm')
             out->block_m = (int)value;
@@ -35,6 +35,8 @@ int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
             out->warps = (int)value;
         else if (*p == 's')
             out->stages = (int)value;
+        else if (*p == 'p' && value <= 1)
+            out->pingpong = (int)value + 1;
         else
             return -1;
         p = end;
@@ -73,12 +75,14 @@ static const char *select_family(const struct fc_problem *problem, int arch, str
             v->block_m = 64;
             v->warps = 8;
             v->block_n = 64;
+            v->pingpong = 0;   /* one consumer: nobody to take turns with */
         } else if (d == 64 && problem->seqlen_k >= LONG_KEYS_D64 && problem->seqlen_q >= 1024) {
             /* NOTE: three consumer warpgroups sharing each K/V tile: faster from 8k keys on (H200,
              * 16k: 520 vs 486 TF/s non-causal, 489 vs 463 causal), slower below (2k: 428 vs 455). */
             v->block_m = 192;
             v->warps = 16;
             v->block_n = 128;
+            v->pingpong = 0;
         }
         if (fc_variant_check(v, NULL, 0) == 0)
             return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128 (1.3-2.6x the sm80 kernel in the H200 sweep)";
@@ -114,6 +118,10 @@ enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int ar
         v->block_n = override->block_n ? override->block_n : v->block_n;
         v->warps = override->warps ? override->warps : v->warps;
         v->stages = override->stages ? override->stages : v->stages;
+        if (override->pingpong)
+            v->pingpong = override->pingpong - 1;
+        else   /* the default where it still applies: warp-specialized, two or more consumers */
+            v->pingpong = v->pingpong && fc_variant_specialized(v) && v->block_m >= 128;
         plan->reason = "forced by FC_FORCE_VARIANT";
     } else {
         plan->reason = select_family(problem, arch, v);

@@ -12,10 +12,11 @@
 struct fc_plan_override {
     int active;
     enum fc_kernel_family family;
-    int block_m, block_n, warps, stages;
+    int block_m, block_n, warps, stages;   /* 0: the family default */
+    int pingpong;                          /* 0: the default, 1: off, 2: on */
 };
 
-/** Parses "reference", "sm80" or "sm90:m128n128s2w12" (any of m, n, s, w optional). 0 on success. */
+/** Parses "reference", "sm80" or "sm90:m128n128s2w12p1" (any of m, n, s, w, p0/p1 optional). 0 on success. */
 int fc_plan_override_parse(const char *text, struct fc_plan_override *out);
 
 struct fc_plan {

@@ -94,9 +94,9 @@ void fc_variant_name(const struct fc_variant *v, char out[FC_VARIANT_NAME_MAX])
 {
     char arch[FC_ARCH_NAME_MAX];
     fc_arch_name(v->arch, v->arch_specific, arch);
-    snprintf(out, FC_VARIANT_NAME_MAX, "%s_%s_d%d%s_m%dn%ds%dw%d_%s",
+    snprintf(out, FC_VARIANT_NAME_MAX, "%s_%s_d%d%s_m%dn%ds%dw%d%s_%s",
              fc_kernel_family_name(v->family), fc_dtype_name(v->dtype), v->head_dim,
-             v->causal ? "_causal" : "", v->block_m, v->block_n, v->stages, v->warps, arch);
+             v->causal ? "_causal" : "", v->block_m, v->block_n, v->stages, v->warps, v->pingpong ? "p" : "", arch);
 }
 
 static int smem_limit(int arch)
@@ -157,8 +157,8 @@ static void sm80_defaults(struct fc_variant *v)
 /* NOTE: from the H200 tile sweeps (docs/PERF_NOTES.md, v2 and v3): head_dim 64, the plain schedule
  * with one warpgroup of 64 rows and 128-key tiles (several CTAs per SM); 128, 192 and 256, the
  * warp-specialized schedule with two consumer warpgroups (661 vs 574 TF/s at head_dim 128, 16k;
- * 678 vs 622 at 256), 128-key tiles up to head_dim 128 and 64 above (128 would need 246 / 296 KB
- * of shared memory). */
+ * 678 vs 622 at 256), taking turns on the tensor cores, 128-key tiles up to head_dim 128 and 64
+ * above (128 would need 246 / 296 KB of shared memory). */
 static void sm90_defaults(struct fc_variant *v)
 {
     v->stages = 2;
@@ -171,6 +171,7 @@ static void sm90_defaults(struct fc_variant *v)
     v->block_m = 128;
     v->warps = 12;   /* two consumer warpgroups and the producer's */
     v->block_n = v->head_dim <= 128 ? 128 : 64;
+    v->pingpong = 1;   /* +0-4% over letting the two interleave freely (H200, v3.1) */
 }
 
 void fc_variant_defaults(struct fc_variant *v)
@@ -227,9 +228,12 @@ static int check_sm90(const struct fc_variant *v, char *why, size_t why_size)
     if (fc_variant_specialized(v)) {
         if (v->stages < 2 || v->stages > 4)
             return fail(why, why_size, "the warp-specialized sm90 kernel takes 2 to 4 stages, not %d", v->stages);
-    } else if (v->warps != v->block_m / 16 || v->stages != 2 || v->block_m > 128) {
+        if (v->pingpong && v->block_m < 128)
+            return fail(why, why_size, "ping-pong needs two or more consumer warpgroups, not block_m %d",
+                        v->block_m);
+    } else if (v->warps != v->block_m / 16 || v->stages != 2 || v->block_m > 128 || v->pingpong) {
         return fail(why, why_size, "the sm90 kernel takes 4 warps per 64 rows (plus 4 for a producer warpgroup), "
-                    "and 2 stages without one; not %d warps", v->warps);
+                    "and 2 stages and no ping-pong without one; not %d warps", v->warps);
     }
     if (sm90_smem_bytes(v) + SM90_STATIC_SMEM > smem_limit(v->arch))
         return fail(why, why_size, "needs %d bytes of shared memory, more than the arch allows", sm90_smem_bytes(v));
@@ -275,6 +279,8 @@ int fc_variant_check(const struct fc_variant *v, char *why, size_t why_size)
         return fail(why, why_size, "warps %d is outside [1, 16]", v->warps);
     if (v->stages < 1 || v->stages > 8)
         return fail(why, why_size, "stages %d is outside [1, 8]", v->stages);
+    if (v->pingpong != 0 && (v->pingpong != 1 || v->family != FC_KERNEL_SM90))
+        return fail(why, why_size, "pingpong (%d) is a choice of the sm90 kernel only, 0 or 1", v->pingpong);
     if (v->family == FC_KERNEL_SM80)
         return check_sm80(v, why, why_size);
     if (v->family == FC_KERNEL_SM90)
@@ -308,9 +314,9 @@ int fc_variant_compare(const struct fc_variant *a, const struct fc_variant *b)
 {
     /* Field by field: memcmp would also compare padding. */
     const int left[] = {(int)a->family, (int)a->dtype, a->head_dim, a->causal, a->block_m,
-                        a->block_n, a->stages, a->warps, a->arch, a->arch_specific};
+                        a->block_n, a->stages, a->warps, a->pingpong, a->arch, a->arch_specific};
     const int right[] = {(int)b->family, (int)b->dtype, b->head_dim, b->causal, b->block_m,
-                         b->block_n, b->stages, b->warps, b->arch, b->arch_specific};
+                         b->block_n, b->stages, b->warps, b->pingpong, b->arch, b->arch_specific};
     for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
         if (left[i] != right[i])
             return left[i] < right[i] ? -1 : 1;

@@ -24,6 +24,7 @@ struct fc_variant {
     int block_n;       /* keys per K/V tile */
     int stages;        /* K/V pipeline depth (1 = no pipelining) */
     int warps;         /* warps per CTA */
+    int pingpong;      /* sm90, warp-specialized: consumers take turns issuing their GEMMs (0 or 1) */
     int arch;          /* compute capability * 10 + minor, e.g. 90, 80, 86 */
     int arch_specific; /* 1: the "a" target (sm_90a): wgmma, setmaxnreg */
 };

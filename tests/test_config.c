@@ -190,6 +190,22 @@ static void test_optional_keys_override_defaults(void **state)
     fc_variant_list_free(&list);
 }
 
+static void test_pingpong_is_an_sm90_schedule_choice(void **state)
+{
+    (void)state;
+    struct fc_variant_list list;
+    parse_good(HEAD "  - kernel: sm90\n    arch: sm_90a\n    dtype: f16\n    head_dim: 128\n    causal: false\n"
+               "    block_m: [64, 128]\n    warps: [8, 12]\n    pingpong: [false, true]\n", &list);
+    /* m64: w8 is specialized with one consumer (ping-pong refused), w12 fits nothing; m128: w8 is
+     * plain (ping-pong refused), w12 is specialized with two consumers, either way */
+    assert_int_equal(list.count, 4);
+    assert_int_equal(list.pruned, 4);
+    char name[FC_VARIANT_NAME_MAX];
+    fc_variant_name(&list.items[3], name);
+    assert_string_equal(name, "sm90_f16_d128_m128n128s2w12p_sm_90a");
+    fc_variant_list_free(&list);
+}
+
 static void test_duplicates_collapse(void **state)
 {
     (void)state;
@@ -407,6 +423,8 @@ static const struct bad_spec BAD_SPECS[] = {
     /* Booleans */
     {"yes_for_boolean", HEAD KERNEL ARCH DTYPE HEAD_DIM "    causal: yes\n", 0, "7:13",
      "`causal` must be true or false (or 1 or 0), not \"yes\""},
+    {"pingpong_word", HEAD KERNEL ARCH DTYPE HEAD_DIM CAUSAL "    pingpong: sometimes\n", 0, "8:15",
+     "`pingpong` must be true or false"},
     {"two_for_boolean", HEAD KERNEL ARCH DTYPE HEAD_DIM "    causal: [0, 2]\n", 0, "7:17",
      "`causal` must be true or false"},
     {"quoted_boolean", HEAD KERNEL ARCH DTYPE HEAD_DIM "    causal: 'true'\n", 0, "7:13",
@@ -495,6 +513,7 @@ static const struct CMUnitTest GOOD_TESTS[] = {
     cmocka_unit_test(test_scalar_instead_of_list),
     cmocka_unit_test(test_yaml_styles),
     cmocka_unit_test(test_optional_keys_override_defaults),
+    cmocka_unit_test(test_pingpong_is_an_sm90_schedule_choice),
     cmocka_unit_test(test_duplicates_collapse),
     cmocka_unit_test(test_pruned_candidates_are_counted),
     cmocka_unit_test(test_integer_range_edges),

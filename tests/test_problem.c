@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "context_internal.h"
+#include "plan_internal.h"
 #include "problem_internal.h"
 
 static _Alignas(16) char device_memory[64];   /* stands in for device pointers: never read */
@@ -177,7 +178,7 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m64n64s2w8_sm_90a");
     p.seqlen_k = 4096;   /* two consumer warpgroups and a producer */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
     p.head_dim = 64;   /* long sequences: three consumer warpgroups */
     p.seqlen_q = p.seqlen_k = 8192;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
@@ -199,6 +200,43 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_ERR_UNSUPPORTED);
     assert_non_null(strstr(fc_context_errmsg(ctx), "head_dim 100"));
     fc_context_destroy(ctx);
+}
+
+/* The name of the kernel FC_FORCE_VARIANT=text gives a problem on sm_90a, or "" if it fails. */
+static const char *forced_kernel(const char *text, int head_dim, char name[FC_VARIANT_NAME_MAX])
+{
+    struct fc_attention_params p = valid_params();
+    p.head_dim = head_dim;
+    struct fc_problem problem;
+    struct fc_plan_override override;
+    struct fc_plan plan;
+    char msg[512];
+    name[0] = 0;
+    if (fc_problem_from_params(&p, &problem, msg, sizeof msg) == FC_OK &&
+        fc_plan_override_parse(text, &override) == 0 &&
+        fc_plan_select(&problem, 90, 1, &override, &plan, msg, sizeof msg) == FC_OK)
+        fc_variant_name(&plan.variant, name);
+    return name;
+}
+
+static void test_forced_variants_keep_the_defaults_they_do_not_name(void **state)
+{
+    (void)state;
+    char name[FC_VARIANT_NAME_MAX];
+    assert_string_equal(forced_kernel("sm90", 128, name), "sm90_f16_d128_m128n128s2w12p_sm_90a");
+    assert_string_equal(forced_kernel("sm90:p0", 128, name), "sm90_f16_d128_m128n128s2w12_sm_90a");
+    /* one consumer: the default ping-pong no longer applies, and asking for it is refused */
+    assert_string_equal(forced_kernel("sm90:m64n64w8", 128, name), "sm90_f16_d128_m64n64s2w8_sm_90a");
+    assert_string_equal(forced_kernel("sm90:m64n64w8p1", 128, name), "");
+    assert_string_equal(forced_kernel("sm90:m192w16s3p1", 64, name), "sm90_f16_d64_m192n128s3w16p_sm_90a");
+    assert_string_equal(forced_kernel("sm90:m128w8", 128, name), "sm90_f16_d128_m128n128s2w8_sm_90a");
+    assert_string_equal(forced_kernel("sm80:p1", 128, name), "");   /* a choice of the sm90 kernel */
+    struct fc_plan_override override;
+    assert_int_equal(fc_plan_override_parse("sm90:p2", &override), -1);
+    assert_int_equal(fc_plan_override_parse("sm90:m0", &override), -1);
+    assert_int_equal(fc_plan_override_parse("sm90:x1", &override), -1);
+    assert_int_equal(fc_plan_override_parse("sm90:m", &override), -1);
+    assert_int_equal(fc_plan_override_parse("nope", &override), -1);
 }
 
 static void test_context_create_failures_keep_a_message(void **state)
@@ -246,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_null_params),
         cmocka_unit_test(test_api_misuse_without_gpu),
         cmocka_unit_test(test_plan_names_the_kernel_and_why),
+        cmocka_unit_test(test_forced_variants_keep_the_defaults_they_do_not_name),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };

@@ -20,4 +20,16 @@ __device__ __forceinline__ float warp_sum(float x)
     return x;
 }
 
+// Named barriers 1-15 (0 is __syncthreads): `threads` (a multiple of 32) arrive in all, some
+// waiting (sync), some only signalling (arrive). One call per warp's worth of threads counts 32.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads)
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 }  // namespace fc
