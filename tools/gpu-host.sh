@@ -9,7 +9,7 @@
 #                              quick bench
 #   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
 #   tools/gpu-host.sh final    gpu suite, probes, sanitizer, the full tools/check.py matrix, the full
-#                              benchmark
+#                              benchmark (validate: all but the benchmark; bench: only that)
 #   tools/gpu-host.sh sm90     the Hopper kernel: gpu suite, probes, sanitizer, tiles, quick bench
 #   tools/gpu-host.sh variants the sm90 variants in $CHECK_VARIANTS: tools/check.py forced onto each,
 #                              sanitizer on $SANITIZE_VARIANT, tile sweep, quick bench on each
@@ -171,6 +171,12 @@ variants)
 bench)
     step bench 580 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
+validate)
+    step gpu-suite 400 .carry/bin/test_gpu
+    step hopper 120 .carry/bin/test_hopper
+    step sanitizer 300 sanitize
+    step check-py 420 python3 tools/check.py --json "$OUT/check.json"
+    ;;
 final)
     step gpu-suite 400 .carry/bin/test_gpu
     step hopper 120 .carry/bin/test_hopper
@@ -179,7 +185,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|shapes|perf|bench|final" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|shapes|perf|bench|validate|final" >&2
     exit 2
     ;;
 esac
