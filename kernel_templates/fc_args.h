@@ -18,6 +18,11 @@ struct fc_kernel_args {
     int q_per_kv;                   /* heads_q / heads_kv */
     float scale_log2;               /* softmax_scale * log2(e): scores go straight into exp2 */
     int m_blocks;                   /* query row blocks per (batch, head) */
+    /* split-KV (the decode family): splits CTAs per (batch, K/V head), split_keys keys each; with
+     * more than one split, each writes fp32 O (divided by its sum) and LSE per (split, batch,
+     * head, query row) for the combine kernel. */
+    int splits, split_keys;
+    float *o_partial, *lse_partial;
 };
 
 /* CUtensorMap's storage (128 bytes, 64-byte aligned, as cuda.h defines it), spelled so that both

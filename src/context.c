@@ -253,6 +253,12 @@ static enum fc_status load_module(struct fc_context *ctx, const struct fc_plan *
         cu->cuModuleUnload(out->module);
         return fc_cuda_fail(cu, r, "preparing the kernel", msg, FC_MESSAGE_MAX);
     }
+    out->combine = NULL;
+    if (plan->variant.family == FC_KERNEL_DECODE &&
+        (r = cu->cuModuleGetFunction(&out->combine, out->module, FC_COMBINE_ENTRY))) {
+        cu->cuModuleUnload(out->module);
+        return fc_cuda_fail(cu, r, "preparing the combine kernel", msg, FC_MESSAGE_MAX);
+    }
     out->variant = plan->variant;
     out->occupied = 1;
     return FC_OK;

@@ -17,6 +17,7 @@ struct fc_kernel {
     struct fc_variant variant;
     CUmodule module;
     CUfunction function;
+    CUfunction combine;   /* decode family: merges the splits; else NULL */
     int occupied;
 };
 

@@ -207,6 +207,9 @@ static int instantiation(const struct fc_variant *v, char *out, size_t size)
         return snprintf(out, size, "#include \"fwd_sm90.cuh\"\n@fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s>",
                         storage_type(v->dtype), v->head_dim, causal, v->block_m, v->block_n, v->stages, v->warps,
                         v->pingpong ? "true" : "false");
+    if (v->family == FC_KERNEL_DECODE)
+        return snprintf(out, size, "#include \"fwd_decode.cuh\"\n@fc::DecodeForward<%s, %d, %s, %d, %d, %d>",
+                        storage_type(v->dtype), v->head_dim, causal, v->block_n, v->stages, v->warps);
     if (v->family == FC_KERNEL_SM80)
         return snprintf(out, size, "#include \"fwd_sm80.cuh\"\n@fc::Sm80Forward<%s, %d, %s, %d, %d, %d>",
                         storage_type(v->dtype), v->head_dim, causal, v->block_m, v->block_n, v->warps);
@@ -231,9 +234,23 @@ int fc_jit_generate_source(const struct fc_variant *v, char *out, size_t size)
         "    extern __shared__ __align__(16) char fc_shared[];\n"
         "    %s(args, fc_shared).run();\n"
         "}\n",
-        name, parts, v->warps * 32, fc_variant_min_blocks(v), FC_KERNEL_ENTRY, v->family == FC_KERNEL_SM90 ? "fc_sm90_args" : "fc_kernel_args",
-        type);
-    return n < 0 || (size_t)n >= size ? -1 : n;
+        name, parts, v->warps * 32, fc_variant_min_blocks(v), FC_KERNEL_ENTRY,
+        v->family == FC_KERNEL_SM90 ? "fc_sm90_args" : "fc_kernel_args", type);
+    if (n < 0 || (size_t)n >= size)
+        return -1;
+    if (v->family == FC_KERNEL_DECODE) {   /* the module's second kernel: merges the splits */
+        int more = snprintf(out + n, size - (size_t)n,
+            "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+            "%s(const __grid_constant__ fc_kernel_args args)\n"
+            "{\n"
+            "    fc::combine_splits<%s, %d>(args);\n"
+            "}\n",
+            FC_COMBINE_THREADS, FC_COMBINE_ENTRY, storage_type(v->dtype), v->head_dim);
+        if (more < 0 || (size_t)more >= size - (size_t)n)
+            return -1;
+        n += more;
+    }
+    return n;
 }
 
 int fc_jit_compile_options(const struct fc_variant *v, const char *options[], int max)

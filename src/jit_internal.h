@@ -10,6 +10,8 @@
 
 /* Every generated translation unit defines exactly this kernel. */
 #define FC_KERNEL_ENTRY "fc_attention_kernel"
+#define FC_COMBINE_ENTRY "fc_combine_kernel"   /* the decode family's second kernel */
+#define FC_COMBINE_THREADS 128
 #define FC_SOURCE_MAX 2048
 
 struct fc_jit;

@@ -9,6 +9,7 @@
 
 #include <nvrtc.h>
 
+#include "jit_internal.h"   /* FC_KERNEL_ENTRY */
 #include "nvrtc_internal.h"
 
 #define NVRTC_FUNCTIONS(X) \
@@ -97,10 +98,11 @@ const char *fc_nvrtc_path(void)
     return fc_nvrtc_load(NULL, 0) == 0 ? loaded_path : NULL;
 }
 
-static int read_int_before(const char *log, const char *suffix, int *value)
+/* The number just before the first `suffix` in [log, end). */
+static int read_int_before(const char *log, const char *end, const char *suffix, int *value)
 {
     const char *hit = strstr(log, suffix);
-    if (!hit)
+    if (!hit || hit >= end)
         return -1;
     const char *start = hit;
     while (start > log && start[-1] == ' ')
@@ -111,18 +113,42 @@ static int read_int_before(const char *log, const char *suffix, int *value)
     return 0;
 }
 
+/* One kernel's part of the report, [start, end): its registers and shared memory; the worst stack
+ * and spill figures over every kernel of the module. */
+static void parse_kernel_report(const char *start, const char *end, int is_entry, struct fc_compile_report *report)
+{
+    int value;
+    const char *used = strstr(start, "Used ");
+    if (used && used < end && (is_entry || report->registers < 0))
+        report->registers = atoi(used + 5);
+    if (read_int_before(start, end, "bytes smem", &value) == 0 && (is_entry || report->smem_static == 0))
+        report->smem_static = value;
+    int *worst[] = {&report->stack_bytes, &report->spill_stores, &report->spill_loads};
+    const char *suffix[] = {"bytes stack frame", "bytes spill stores", "bytes spill loads"};
+    for (int i = 0; i < 3; i++)
+        if (read_int_before(start, end, suffix[i], &value) == 0 && value > *worst[i])
+            *worst[i] = value;
+}
+
 void fc_parse_ptxas_report(const char *log, struct fc_compile_report *report)
 {
-    const char *used = strstr(log, "Used ");
-    report->registers = used ? atoi(used + 5) : -1;
-    if (read_int_before(log, "bytes stack frame", &report->stack_bytes))
-        report->stack_bytes = -1;
-    if (read_int_before(log, "bytes spill stores", &report->spill_stores))
-        report->spill_stores = -1;
-    if (read_int_before(log, "bytes spill loads", &report->spill_loads))
-        report->spill_loads = -1;
-    if (read_int_before(log, "bytes smem", &report->smem_static))
-        report->smem_static = 0;   /* ptxas omits the line when there is none */
+    report->registers = report->stack_bytes = report->spill_stores = report->spill_loads = -1;
+    report->smem_static = 0;   /* ptxas omits the line when there is none */
+    static const char SECTION[] = "Compiling entry function '";
+    const char *section = strstr(log, SECTION);
+    if (!section) {   /* a bare report: one kernel */
+        parse_kernel_report(log, log + strlen(log), 1, report);
+        return;
+    }
+    /* NOTE: a module can hold several kernels (the decode family's combine kernel); registers
+     * and shared memory are the attention kernel's, stack and spills the worst of any. */
+    while (section) {
+        const char *next = strstr(section + 1, SECTION);
+        const char *name = section + sizeof SECTION - 1;
+        const int is_entry = strncmp(name, FC_KERNEL_ENTRY "'", sizeof FC_KERNEL_ENTRY) == 0;
+        parse_kernel_report(section, next ? next : section + strlen(section), is_entry, report);
+        section = next;
+    }
 }
 
 static char *program_log(nvrtcProgram program)

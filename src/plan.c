@@ -10,6 +10,10 @@
 #define GRID_X_MAX INT_MAX   /* gridDim.x limit on sm_30 and later */
 #define SHORT_KEYS 1024      /* up to this many keys, causal head_dim 128 takes the small sm90 tiles */
 #define LONG_KEYS_D64 8192   /* from this many keys, head_dim 64 takes three consumer warpgroups */
+#define DECODE_ROWS 16       /* (query heads per K/V head) x seqlen_q up to this: the decode kernel */
+#define DEFAULT_SM_COUNT 132 /* H100 SXM, H200 */
+#define MAX_SPLITS 128
+#define MIN_SPLIT_TILES 4    /* keys per split: at least this many tiles, to amortize the prologue */
 
 int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
 {
@@ -66,6 +70,12 @@ static void base_variant(const struct fc_problem *problem, int arch, int arch_sp
 static const char *select_family(const struct fc_problem *problem, int arch, struct fc_variant *v)
 {
     const int d = problem->head_dim;
+    if (arch >= 80 && d % 16 == 0 && (long long)problem->seqlen_q * (problem->heads_q / problem->heads_kv) <= DECODE_ROWS) {
+        v->family = FC_KERNEL_DECODE;
+        if (choose_tiles(v) == 0)
+            return "decode kernel: the query heads of a K/V head and their rows fit one 16-row tile, so each K/V "
+                   "element read serves them all; keys split across CTAs to fill the GPU";
+    }
     if (arch == 90 && v->arch_specific && d % 64 == 0 && d <= 256) {   /* 64-wide swizzle blocks */
         v->family = FC_KERNEL_SM90;
         if (choose_tiles(v) == 0 && d == 128 && problem->causal && problem->seqlen_k <= SHORT_KEYS) {
@@ -104,7 +114,33 @@ static const char *select_family(const struct fc_problem *problem, int arch, str
     return "reference kernel: head_dim is not a multiple of 16, which the tensor-core kernels need";
 }
 
-enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int arch_specific,
+/* Splits of the decode kernel: the fewest whose last wave of CTAs is nearly as full as the best
+ * (FlashAttention's wave-efficiency rule), with at least MIN_SPLIT_TILES tiles of keys each. */
+static void choose_splits(const struct fc_problem *problem, const struct fc_variant *v, int sm_count,
+                          struct fc_plan *plan)
+{
+    const int smem = fc_variant_smem_bytes(v), limit = fc_arch_smem_limit(v->arch);
+    const int per_sm = smem > 0 && limit / smem > 1 ? limit / smem : 1;
+    const long long slots = (long long)(sm_count > 0 ? sm_count : DEFAULT_SM_COUNT) * per_sm;
+    const long long blocks = (long long)problem->batch * problem->heads_kv;
+    const int tiles = (problem->seqlen_k + v->block_n - 1) / v->block_n;
+    int most = tiles / MIN_SPLIT_TILES;
+    most = most < 1 ? 1 : most > MAX_SPLITS ? MAX_SPLITS : most;
+    double efficiency[MAX_SPLITS + 1], best = 0.;
+    for (int s = 1; s <= most; s++) {
+        const long long ctas = blocks * s, waves = (ctas + slots - 1) / slots;
+        efficiency[s] = (double)ctas / (double)(waves * slots);
+        best = efficiency[s] > best ? efficiency[s] : best;
+    }
+    int splits = 1;
+    while (splits < most && efficiency[splits] < 0.85 * best)
+        splits++;
+    const int tiles_each = (tiles + splits - 1) / splits;
+    plan->split_keys = tiles_each * v->block_n;
+    plan->splits = tiles_each > 0 ? (tiles + tiles_each - 1) / tiles_each : 1;   /* no empty split */
+}
+
+enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int arch_specific, int sm_count,
                               const struct fc_plan_override *override, struct fc_plan *plan,
                               char *msg, size_t size)
 {
@@ -139,6 +175,18 @@ enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int ar
         return FC_ERR_UNSUPPORTED;
     }
     plan->grid = (unsigned)grid;
+    plan->splits = 1;
+    if (v->family == FC_KERNEL_DECODE) {
+        choose_splits(problem, v, sm_count, plan);
+        grid = (long long)plan->splits * problem->heads_kv * problem->batch;
+        if (grid > GRID_X_MAX) {
+            snprintf(msg, size, "batch * heads_kv * splits = %lld blocks: more than one launch takes (%d)", grid,
+                     GRID_X_MAX);
+            return FC_ERR_UNSUPPORTED;
+        }
+        plan->grid = (unsigned)grid;
+        plan->m_blocks = 1;
+    }
     plan->threads = (unsigned)v->warps * 32;
     plan->smem_bytes = (unsigned)fc_variant_smem_bytes(v);
     return FC_OK;
@@ -167,4 +215,6 @@ void fc_plan_kernel_args(const struct fc_problem *p, const struct fc_plan *plan,
     a->q_per_kv = p->heads_q / p->heads_kv;
     a->scale_log2 = p->softmax_scale * LOG2E;
     a->m_blocks = plan->m_blocks;
+    a->splits = plan->splits > 0 ? plan->splits : 1;
+    a->split_keys = plan->split_keys;
 }

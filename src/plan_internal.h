@@ -25,14 +25,16 @@ struct fc_plan {
     unsigned threads;       /* per CTA */
     unsigned smem_bytes;    /* dynamic shared memory */
     int m_blocks;           /* query row blocks per (batch, head) */
+    int splits, split_keys; /* decode family: CTAs per (batch, K/V head) and keys each; else 1, 0 */
     const char *reason;     /* a constant sentence: why this kernel */
 };
 
 /**
- * Chooses the variant for a validated problem on a target (arch = major * 10 + minor).
+ * Chooses the variant for a validated problem on a target (arch = major * 10 + minor) with
+ * sm_count SMs (0: unknown, planned as an H100's 132; it only sets the decode family's splits).
  * @return FC_OK or FC_ERR_UNSUPPORTED with the reason in msg
  */
-enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int arch_specific,
+enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int arch_specific, int sm_count,
                               const struct fc_plan_override *override, struct fc_plan *plan,
                               char *msg, size_t msg_size);
 

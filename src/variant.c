@@ -17,7 +17,7 @@
 #define HEAD_DIM_MAX 256
 #define REFERENCE_BLOCK_N 32   /* one key per lane */
 
-static const char *const FAMILY_NAMES[FC_KERNEL_FAMILY_COUNT] = {"reference", "sm80", "sm90"};
+static const char *const FAMILY_NAMES[FC_KERNEL_FAMILY_COUNT] = {"reference", "sm80", "sm90", "decode"};
 static const char *const DTYPE_NAMES[] = {"f16", "bf16", "e4m3"};
 
 const char *fc_kernel_family_name(enum fc_kernel_family family)
@@ -99,7 +99,7 @@ void fc_variant_name(const struct fc_variant *v, char out[FC_VARIANT_NAME_MAX])
              v->causal ? "_causal" : "", v->block_m, v->block_n, v->stages, v->warps, v->pingpong ? "p" : "", arch);
 }
 
-static int smem_limit(int arch)
+int fc_arch_smem_limit(int arch)
 {
     if (arch == 75)
         return SMEM_BYTES_MAX_SM75;
@@ -146,9 +146,9 @@ static void sm80_defaults(struct fc_variant *v)
         v->block_n = 32;
     }
     /* Smaller tiles where the arch has less shared memory (sm_86/89: 99 KB). */
-    if (sm80_smem_bytes(v) > smem_limit(v->arch))
+    if (sm80_smem_bytes(v) > fc_arch_smem_limit(v->arch))
         v->block_n = 32;
-    if (sm80_smem_bytes(v) > smem_limit(v->arch)) {
+    if (sm80_smem_bytes(v) > fc_arch_smem_limit(v->arch)) {
         v->warps = 4;
         v->block_m = 64;
     }
@@ -174,9 +174,38 @@ static void sm90_defaults(struct fc_variant *v)
     v->pingpong = 1;   /* +0-4% over letting the two interleave freely (H200, v3.1) */
 }
 
+/** The split-KV kernel: 16 packed rows of Q, the K/V ring (its space reused for the warps' merge). */
+static int decode_smem_bytes(const struct fc_variant *v)
+{
+    const int pitch = v->head_dim * 2 + 16;
+    const int ring = 2 * v->stages * v->block_n * pitch, merge = v->warps * 16 * (v->head_dim + 2) * 4;
+    return 16 * pitch + (ring > merge ? ring : merge);
+}
+
+/* NOTE: four warps x 16 keys of each 64-key tile; three stages where two CTAs still fit an SM
+ * (Hopper up to head_dim 128: 109 KB each), else two; two warps x 16 keys where even that does
+ * not fit (head_dim 192 and 256 on 99 KB parts). Decode is bound by reading K and V: what
+ * matters is bytes in flight per SM, not the MMAs. */
+static void decode_defaults(struct fc_variant *v)
+{
+    v->block_m = 16;
+    v->block_n = 64;
+    v->warps = 4;
+    v->stages = 3;
+    if (2 * decode_smem_bytes(v) > fc_arch_smem_limit(v->arch))
+        v->stages = 2;
+    if (decode_smem_bytes(v) > fc_arch_smem_limit(v->arch)) {   /* 99 KB parts, head_dim 192/256 */
+        v->warps = 2;
+        v->block_n = 32;
+    }
+}
+
 void fc_variant_defaults(struct fc_variant *v)
 {
     switch (v->family) {
+    case FC_KERNEL_DECODE:
+        decode_defaults(v);
+        break;
     case FC_KERNEL_SM80:
         sm80_defaults(v);
         break;
@@ -235,7 +264,7 @@ static int check_sm90(const struct fc_variant *v, char *why, size_t why_size)
         return fail(why, why_size, "the sm90 kernel takes 4 warps per 64 rows (plus 4 for a producer warpgroup), "
                     "and 2 stages and no ping-pong without one; not %d warps", v->warps);
     }
-    if (sm90_smem_bytes(v) + SM90_STATIC_SMEM > smem_limit(v->arch))
+    if (sm90_smem_bytes(v) + SM90_STATIC_SMEM > fc_arch_smem_limit(v->arch))
         return fail(why, why_size, "needs %d bytes of shared memory, more than the arch allows", sm90_smem_bytes(v));
     return 0;
 }
@@ -254,8 +283,27 @@ static int check_sm80(const struct fc_variant *v, char *why, size_t why_size)
     if (v->block_m % v->warps || (rows_per_warp != 16 && rows_per_warp != 32))
         return fail(why, why_size, "block_m %d must give each warp 16 or 32 rows", v->block_m);
     int smem = sm80_smem_bytes(v);
-    if (smem > smem_limit(v->arch))
+    if (smem > fc_arch_smem_limit(v->arch))
         return fail(why, why_size, "needs %d bytes of shared memory, more than the arch allows", smem);
+    return 0;
+}
+
+static int check_decode(const struct fc_variant *v, char *why, size_t why_size)
+{
+    if (v->arch < 80)
+        return fail(why, why_size, "mma.sync m16n8k16 with bf16 needs sm_80 or later, not sm_%d", v->arch);
+    if (v->head_dim % 16)
+        return fail(why, why_size, "the decode kernel takes head_dim in multiples of 16, not %d", v->head_dim);
+    if (v->block_m != 16)
+        return fail(why, why_size, "the decode kernel packs 16 rows (block_m 16), not %d", v->block_m);
+    if (v->warps != 2 && v->warps != 4 && v->warps != 8)
+        return fail(why, why_size, "the decode kernel takes 2, 4 or 8 warps, not %d", v->warps);
+    if (v->block_n != 16 * v->warps && v->block_n != 32 * v->warps)
+        return fail(why, why_size, "the decode kernel takes block_n of 16 or 32 keys per warp, not %d", v->block_n);
+    if (v->stages < 2 || v->stages > 4)
+        return fail(why, why_size, "the decode kernel takes 2 to 4 stages, not %d", v->stages);
+    if (decode_smem_bytes(v) > fc_arch_smem_limit(v->arch))
+        return fail(why, why_size, "needs %d bytes of shared memory, more than the arch allows", decode_smem_bytes(v));
     return 0;
 }
 
@@ -285,6 +333,8 @@ int fc_variant_check(const struct fc_variant *v, char *why, size_t why_size)
         return check_sm80(v, why, why_size);
     if (v->family == FC_KERNEL_SM90)
         return check_sm90(v, why, why_size);
+    if (v->family == FC_KERNEL_DECODE)
+        return check_decode(v, why, why_size);
     if (v->family == FC_KERNEL_REFERENCE) {
         if (v->block_n != REFERENCE_BLOCK_N)
             return fail(why, why_size, "the reference kernel takes block_n 32 (a key per lane), not %d",
@@ -295,7 +345,7 @@ int fc_variant_check(const struct fc_variant *v, char *why, size_t why_size)
             return fail(why, why_size, "the reference kernel does not pipeline (stages 1, not %d)",
                         v->stages);
         int smem = reference_smem_bytes(v);
-        if (smem > smem_limit(v->arch))
+        if (smem > fc_arch_smem_limit(v->arch))
             return fail(why, why_size, "needs %d bytes of shared memory, more than the arch allows",
                         smem);
     }
@@ -307,6 +357,8 @@ int fc_variant_smem_bytes(const struct fc_variant *v)
 {
     if (v->family == FC_KERNEL_SM90)
         return sm90_smem_bytes(v);
+    if (v->family == FC_KERNEL_DECODE)
+        return decode_smem_bytes(v);
     return v->family == FC_KERNEL_SM80 ? sm80_smem_bytes(v) : reference_smem_bytes(v);
 }
 

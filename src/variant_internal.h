@@ -11,6 +11,7 @@ enum fc_kernel_family {
     FC_KERNEL_REFERENCE = 0,   /* kernel_templates/reference.cuh: simple, obviously correct */
     FC_KERNEL_SM80 = 1,        /* kernel_templates/fwd_sm80.cuh: mma.sync tensor cores, sm_80+ */
     FC_KERNEL_SM90 = 2,        /* kernel_templates/fwd_sm90.cuh: TMA + WGMMA, sm_90a */
+    FC_KERNEL_DECODE = 3,      /* kernel_templates/fwd_decode.cuh: split-KV, GQA-packed rows, sm_80+ */
     FC_KERNEL_FAMILY_COUNT
 };
 
@@ -61,6 +62,9 @@ int fc_variant_min_blocks(const struct fc_variant *variant);
 
 /** 1 if the variant is the warp-specialized sm90 schedule (a producer warpgroup). */
 int fc_variant_specialized(const struct fc_variant *variant);
+
+/** The largest dynamic shared memory one CTA may opt into on the arch, in bytes. */
+int fc_arch_smem_limit(int arch);
 
 /** Dynamic shared memory, in bytes, the variant's kernel is launched with. */
 int fc_variant_smem_bytes(const struct fc_variant *variant);

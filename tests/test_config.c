@@ -27,7 +27,8 @@
 #define PRECOMPILE_REFERENCE 40
 #define PRECOMPILE_SM80 80
 #define PRECOMPILE_SM90 (16 + 2 + 4)   /* + causal short-sequence tiles at 128, long at 64 */
-#define PRECOMPILE_VARIANTS (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_SM90)
+#define PRECOMPILE_DECODE 80   /* as sm80 */
+#define PRECOMPILE_VARIANTS (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90)
 
 static const char *precompile_path;
 
@@ -136,7 +137,7 @@ static void test_precompile_spec(void **state)
             fail_msg("variant %zu fails fc_variant_check: %s", i, why);
         hopper += list.items[i].arch == 90 && list.items[i].arch_specific;
     }
-    assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_SM90);
+    assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_DECODE / 4 + PRECOMPILE_SM90);
     fc_variant_list_free(&list);
     assert_list_empty(&list);
 }

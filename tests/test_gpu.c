@@ -47,6 +47,11 @@ static const struct { int b, sq, sk, hq, hkv; enum fc_check_layout layout; } SHA
     {1, 4097, 127, 2, 2, FC_LAYOUT_PACKED},
     {4, 127, 1, 4, 4, FC_LAYOUT_PACKED},
     {2, 129, 1000, 8, 2, FC_LAYOUT_BHSD},
+    /* (query heads per K/V head) x Sq <= 16: the split-KV decode kernel where selected */
+    {2, 1, 1000, 32, 8, FC_LAYOUT_PACKED},
+    {1, 4, 777, 8, 2, FC_LAYOUT_PACKED},      /* 16 packed rows, causal per row */
+    {3, 2, 64, 4, 4, FC_LAYOUT_BHSD},
+    {1, 1, 20000, 16, 2, FC_LAYOUT_PACKED},   /* many splits */
 };
 static const int HEAD_DIMS[] = {64, 96, 128, 192, 256, 40};   /* 40: not a multiple of 16 */
 
@@ -94,14 +99,17 @@ static int run_case(struct fc_context *context, const struct fc_check_case *c, s
 
 /* Every case on one context, the head dims a family takes (all, or only the multiples of 64 the
  * Hopper kernel takes, up to max_head_dim); returns the number that failed. */
-static int run_matrix(struct fc_context *context, int hopper_dims, int max_head_dim)
+static int run_matrix_of(struct fc_context *context, int hopper_dims, int max_head_dim, int decode_only)
 {
     int failures = 0, cases = 0;
     for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
         for (size_t d = 0; d < sizeof HEAD_DIMS / sizeof HEAD_DIMS[0]; d++)
-            if (!hopper_dims || (HEAD_DIMS[d] % 64 == 0 && HEAD_DIMS[d] <= max_head_dim))
+            if ((!hopper_dims || (HEAD_DIMS[d] % 64 == 0 && HEAD_DIMS[d] <= max_head_dim)) &&
+                (!decode_only || HEAD_DIMS[d] % 16 == 0))
             for (int causal = 0; causal <= 1; causal++)
                 for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
+                    if (decode_only && SHAPES[s].sq * (SHAPES[s].hq / SHAPES[s].hkv) > 16)
+                        continue;
                     struct fc_check_case c = make_case((int)s, HEAD_DIMS[d], (enum fc_dtype)dtype, causal);
                     struct fc_error_stats e;
                     char kernel[FC_VARIANT_NAME_MAX];
@@ -115,6 +123,39 @@ static int run_matrix(struct fc_context *context, int hopper_dims, int max_head_
                 }
     print_message("%d cases, %d failed\n", cases, failures);
     return failures;
+}
+
+static int run_matrix(struct fc_context *context, int hopper_dims, int max_head_dim)
+{
+    return run_matrix_of(context, hopper_dims, max_head_dim, 0);
+}
+
+/* The decode kernel forced with its defaults and with other tiles, on the shapes it takes, every
+ * head_dim that is a multiple of 16. */
+static void test_decode_kernel_matches_reference_over_awkward_shapes(void **state)
+{
+    (void)state;
+    if (ctx->arch < 80)
+        skip();
+    int failures = 0;
+    for (int i = 0; i < 2; i++) {
+        struct fc_context *forced = NULL;
+        const char *variant = i == 0 ? "decode" : "decode:n64w2";
+        char msg[FC_MESSAGE_MAX];
+        setenv("FC_FORCE_VARIANT", variant, 1);
+        enum fc_status status = fc_context_create(0, NULL, &forced);
+        unsetenv("FC_FORCE_VARIANT");
+        snprintf(msg, sizeof msg, "%s", fc_context_errmsg(forced));
+        if (status != FC_OK)
+            fail_msg("fc_context_create: %s", msg);
+        print_message("--- FC_FORCE_VARIANT=%s\n", variant);
+        int pushed;
+        assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
+        failures += run_matrix_of(forced, 0, 256, 1);
+        fc_context_leave(forced, pushed);
+        fc_context_destroy(forced);
+    }
+    assert_int_equal(failures, 0);
 }
 
 static void test_selected_kernels_match_reference_over_awkward_shapes(void **state)
@@ -220,12 +261,9 @@ static void test_misuse_on_a_real_context_launches_nothing(void **state)
     fc_check_release(&run);
 }
 
-/* On an in-memory hit the forward call can be captured into a CUDA graph, and the replay computes
- * the right answer on a non-default stream. */
-static void test_forward_is_graph_capturable(void **state)
+static void capture_and_replay(int shape)
 {
-    (void)state;
-    struct fc_check_case c = make_case(3, 128, FC_BF16, 1);
+    struct fc_check_case c = make_case(shape, 128, FC_BF16, 1);
     struct fc_check_run run;
     char msg[FC_MESSAGE_MAX] = "";
     const struct fc_cuda_api *cu;
@@ -252,6 +290,16 @@ static void test_forward_is_graph_capturable(void **state)
     cu->cuGraphDestroy(graph);
     cu->cuStreamDestroy(stream);
     fc_check_release(&run);
+}
+
+/* On an in-memory hit the forward call can be captured into a CUDA graph, and the replay computes
+ * the right answer on a non-default stream: one launch, and the split-KV pair of launches with its
+ * stream-ordered scratch buffer. */
+static void test_forward_is_graph_capturable(void **state)
+{
+    (void)state;
+    capture_and_replay(3);
+    capture_and_replay(11);   /* 20000 keys, Sq 1: split-KV where the decode kernel is selected */
 }
 
 static int create(struct fc_context **out, const char *forced)
@@ -316,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_reference_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_sm90_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_sm80_kernel_matches_reference_over_awkward_shapes),
+        cmocka_unit_test(test_decode_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_bit_identical_over_repeated_runs),
         cmocka_unit_test(test_misuse_on_a_real_context_launches_nothing),
         cmocka_unit_test(test_forward_is_graph_capturable),

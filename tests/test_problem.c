@@ -183,7 +183,11 @@ static void test_plan_names_the_kernel_and_why(void **state)
     p.seqlen_q = p.seqlen_k = 8192;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m192n128s2w16_sm_90a");
-    p.seqlen_q = 1;   /* ... not for a handful of query rows */
+    p.seqlen_q = 4;   /* 4 query heads per K/V head x 4 rows fit one 16-row tile: split-KV decode */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "decode_bf16_d64_causal_m16n64s3w4_sm_90a");
+    assert_non_null(strstr(info.reason, "16-row tile"));
+    p.seqlen_q = 5;   /* 20 rows: not any more */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");
     p.seqlen_k = 300;
@@ -214,7 +218,7 @@ static const char *forced_kernel(const char *text, int head_dim, char name[FC_VA
     name[0] = 0;
     if (fc_problem_from_params(&p, &problem, msg, sizeof msg) == FC_OK &&
         fc_plan_override_parse(text, &override) == 0 &&
-        fc_plan_select(&problem, 90, 1, &override, &plan, msg, sizeof msg) == FC_OK)
+        fc_plan_select(&problem, 90, 1, 132, &override, &plan, msg, sizeof msg) == FC_OK)
         fc_variant_name(&plan.variant, name);
     return name;
 }
@@ -237,6 +241,37 @@ static void test_forced_variants_keep_the_defaults_they_do_not_name(void **state
     assert_int_equal(fc_plan_override_parse("sm90:x1", &override), -1);
     assert_int_equal(fc_plan_override_parse("sm90:m", &override), -1);
     assert_int_equal(fc_plan_override_parse("nope", &override), -1);
+}
+
+/* The decode family's splits on an H100/H200 (132 SMs, two 109 KB CTAs per SM at head_dim 128). */
+static void test_decode_splits_fill_the_gpu(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();
+    p.seqlen_q = 1;
+    p.heads_q = 32;
+    p.heads_kv = 8;
+    p.head_dim = 128;
+    const struct { int batch, seqlen_k, sm_count, splits, split_keys; } CASES[] = {
+        {64, 8192, 132, 1, 8192},    /* 512 CTAs: 97% of two waves already */
+        {8, 32768, 132, 4, 8192},    /* 64 CTAs: four splits make 256 of 264 slots */
+        {8, 32768, 0, 4, 8192},      /* SM count unknown: planned as 132 */
+        {1, 100, 132, 1, 128},       /* too few keys to split */
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        p.batch = CASES[i].batch;
+        p.seqlen_k = CASES[i].seqlen_k;
+        struct fc_problem problem;
+        struct fc_plan plan;
+        char msg[512];
+        assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+        assert_int_equal(fc_plan_select(&problem, 90, 1, CASES[i].sm_count, NULL, &plan, msg, sizeof msg), FC_OK);
+        assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
+        assert_int_equal(plan.splits, CASES[i].splits);
+        assert_int_equal(plan.split_keys, CASES[i].split_keys);
+        assert_int_equal(plan.grid, CASES[i].splits * 8 * CASES[i].batch);
+        assert_true((long long)plan.splits * plan.split_keys >= CASES[i].seqlen_k);
+    }
 }
 
 static void test_context_create_failures_keep_a_message(void **state)
@@ -285,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_api_misuse_without_gpu),
         cmocka_unit_test(test_plan_names_the_kernel_and_why),
         cmocka_unit_test(test_forced_variants_keep_the_defaults_they_do_not_name),
+        cmocka_unit_test(test_decode_splits_fill_the_gpu),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };

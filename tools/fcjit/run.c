@@ -244,7 +244,7 @@ static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const
     struct fc_kernel kernel;
     char msg[1024];
     if (fc_problem_from_params(&o->params, &problem, msg, sizeof msg) ||
-        fc_plan_select(&problem, ctx->arch, ctx->arch_specific, &ctx->override, &plan, msg, sizeof msg) ||
+        fc_plan_select(&problem, ctx->arch, ctx->arch_specific, ctx->sm_count, &ctx->override, &plan, msg, sizeof msg) ||
         fc_context_kernel(ctx, &plan, &problem, &kernel))
         return FCJIT_EXIT_ERROR;
     struct fc_launch_args launch;

@@ -1,0 +1,296 @@
+// Attention forward for a few query rows against many keys (decode, short prefill): split-KV with
+// the query heads of a GQA group packed into one tile (sm_80 and later, mma.sync).
+//
+// A CTA takes one (batch, K/V head) and one split: a range of split_keys keys. Its 16 tile rows
+// are the (query head of the group, query row) pairs, q_per_kv * seqlen_q <= 16 of them, so each
+// K/V element read from memory serves the whole group. K and V stream through a STAGES-deep
+// cp.async ring in tiles of BLOCK_N keys; warp w takes keys [w * KEYS, (w + 1) * KEYS) of each
+// tile with its own online softmax (S and P V on mma.sync m16n8k16, as fwd_sm80.cuh), and the
+// warps merge (max, sum, O) through shared memory at the end. With one split the CTA writes O and
+// the LSE; with several it writes fp32 O (already divided by its sum) and its LSE per split, and
+// CombineSplits, the second kernel of the module, merges them.
+#pragma once
+
+#include "attention_common.cuh"
+#include "fc_args.h"
+#include "ptx/cp_async.cuh"
+#include "ptx/ldmatrix.cuh"
+#include "ptx/mma.cuh"
+#include "ptx/smem.cuh"
+#include "softmax.cuh"
+
+namespace fc {
+
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS>
+struct DecodeForward {
+    static constexpr int ROWS = 16;                     // one m-tile of packed (head, query) rows
+    static constexpr int THREADS = WARPS * WARP_SIZE;
+    static constexpr int KEYS = BLOCK_N / WARPS;        // keys of each tile per warp
+    static constexpr int N_TILES = KEYS / 8, D_TILES = HEAD_DIM / 8, K_STEPS = HEAD_DIM / 16;
+    static constexpr int CHUNKS = HEAD_DIM / 8;         // 16-byte chunks per row
+    static constexpr int PITCH = HEAD_DIM * 2 + 16;     // padded rows: conflict-free ldmatrix (fwd_sm80.cuh)
+    static constexpr int Q_BYTES = ROWS * PITCH, KV_BYTES = BLOCK_N * PITCH;
+    static constexpr int MERGE_BYTES = WARPS * ROWS * (HEAD_DIM + 2) * 4;   // per warp: O, max, sum
+    static constexpr int PIPE_BYTES = 2 * STAGES * KV_BYTES;
+    static constexpr int SMEM_BYTES = Q_BYTES + (PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES);
+    static_assert(HEAD_DIM % 16 == 0 && HEAD_DIM <= 256, "head_dim: a multiple of 16 up to 256");
+    static_assert(KEYS == 16 || KEYS == 32, "16 or 32 keys of each tile per warp");
+    static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages");
+
+    using MMA = Mma<T>;
+
+    const fc_kernel_args &args;
+    char *smem;
+    int split, batch, kv_head, rows, warp, lane;
+
+    __device__ DecodeForward(const fc_kernel_args &a, char *shared) : args(a), smem(shared)
+    {
+        int block = blockIdx.x;
+        split = block % args.splits;
+        block /= args.splits;
+        kv_head = block % args.heads_kv;
+        batch = block / args.heads_kv;
+        rows = args.q_per_kv * args.seqlen_q;   // <= ROWS: the selector's rule
+        warp = threadIdx.x / WARP_SIZE;
+        lane = threadIdx.x % WARP_SIZE;
+    }
+
+    // Packed row r: query head kv_head * q_per_kv + r / seqlen_q, query row r % seqlen_q.
+    __device__ __forceinline__ int row_head(int r) const { return kv_head * args.q_per_kv + r / args.seqlen_q; }
+    __device__ __forceinline__ int row_query(int r) const { return r % args.seqlen_q; }
+
+    // Keys [first, first + BLOCK_N) of K or V into a padded tile; keys at or past `end` are zeros.
+    __device__ __forceinline__ void load_tile(unsigned dst, const T *src, long long stride, int first, int end)
+    {
+#pragma unroll
+        for (int i = threadIdx.x; i < BLOCK_N * CHUNKS; i += THREADS) {
+            const int r = i / CHUNKS, c = i % CHUNKS;
+            const bool valid = first + r < end;
+            cp_async_16(dst + r * PITCH + c * 16, valid ? src + (first + r) * stride + c * 8 : src, valid);
+        }
+    }
+
+    __device__ __forceinline__ void load_q(unsigned dst)
+    {
+        const T *q = static_cast<const T *>(args.q) + batch * args.q_stride[0];
+        for (int i = threadIdx.x; i < ROWS * CHUNKS; i += THREADS) {
+            const int r = i / CHUNKS, c = i % CHUNKS;
+            const bool valid = r < rows;
+            const T *from = valid ? q + row_head(r) * args.q_stride[2] + row_query(r) * args.q_stride[1] + c * 8 : q;
+            cp_async_16(dst + r * PITCH + c * 16, from, valid);
+        }
+    }
+
+    // S = Q K^T over this warp's keys of the tile.
+    __device__ __forceinline__ void qk(float (&s)[1][N_TILES][4], const unsigned (&q)[K_STEPS][4], unsigned k_smem)
+    {
+#pragma unroll
+        for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                s[0][n][i] = 0.f;
+#pragma unroll
+        for (int k = 0; k < K_STEPS; k++)
+#pragma unroll
+            for (int n = 0; n < N_TILES; n += 2) {   // two 8-key tiles per ldmatrix
+                unsigned b[4];
+                const int key = warp * KEYS + n * 8 + lane % 8 + 8 * (lane / 16);
+                ldmatrix_x4(b, k_smem + key * PITCH + (2 * k + (lane / 8) % 2) * 16);
+                MMA::run(s[0][n], q[k], b[0], b[1]);
+                MMA::run(s[0][n + 1], q[k], b[2], b[3]);
+            }
+    }
+
+    // O += P V over this warp's keys of the tile.
+    __device__ __forceinline__ void pv(float (&o)[1][D_TILES][4], const float (&p)[1][N_TILES][4], unsigned v_smem)
+    {
+#pragma unroll
+        for (int k = 0; k < KEYS / 16; k++) {
+            unsigned a[4];
+            p_fragment<T, N_TILES>(a, p[0], k);
+#pragma unroll
+            for (int d = 0; d < D_TILES; d += 2) {
+                unsigned b[4];
+                const int key = warp * KEYS + k * 16 + lane % 8 + 8 * ((lane / 8) % 2);
+                ldmatrix_x4_trans(b, v_smem + key * PITCH + (d + lane / 16) * 16);
+                MMA::run(o[0][d], a, b[0], b[1]);
+                MMA::run(o[0][d + 1], a, b[2], b[3]);
+            }
+        }
+    }
+
+    // Hides keys past seqlen_k and, if causal (bottom-right), past each row's diagonal; with a
+    // negative scale also scales (see softmax.cuh).
+    __device__ __forceinline__ void mask(float (&s)[1][N_TILES][4], int key0, bool masked, float prescale)
+    {
+        const int diagonal = args.seqlen_k - args.seqlen_q;
+#pragma unroll
+        for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int r = lane / 4 + 8 * (i / 2);
+                const int key = key0 + warp * KEYS + n * 8 + 2 * (lane % 4) + i % 2;
+                const bool hidden = key >= args.seqlen_k || (CAUSAL && key > row_query(r) + diagonal);
+                s[0][n][i] = masked && hidden ? -infinity() : s[0][n][i] * prescale;
+            }
+    }
+
+    __device__ void run()
+    {
+        const T *k = static_cast<const T *>(args.k) + batch * args.k_stride[0] + kv_head * args.k_stride[2];
+        const T *v = static_cast<const T *>(args.v) + batch * args.v_stride[0] + kv_head * args.v_stride[2];
+        const unsigned q_smem = smem_address(smem), k_smem = q_smem + Q_BYTES, v_smem = k_smem + STAGES * KV_BYTES;
+        const int key_begin = split * args.split_keys;
+        const int key_end = min(args.seqlen_k, key_begin + args.split_keys);
+        const int tiles = key_end > key_begin ? (key_end - key_begin + BLOCK_N - 1) / BLOCK_N : 0;
+        // Causal: the first query row sees keys up to seqlen_k - seqlen_q; past that, mask per row.
+        const int unmasked_end = CAUSAL ? key_end - (args.seqlen_q - 1) : key_end;
+
+        load_q(q_smem);
+        cp_async_commit();
+#pragma unroll
+        for (int t = 0; t < STAGES - 1; t++) {   // the ring's first STAGES - 1 tiles, one group each
+            if (t < tiles) {
+                load_tile(k_smem + t * KV_BYTES, k, args.k_stride[1], key_begin + t * BLOCK_N, key_end);
+                load_tile(v_smem + t * KV_BYTES, v, args.v_stride[1], key_begin + t * BLOCK_N, key_end);
+            }
+            cp_async_commit();
+        }
+
+        float o[1][D_TILES][4];
+#pragma unroll
+        for (int d = 0; d < D_TILES; d++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                o[0][d][i] = 0.f;
+        OnlineSoftmax<1, N_TILES> softmax;
+        softmax.init();
+        const bool fold_scale = args.scale_log2 > 0.f;
+        const float factor = fold_scale ? args.scale_log2 : 1.f, prescale = fold_scale ? 1.f : args.scale_log2;
+        unsigned q_frag[K_STEPS][4];
+
+        for (int t = 0; t < tiles; t++) {
+            cp_async_wait<STAGES - 2>();   // tile t (and Q) has landed for this thread ...
+            __syncthreads();               // ... and for all; tile t - 1's stage is free again
+            const int ahead = t + STAGES - 1;
+            if (ahead < tiles) {
+                const int stage = ahead % STAGES;
+                load_tile(k_smem + stage * KV_BYTES, k, args.k_stride[1], key_begin + ahead * BLOCK_N, key_end);
+                load_tile(v_smem + stage * KV_BYTES, v, args.v_stride[1], key_begin + ahead * BLOCK_N, key_end);
+            }
+            cp_async_commit();   // possibly empty: keeps one group per tile
+            if (t == 0)
+#pragma unroll
+                for (int kk = 0; kk < K_STEPS; kk++)
+                    ldmatrix_x4(q_frag[kk], q_smem + (lane % 16) * PITCH + (2 * kk + lane / 16) * 16);
+
+            const int stage = t % STAGES, key0 = key_begin + t * BLOCK_N;
+            float s[1][N_TILES][4];
+            qk(s, q_frag, k_smem + stage * KV_BYTES);
+            // rows past `rows` hold zeros: their scores are finite, and they are never written
+            const bool masked = key0 + BLOCK_N > unmasked_end;
+            if (masked || !fold_scale)
+                mask(s, key0, masked, prescale);
+            float correction[1][2];
+            softmax.update(s, correction, factor);
+            rescale_output(o, correction);
+            pv(o, s, v_smem + stage * KV_BYTES);
+        }
+        cp_async_wait<0>();
+        softmax.finish();
+        __syncthreads();   // the pipeline's shared memory becomes the merge area
+        merge_and_store(o, softmax);
+    }
+
+    // Each warp's (max, sum, O) into shared memory; then every thread merges some (row, column)
+    // pairs over the warps and writes them: final O and LSE with one split, else fp32 partials.
+    __device__ __forceinline__ void merge_and_store(const float (&o)[1][D_TILES][4],
+                                                    const OnlineSoftmax<1, N_TILES> &softmax)
+    {
+        float *merge_o = reinterpret_cast<float *>(smem + Q_BYTES);     // [WARPS][ROWS][HEAD_DIM]
+        float *merge_max = merge_o + WARPS * ROWS * HEAD_DIM;          // [WARPS][ROWS]
+        float *merge_sum = merge_max + WARPS * ROWS;                   // [WARPS][ROWS]
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int r = lane / 4 + 8 * h;
+#pragma unroll
+            for (int d = 0; d < D_TILES; d++) {
+                float *at = merge_o + (warp * ROWS + r) * HEAD_DIM + d * 8 + 2 * (lane % 4);
+                at[0] = o[0][d][2 * h];
+                at[1] = o[0][d][2 * h + 1];
+            }
+            if (lane % 4 == 0) {
+                merge_max[warp * ROWS + r] = softmax.row_max[0][h];
+                merge_sum[warp * ROWS + r] = softmax.row_sum[0][h];
+            }
+        }
+        __syncthreads();
+        constexpr float LN2 = 0.693147180559945309f;
+        const bool partial = args.splits > 1;
+        for (int i = threadIdx.x; i < rows * HEAD_DIM; i += THREADS) {
+            const int r = i / HEAD_DIM, c = i % HEAD_DIM;
+            float top = -infinity();
+#pragma unroll
+            for (int w = 0; w < WARPS; w++)
+                top = fmaxf(top, merge_max[w * ROWS + r]);
+            float sum = 0.f, value = 0.f;
+            if (top != -infinity())
+#pragma unroll
+                for (int w = 0; w < WARPS; w++) {
+                    const float weight = exp2_approx(merge_max[w * ROWS + r] - top);   // 0 for a warp with no key
+                    sum += merge_sum[w * ROWS + r] * weight;
+                    value += merge_o[(w * ROWS + r) * HEAD_DIM + c] * weight;
+                }
+            const float out = sum > 0.f ? value / sum : 0.f;   // no visible key: 0
+            const float lse = sum > 0.f ? (top + log2_approx(sum)) * LN2 : -infinity();
+            const int head = row_head(r), query = row_query(r);
+            const long long row = (static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + query;
+            if (partial) {
+                const long long at = static_cast<long long>(split) * args.batch * args.heads_q * args.seqlen_q + row;
+                args.o_partial[at * HEAD_DIM + c] = out;
+                if (c == 0)
+                    args.lse_partial[at] = lse;
+            } else {
+                T *dst = static_cast<T *>(args.o) + batch * args.o_stride[0] + head * args.o_stride[2] +
+                         query * args.o_stride[1] + c;
+                *dst = from_float<T>(out);
+                if (c == 0 && args.lse)
+                    args.lse[row] = lse;
+            }
+        }
+    }
+};
+
+// Merges the splits of one query row per CTA: LSE = log sum_s exp(LSE_s), O = sum_s exp(LSE_s -
+// LSE) O_s; a row no split saw a key of is 0 with LSE -inf.
+template <typename T, int HEAD_DIM>
+__device__ __forceinline__ void combine_splits(const fc_kernel_args &args)
+{
+    const long long row = blockIdx.x;   // (batch, head, query)
+    const long long rows = static_cast<long long>(args.batch) * args.heads_q * args.seqlen_q;
+    float top = -infinity();
+    for (int s = 0; s < args.splits; s++)
+        top = fmaxf(top, args.lse_partial[s * rows + row]);
+    float sum = 0.f;
+    if (top != -infinity())
+        for (int s = 0; s < args.splits; s++)
+            sum += __expf(args.lse_partial[s * rows + row] - top);
+    const float lse = sum > 0.f ? top + __logf(sum) : -infinity();
+    const int query = static_cast<int>(row % args.seqlen_q);
+    const int head = static_cast<int>(row / args.seqlen_q % args.heads_q);
+    const int batch = static_cast<int>(row / args.seqlen_q / args.heads_q);
+    T *out = static_cast<T *>(args.o) + batch * args.o_stride[0] + head * args.o_stride[2] + query * args.o_stride[1];
+    for (int c = threadIdx.x; c < HEAD_DIM; c += blockDim.x) {
+        float value = 0.f;
+        if (sum > 0.f)
+            for (int s = 0; s < args.splits; s++) {
+                const float weight = __expf(args.lse_partial[s * rows + row] - lse);   // 0 for an empty split
+                value += weight * args.o_partial[(s * rows + row) * HEAD_DIM + c];
+            }
+        out[c] = from_float<T>(value);
+    }
+    if (threadIdx.x == 0 && args.lse)
+        args.lse[row] = lse;
+}
+
+}  // namespace fc
