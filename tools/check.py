@@ -6,8 +6,8 @@ PyTorch's own (the same attention in the input dtype, the standard way) plus 1e-
 off by 1e-3. Query rows that see no key must come out exactly 0 with lse -inf. Then the call is
 repeated and every output must be bit-identical to the first.
 
-    python3 tools/check.py            # ~220 cases
-    python3 tools/check.py --quick    # ~24 cases
+    python3 tools/check.py            # ~280 cases
+    python3 tools/check.py --quick    # ~32 cases
 
 Prints one line per case and closes with "N passed, M failed"; exits 1 if any case failed.
 """
@@ -62,12 +62,17 @@ SHAPES = (
     Shape(3, 127, 128, 8, 2, "strided"),
     Shape(1, 1000, 1000, 8, 1, "packed", 0.3),
     Shape(1, 4097, 4097, 8, 2),
+    # split-KV decode: many splits, 16 packed rows (causal per row), strided K/V
+    Shape(2, 1, 20000, 32, 8),
+    Shape(1, 2, 3000, 8, 1),
+    Shape(2, 1, 777, 8, 2, "strided"),
 )
 
 QUICK_SHAPES = (
     Shape(3, 129, 129, 8, 2),
     Shape(1, 1000, 17, 8, 8),
     Shape(1, 17, 1000, 8, 1, "strided"),
+    Shape(2, 1, 20000, 32, 8),
 )
 
 

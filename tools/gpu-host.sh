@@ -8,6 +8,7 @@
 #   tools/gpu-host.sh perf     gpu suite, sanitizer, ncu on ours and FlashAttention-2, tile sweep,
 #                              quick bench
 #   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
+#   tools/gpu-host.sh decode   decode-kernel tiles on BENCH.md's decode shapes
 #   tools/gpu-host.sh final    gpu suite, probes, sanitizer, the full tools/check.py matrix, the full
 #                              benchmark (validate: all but the benchmark; bench: only that)
 #   tools/gpu-host.sh sm90     the Hopper kernel: gpu suite, probes, sanitizer, tiles, quick bench
@@ -122,6 +123,30 @@ bench_variants() {   # the quick benchmark forced onto each variant; peers timed
     done
 }
 
+decode_tiles() {   # decode variants on BENCH.md's decode shapes and a GQA-1 one, checked, timed
+    local v shape
+    for shape in "--batch 64 --heads-q 32 --heads-kv 8 --seqlen-k 8192" "--batch 8 --heads-q 32 --heads-kv 8 --seqlen-k 32768" \
+                 "--batch 16 --heads-q 32 --heads-kv 32 --seqlen-k 4096"; do
+        for v in ${DECODE_VARIANTS:-decode decode:n128w4s2 decode:n128w4s3 decode:n64w4s4 decode:n128w8s2 decode:n256w8s2 decode:n64w2s4}; do
+            "$FCJIT" --db "$DB" --json run --variant $v $shape --seqlen-q 1 --head-dim 128 --check-rows 16 --iters 20 \
+                --warmup 3 | sed "s/^{/{\"variant\": \"$v\", /" || echo "{\"failed\": \"$v $shape\"}"
+        done
+    done
+}
+
+sanitize_decode() {   # the split-KV pair (and its scratch) under every tool
+    local tool failed=0
+    for tool in memcheck racecheck synccheck; do
+        compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run --batch 2 --heads-q 8 --heads-kv 2 \
+            --seqlen-q 2 --seqlen-k 5000 --head-dim 128 --causal --iters 1 --warmup 0 --check-rows 8 > /tmp/sanitizer.out 2>&1
+        local rc=$?
+        echo "$tool decode: exit $rc; $(grep -E 'SUMMARY' /tmp/sanitizer.out | tr -s ' ')"
+        [ $rc -eq 0 ] || { failed=1; cat /tmp/sanitizer.out; }
+    done
+    return $failed
+}
+
+export -f decode_tiles sanitize_decode
 export -f run_shapes host_costs sanitize tiles profile check_variants bench_variants
 
 case "${1:-check}" in
@@ -168,6 +193,9 @@ variants)
     step tiles 400 tiles
     step bench-variants 400 bench_variants
     ;;
+decode)
+    step decode-tiles 300 decode_tiles
+    ;;
 bench)
     step bench 580 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
@@ -175,6 +203,7 @@ validate)
     step gpu-suite 400 .carry/bin/test_gpu
     step hopper 120 .carry/bin/test_hopper
     step sanitizer 300 sanitize
+    step sanitize-decode 120 sanitize_decode
     step check-py 420 python3 tools/check.py --json "$OUT/check.json"
     ;;
 final)
@@ -185,7 +214,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|shapes|perf|bench|validate|final" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|shapes|perf|bench|validate|final" >&2
     exit 2
     ;;
 esac
