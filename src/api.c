@@ -38,7 +38,24 @@ static enum fc_status prepare(struct fc_context *ctx, const struct fc_attention_
 {
     enum fc_status status = fc_problem_from_params(params, problem, msg, FC_MESSAGE_MAX);
     if (status == FC_OK)
-        status = fc_plan_select(problem, ctx->arch, ctx->arch_specific, ctx->sm_count, &ctx->override, plan, msg, FC_MESSAGE_MAX);
+        status = fc_plan_select(problem, ctx->arch, ctx->arch_specific, ctx->sm_count, &ctx->override, plan, msg,
+                                FC_MESSAGE_MAX);
+    /* A tuned winner for the problem's bucket replaces the heuristic's choice, except where the
+     * caller forced a variant or the heuristic chose the split-KV decode kernel (not tuned). */
+    const struct fc_tuned *tuned = NULL;
+    if (status == FC_OK && !ctx->override.active && plan->variant.family != FC_KERNEL_DECODE)
+        tuned = fc_tuned_find(&ctx->tuned, problem);
+    if (tuned) {
+        struct fc_plan_override use = {1, tuned->variant.family, tuned->variant.block_m, tuned->variant.block_n,
+                                       tuned->variant.warps, tuned->variant.stages, tuned->variant.pingpong + 1};
+        struct fc_plan tuned_plan;
+        char why[FC_MESSAGE_MAX];
+        if (fc_plan_select(problem, ctx->arch, ctx->arch_specific, ctx->sm_count, &use, &tuned_plan, why,
+                           sizeof why) == FC_OK) {
+            *plan = tuned_plan;
+            plan->reason = tuned->reason;
+        }
+    }
     return status;
 }
 

@@ -67,6 +67,42 @@ void fc_cache_unlock(int lock);
 
 void fc_cubin_record_free(struct fc_cubin_record *record);
 
+/* ---- tuning results (`fcjit tune`) ---- */
+
+/** What a measurement is valid for: the GPU, its driver and the kernel templates. */
+struct fc_tuning_identity {
+    char gpu_name[128];
+    int sm_count;
+    char driver[32];       /* "13.0" */
+    char kernel_set[17];   /* XXH3-64 of every embedded kernel template, hex */
+};
+
+struct fc_tuning_row {
+    struct fc_tuning_identity id;
+    char bucket[64];
+    char variant[96];
+    double median_ms, tflops;
+    int passed_check, winner;
+    char measured_at[32];
+};
+
+/** Stores one measurement (replacing an earlier one of the same identity, bucket and variant),
+ *  in its own IMMEDIATE transaction, so an interrupted sweep keeps every finished one. */
+enum fc_status fc_tuning_put(struct fc_cache *cache, const struct fc_tuning_row *row, char *msg, size_t msg_size);
+
+/** *found = 1 if the identity already has a measurement of variant in bucket. */
+enum fc_status fc_tuning_has(struct fc_cache *cache, const struct fc_tuning_identity *id, const char *bucket,
+                             const char *variant, int *found, char *msg, size_t msg_size);
+
+/** Marks the fastest measurement that passed its check as the bucket's winner (and no other). */
+enum fc_status fc_tuning_mark_winner(struct fc_cache *cache, const struct fc_tuning_identity *id,
+                                     const char *bucket, char *msg, size_t msg_size);
+
+/** Calls visit for every measurement (winners_only: the winners), by GPU, bucket, time. */
+typedef int (*fc_tuning_visit_fn)(void *user, const struct fc_tuning_row *row);
+enum fc_status fc_tuning_foreach(struct fc_cache *cache, int winners_only, fc_tuning_visit_fn visit, void *user,
+                                 char *msg, size_t msg_size);
+
 /** XXH3-64 of data as 16 hex digits. */
 void fc_checksum_hex(const void *data, size_t size, char out[17]);
 

@@ -42,7 +42,15 @@ enum entry_key {
 };
 #define KEY_FIRST_OPTIONAL KEY_BLOCK_M
 
-enum top_key { TOP_VERSION, TOP_VARIANTS, TOP_COUNT };
+enum top_key { TOP_VERSION, TOP_VARIANTS, TOP_PROBLEMS, TOP_COUNT };
+
+/* Keys of a `problems` entry (a tuning spec's buckets). */
+enum problem_key {
+    PKEY_DTYPE, PKEY_HEAD_DIM, PKEY_CAUSAL, PKEY_SEQLEN,   /* required */
+    PKEY_GQA, PKEY_TOKENS,                                 /* absent: 1, 16384 */
+    PKEY_COUNT
+};
+#define PROBLEM_TOKENS_DEFAULT 16384
 
 /* An arch is a pair (arch, arch_specific); packing it keeps every axis a plain list of ints. */
 #define ARCH_PACK(arch, arch_specific) ((arch) << 1 | (arch_specific))
@@ -55,12 +63,18 @@ struct mapping_keys {
     int required;
 };
 
-static const char *const TOP_KEY_NAMES[TOP_COUNT] = {"version", "variants"};
+static const char *const TOP_KEY_NAMES[TOP_COUNT] = {"version", "variants", "problems"};
+static const char *const PROBLEM_KEY_NAMES[PKEY_COUNT] = {
+    "dtype", "head_dim", "causal", "seqlen", "gqa", "tokens",
+};
 static const char *const ENTRY_KEY_NAMES[KEY_COUNT] = {
     "kernel", "arch", "dtype", "head_dim", "causal", "block_m", "block_n", "stages", "warps", "pingpong",
 };
 static const struct mapping_keys TOP_KEYS = {
-    "at the top of the spec", TOP_KEY_NAMES, TOP_COUNT, TOP_COUNT,
+    "at the top of the spec", TOP_KEY_NAMES, TOP_COUNT, TOP_PROBLEMS,   /* problems: tuning specs */
+};
+static const struct mapping_keys PROBLEM_KEYS = {
+    "in this problems entry", PROBLEM_KEY_NAMES, PKEY_COUNT, PKEY_GQA,
 };
 static const struct mapping_keys ENTRY_KEYS = {
     "in this variants entry", ENTRY_KEY_NAMES, KEY_COUNT, KEY_FIRST_OPTIONAL,
@@ -82,6 +96,18 @@ struct entry {
     struct axis axes[KEY_COUNT];
     struct key_seen seen[KEY_COUNT];
     yaml_mark_t mark;
+};
+
+struct problem_entry {
+    struct axis axes[PKEY_COUNT];
+    struct key_seen seen[PKEY_COUNT];
+    yaml_mark_t mark;
+};
+
+/* What parsing fills: the variants, and the problems if the caller wants them. */
+struct spec_out {
+    struct fc_variant_list *list;
+    struct fc_tune_problem_list *problems;   /* NULL: `problems` is checked, then dropped */
 };
 
 struct reader {
@@ -357,19 +383,18 @@ static enum fc_status axis_append(struct reader *r, struct axis *axis, int value
     return FC_OK;
 }
 
-static enum fc_status parse_axis_item(struct reader *r, enum entry_key key, struct axis *axis)
+static enum fc_status parse_axis_item(struct reader *r, value_parser parse, const char *name, struct axis *axis)
 {
     int value = 0;
-    enum fc_status status = ENTRY_KEY_PARSERS[key](r, ENTRY_KEY_NAMES[key], &value);
+    enum fc_status status = parse(r, name, &value);
     return status == FC_OK ? axis_append(r, axis, value) : status;
 }
 
 /* Reads the value of an entry's key, a scalar or a list of scalars, into its axis. */
-static enum fc_status parse_axis(struct reader *r, enum entry_key key, struct axis *axis)
+static enum fc_status parse_axis(struct reader *r, value_parser parse, const char *name, struct axis *axis)
 {
-    const char *name = ENTRY_KEY_NAMES[key];
     if (r->event.type == YAML_SCALAR_EVENT)
-        return parse_axis_item(r, key, axis);
+        return parse_axis_item(r, parse, name, axis);
     if (r->event.type != YAML_SEQUENCE_START_EVENT)
         return fail_at(r, r->event.start_mark, "`%s` must be a value or a list of values, not %s",
                        name, describe(r));
@@ -379,7 +404,7 @@ static enum fc_status parse_axis(struct reader *r, enum entry_key key, struct ax
         if (r->event.type != YAML_SCALAR_EVENT)
             return fail_at(r, r->event.start_mark, "the items of `%s` must be single values, "
                            "not %s", name, describe(r));
-        status = parse_axis_item(r, key, axis);
+        status = parse_axis_item(r, parse, name, axis);
         if (status != FC_OK)
             return status;
     }
@@ -582,7 +607,7 @@ static enum fc_status read_mapping(struct reader *r, const struct mapping_keys *
 static enum fc_status read_entry_value(struct reader *r, int key, void *context)
 {
     struct entry *entry = context;
-    return parse_axis(r, (enum entry_key)key, &entry->axes[key]);
+    return parse_axis(r, ENTRY_KEY_PARSERS[key], ENTRY_KEY_NAMES[key], &entry->axes[key]);
 }
 
 static enum fc_status parse_entry(struct reader *r, struct fc_variant_list *list)
@@ -620,10 +645,104 @@ static enum fc_status parse_variants(struct reader *r, struct fc_variant_list *l
     return status;
 }
 
+static const value_parser PROBLEM_KEY_PARSERS[PKEY_COUNT] = {
+    [PKEY_DTYPE] = parse_dtype,         [PKEY_HEAD_DIM] = parse_positive_int,
+    [PKEY_CAUSAL] = parse_boolean,      [PKEY_SEQLEN] = parse_positive_int,
+    [PKEY_GQA] = parse_positive_int,    [PKEY_TOKENS] = parse_positive_int,
+};
+
+static enum fc_status read_problem_value(struct reader *r, int key, void *context)
+{
+    struct problem_entry *entry = context;
+    return parse_axis(r, PROBLEM_KEY_PARSERS[key], PROBLEM_KEY_NAMES[key], &entry->axes[key]);
+}
+
+static enum fc_status problem_append(struct reader *r, struct fc_tune_problem_list *list,
+                                     const struct fc_tune_problem *problem)
+{
+    if (list->count == list->capacity) {
+        size_t capacity = list->capacity ? list->capacity * 2 : 16;
+        struct fc_tune_problem *grown = realloc(list->items, capacity * sizeof *grown);
+        if (!grown)
+            return out_of_memory(r);
+        list->items = grown;
+        list->capacity = capacity;
+    }
+    list->items[list->count++] = *problem;
+    return FC_OK;
+}
+
+/* One `problems` entry: every combination of its values is a bucket; a bucket listed twice is
+ * kept once. */
+static enum fc_status parse_problem(struct reader *r, struct fc_tune_problem_list *list)
+{
+    if (r->event.type != YAML_MAPPING_START_EVENT)
+        return fail_at(r, r->event.start_mark, "each entry of `problems` must be a mapping "
+                       "(dtype: ..., head_dim: ..., causal: ..., seqlen: ...), not %s", describe(r));
+    struct problem_entry entry;
+    memset(&entry, 0, sizeof entry);
+    entry.mark = r->event.start_mark;
+    enum fc_status status = read_mapping(r, &PROBLEM_KEYS, entry.seen, read_problem_value, &entry);
+    static const int DEFAULTS[PKEY_COUNT] = {[PKEY_GQA] = 1, [PKEY_TOKENS] = PROBLEM_TOKENS_DEFAULT};
+    size_t position[PKEY_COUNT] = {0};
+    for (int k = 0; status == FC_OK && k < PKEY_COUNT; k++)
+        for (size_t i = 0; i < entry.axes[k].count; i++)
+            if ((k == PKEY_HEAD_DIM && (entry.axes[k].values[i] % 8 || entry.axes[k].values[i] > 256)) ||
+                (k == PKEY_GQA && entry.axes[k].values[i] > 64))
+                status = fail_at(r, entry.seen[k].mark, "`%s` %d is out of range (%s)", PROBLEM_KEY_NAMES[k],
+                                 entry.axes[k].values[i],
+                                 k == PKEY_GQA ? "query heads per K/V head, 1 to 64" : "a multiple of 8 up to 256");
+    while (status == FC_OK && list) {
+        int value[PKEY_COUNT];
+        for (int k = 0; k < PKEY_COUNT; k++)
+            value[k] = entry.axes[k].count ? entry.axes[k].values[position[k]] : DEFAULTS[k];
+        struct fc_tune_problem problem = {(enum fc_dtype)value[PKEY_DTYPE], value[PKEY_HEAD_DIM], value[PKEY_CAUSAL],
+                                          value[PKEY_SEQLEN], value[PKEY_GQA], value[PKEY_TOKENS]};
+        int seen = 0;
+        for (size_t i = 0; i < list->count && !seen; i++)
+            seen = memcmp(&list->items[i], &problem, sizeof problem) == 0;
+        if (!seen)
+            status = problem_append(r, list, &problem);
+        int k = PKEY_COUNT - 1;   /* next combination, the last key fastest */
+        for (; k >= 0; k--) {
+            if (entry.axes[k].count && ++position[k] < entry.axes[k].count)
+                break;
+            position[k] = 0;
+        }
+        if (k < 0)
+            break;
+    }
+    for (int k = 0; k < PKEY_COUNT; k++)
+        free(entry.axes[k].values);
+    return status;
+}
+
+static enum fc_status parse_problems(struct reader *r, struct fc_tune_problem_list *list)
+{
+    if (r->event.type != YAML_SEQUENCE_START_EVENT)
+        return fail_at(r, r->event.start_mark, "`problems` must be a list of entries "
+                       "(- dtype: ...), not %s", describe(r));
+    yaml_mark_t mark = r->event.start_mark;
+    size_t entries = 0;
+    enum fc_status status;
+    while ((status = next_event(r)) == FC_OK && r->event.type != YAML_SEQUENCE_END_EVENT) {
+        status = parse_problem(r, list);
+        if (status != FC_OK)
+            return status;
+        entries++;
+    }
+    if (status == FC_OK && entries == 0)
+        return fail_at(r, mark, "`problems` is an empty list; give at least one entry");
+    return status;
+}
+
 static enum fc_status read_top_value(struct reader *r, int key, void *context)
 {
+    struct spec_out *out = context;
     if (key == TOP_VARIANTS)
-        return parse_variants(r, context);
+        return parse_variants(r, out->list);
+    if (key == TOP_PROBLEMS)
+        return parse_problems(r, out->problems);
     if (r->event.type == YAML_SCALAR_EVENT && !scalar_is_plain(r))
         return refuse_quoted(r, "version", SPEC_VERSION);
     if (r->event.type == YAML_SCALAR_EVENT && scalar_is_plain(r) &&
@@ -634,17 +753,17 @@ static enum fc_status read_top_value(struct reader *r, int key, void *context)
 }
 
 /* The root: a mapping with `version` and `variants`. */
-static enum fc_status parse_top(struct reader *r, struct fc_variant_list *list)
+static enum fc_status parse_top(struct reader *r, struct spec_out *out)
 {
     if (r->event.type != YAML_MAPPING_START_EVENT)
         return fail_at(r, r->event.start_mark, "a spec must be a mapping with `version: "
                        SPEC_VERSION "` and `variants`, not %s", describe(r));
     struct key_seen seen[TOP_COUNT];
     memset(seen, 0, sizeof seen);
-    return read_mapping(r, &TOP_KEYS, seen, read_top_value, list);
+    return read_mapping(r, &TOP_KEYS, seen, read_top_value, out);
 }
 
-static enum fc_status parse_stream(struct reader *r, struct fc_variant_list *list)
+static enum fc_status parse_stream(struct reader *r, struct spec_out *out)
 {
     enum fc_status status = next_event(r);   /* STREAM-START */
     if (status == FC_OK)
@@ -656,7 +775,7 @@ static enum fc_status parse_stream(struct reader *r, struct fc_variant_list *lis
                        "`version: " SPEC_VERSION "` and `variants`");
     status = next_event(r);   /* past DOCUMENT-START to the root node */
     if (status == FC_OK)
-        status = parse_top(r, list);
+        status = parse_top(r, out);
     if (status == FC_OK)
         status = next_event(r);   /* DOCUMENT-END */
     if (status == FC_OK)
@@ -696,11 +815,13 @@ static enum fc_status check_syntax(struct reader *r)
     return status;
 }
 
-enum fc_status fc_config_parse_variants(const char *text, size_t length, const char *name,
-                                        struct fc_variant_list *out, char *err, size_t err_size)
+static enum fc_status parse_spec(const char *text, size_t length, const char *name, struct fc_variant_list *out,
+                                 struct fc_tune_problem_list *problems_out, char *err, size_t err_size)
 {
     if (err && err_size)
         err[0] = '\0';
+    if (problems_out)
+        memset(problems_out, 0, sizeof *problems_out);
     if (!out || (!text && length)) {
         if (err && err_size)
             snprintf(err, err_size, "fc_config_parse_variants: %s is NULL", out ? "text" : "out");
@@ -721,18 +842,44 @@ enum fc_status fc_config_parse_variants(const char *text, size_t length, const c
         return out_of_memory(&r);
     yaml_parser_set_input_string(&r.parser, (const unsigned char *)r.text, length);
     struct fc_variant_list list = {NULL, 0, 0};
-    status = parse_stream(&r, &list);
+    struct fc_tune_problem_list problems = {NULL, 0, 0};
+    struct spec_out spec = {&list, problems_out ? &problems : NULL};
+    status = parse_stream(&r, &spec);
     if (status == FC_OK)
         status = remove_duplicates(&r, &list);
+    if (status == FC_OK && problems_out && problems.count == 0)
+        status = fail_at(&r, mark_at_offset(&r, 0), "a tuning spec needs `problems`: the buckets to "
+                         "tune (dtype, head_dim, causal, seqlen; gqa, tokens optional)");
     if (r.has_event)
         yaml_event_delete(&r.event);
     yaml_parser_delete(&r.parser);
     if (status != FC_OK) {
         free(list.items);   /* nothing half-built is returned */
+        free(problems.items);
         return status;
     }
     *out = list;
+    if (problems_out)
+        *problems_out = problems;
     return FC_OK;
+}
+
+enum fc_status fc_config_parse_variants(const char *text, size_t length, const char *name,
+                                        struct fc_variant_list *out, char *err, size_t err_size)
+{
+    return parse_spec(text, length, name, out, NULL, err, err_size);
+}
+
+enum fc_status fc_config_parse_tune(const char *text, size_t length, const char *name,
+                                    struct fc_variant_list *variants, struct fc_tune_problem_list *problems,
+                                    char *err, size_t err_size)
+{
+    if (!problems) {
+        if (err && err_size)
+            snprintf(err, err_size, "fc_config_parse_tune: problems is NULL");
+        return FC_ERR_INVALID_ARG;
+    }
+    return parse_spec(text, length, name, variants, problems, err, err_size);
 }
 
 static enum fc_status file_error(enum fc_status status, const char *path, const char *reason,
@@ -801,6 +948,36 @@ enum fc_status fc_config_load_variants(const char *path, struct fc_variant_list 
     status = fc_config_parse_variants(text, length, path, out, err, err_size);
     free(text);
     return status;
+}
+
+enum fc_status fc_config_load_tune(const char *path, struct fc_variant_list *variants,
+                                   struct fc_tune_problem_list *problems, char *err, size_t err_size)
+{
+    if (variants)
+        memset(variants, 0, sizeof *variants);
+    if (problems)
+        memset(problems, 0, sizeof *problems);
+    if (!path || !variants || !problems) {
+        if (err && err_size)
+            snprintf(err, err_size, "fc_config_load_tune: an argument is NULL");
+        return FC_ERR_INVALID_ARG;
+    }
+    char *text = NULL;
+    size_t length = 0;
+    enum fc_status status = read_file(path, &text, &length, err, err_size);
+    if (status != FC_OK)
+        return status;
+    status = fc_config_parse_tune(text, length, path, variants, problems, err, err_size);
+    free(text);
+    return status;
+}
+
+void fc_tune_problem_list_free(struct fc_tune_problem_list *list)
+{
+    if (!list)
+        return;
+    free(list->items);
+    memset(list, 0, sizeof *list);
 }
 
 void fc_variant_list_free(struct fc_variant_list *list)

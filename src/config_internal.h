@@ -43,4 +43,29 @@ enum fc_status fc_config_load_variants(const char *path, struct fc_variant_list 
 /** Frees the variants and empties the list. NULL is allowed. */
 void fc_variant_list_free(struct fc_variant_list *list);
 
+/** A tuning bucket: the problems of this dtype, head_dim, causality and GQA ratio whose sequence
+ *  length is nearest seqlen (log scale) take its winner. Timed as batch = tokens / seqlen, heads_q
+ *  = 2048 / head_dim (BENCH.md's sweep), heads_kv = heads_q / gqa. */
+struct fc_tune_problem {
+    enum fc_dtype dtype;
+    int head_dim, causal, seqlen, gqa, tokens;
+};
+
+struct fc_tune_problem_list {
+    struct fc_tune_problem *items;
+    size_t count, capacity;
+};
+
+/**
+ * Parses a tuning spec: `variants` (the candidates, as in a precompile spec) and `problems` (the
+ * buckets: dtype, head_dim, causal, seqlen, and optionally gqa and tokens, each a value or a
+ * list). Errors as fc_config_parse_variants; a spec without `problems` is one.
+ */
+enum fc_status fc_config_parse_tune(const char *text, size_t length, const char *name,
+                                    struct fc_variant_list *variants, struct fc_tune_problem_list *problems,
+                                    char *err, size_t err_size);
+enum fc_status fc_config_load_tune(const char *path, struct fc_variant_list *variants,
+                                   struct fc_tune_problem_list *problems, char *err, size_t err_size);
+void fc_tune_problem_list_free(struct fc_tune_problem_list *list);
+
 #endif

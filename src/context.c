@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include "context_internal.h"
+#include "embedded_internal.h"
 
 #define KERNEL_TABLE_START 64   /* a power of two */
 
@@ -99,6 +100,32 @@ static enum fc_status open_cache_and_jit(struct fc_context *ctx, const struct fc
     return FC_OK;
 }
 
+void fc_context_tuning_identity(const struct fc_context *ctx, struct fc_tuning_identity *id)
+{
+    memset(id, 0, sizeof *id);
+    snprintf(id->gpu_name, sizeof id->gpu_name, "%s", ctx->gpu_name);
+    id->sm_count = ctx->sm_count;
+    const int driver = ctx->cuda ? ctx->cuda->driver_version : 0;
+    snprintf(id->driver, sizeof id->driver, "%d.%d", driver / 1000, driver % 1000 / 10);
+    fc_kernel_set_hash(id->kernel_set);
+}
+
+/* The tuned winners for this GPU; FC_TUNED=0 leaves the selector's heuristic alone. A database
+ * that cannot be read costs the tuning, not the context: a warning. */
+static void load_tuned(struct fc_context *ctx)
+{
+    fc_context_tuning_identity(ctx, &ctx->tuning_id);
+    const char *env = getenv("FC_TUNED");
+    if (env && strcmp(env, "0") == 0)
+        return;
+    const struct fc_embedded_file *shipped = fc_embedded_find(fc_embedded_data, "winners.tsv");
+    char msg[512];
+    if (fc_tuned_load(&ctx->tuned, ctx->cache, &ctx->tuning_id, ctx->arch, ctx->arch_specific,
+                      shipped ? shipped->text : NULL, msg, sizeof msg) != FC_OK)
+        fc_log(&ctx->logger, FC_LOG_WARN, "tuned winners not read, the heuristic decides: %s", msg);
+    fc_log(&ctx->logger, FC_LOG_DEBUG, "%zu tuned buckets for %s", ctx->tuned.count, ctx->gpu_name);
+}
+
 enum fc_status fc_context_create(int device, const struct fc_options *options, struct fc_context **out)
 {
     if (!out)
@@ -135,6 +162,8 @@ enum fc_status fc_context_create(int device, const struct fc_options *options, s
         status = open_cache_and_jit(ctx, o, ctx->create_message, sizeof ctx->create_message);
     if (status == FC_OK && device != FC_DEVICE_NONE)
         status = open_device(ctx, ctx->create_message, sizeof ctx->create_message);
+    if (status == FC_OK && device != FC_DEVICE_NONE)
+        load_tuned(ctx);
     if (status != FC_OK)
         fc_log(&ctx->logger, FC_LOG_ERROR, "%s", ctx->create_message);
     return status;
@@ -155,6 +184,7 @@ void fc_context_destroy(struct fc_context *ctx)
         ctx->cuda->cuDevicePrimaryCtxRelease(ctx->cu_device);
     }
     free(ctx->kernels);
+    fc_tuned_free(&ctx->tuned);
     fc_jit_destroy(ctx->jit);
     fc_cache_close(ctx->cache);
     pthread_mutex_destroy(&ctx->kernels_lock);

@@ -9,6 +9,7 @@
 #include "jit_internal.h"
 #include "log_internal.h"
 #include "plan_internal.h"
+#include "tuning_internal.h"
 
 #define FC_MESSAGE_MAX 8192
 
@@ -39,8 +40,14 @@ struct fc_context {
     struct fc_kernel *kernels;        /* open addressing on the variant's hash */
     unsigned kernel_capacity, kernel_count;
 
+    struct fc_tuning_identity tuning_id;   /* this GPU, driver and kernel set */
+    struct fc_tuned_table tuned;           /* winners that apply here (empty: FC_TUNED=0, no GPU) */
+
     char create_message[FC_MESSAGE_MAX];   /* why fc_context_create failed, if it did */
 };
+
+/** What a tuning measurement on this context's GPU is keyed by. */
+void fc_context_tuning_identity(const struct fc_context *ctx, struct fc_tuning_identity *id);
 
 /** This thread's message buffer, now attributed to ctx (cleared). */
 char *fc_context_message(const struct fc_context *ctx);

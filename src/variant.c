@@ -99,6 +99,34 @@ void fc_variant_name(const struct fc_variant *v, char out[FC_VARIANT_NAME_MAX])
              v->causal ? "_causal" : "", v->block_m, v->block_n, v->stages, v->warps, v->pingpong ? "p" : "", arch);
 }
 
+int fc_variant_parse_name(const char *name, struct fc_variant *v)
+{
+    char family[16], dtype[8], rest[96];
+    memset(v, 0, sizeof *v);
+    /* family_dtype_dHEAD[_causal]_mMnNsSwW[p]_ARCH */
+    if (sscanf(name, "%15[a-z0-9]_%7[a-z0-9]_d%d_%95s", family, dtype, &v->head_dim, rest) != 4 ||
+        fc_kernel_family_parse(family, &v->family) || fc_dtype_parse(dtype, &v->dtype))
+        return -1;
+    const char *p = rest;
+    if (strncmp(p, "causal_", 7) == 0) {
+        v->causal = 1;
+        p += 7;
+    }
+    int used = 0;
+    if (sscanf(p, "m%dn%ds%dw%d%n", &v->block_m, &v->block_n, &v->stages, &v->warps, &used) != 4)
+        return -1;
+    p += used;
+    if (*p == 'p') {
+        v->pingpong = 1;
+        p++;
+    }
+    if (*p++ != '_' || fc_arch_parse(p, &v->arch, &v->arch_specific))
+        return -1;
+    char again[FC_VARIANT_NAME_MAX];   /* only a name this function's inverse writes */
+    fc_variant_name(v, again);
+    return strcmp(again, name) == 0 ? 0 : -1;
+}
+
 int fc_arch_smem_limit(int arch)
 {
     if (arch == 75)

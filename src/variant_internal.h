@@ -49,6 +49,9 @@ int fc_dtype_parse(const char *name, enum fc_dtype *dtype);
 /** Readable, unique name, e.g. "reference_f16_d128_causal_m16n32w4_sm_90a". */
 void fc_variant_name(const struct fc_variant *variant, char out[FC_VARIANT_NAME_MAX]);
 
+/** Reads a name fc_variant_name wrote back into a variant; 0 on success, -1 if it is not one. */
+int fc_variant_parse_name(const char *name, struct fc_variant *variant);
+
 /** Fills the family's default tile, stage and warp choices for variant->head_dim. */
 void fc_variant_defaults(struct fc_variant *variant);
 

@@ -14,6 +14,7 @@ Prints progress, then the header (GPU, driver, clocks, versions, ceilings) and t
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -247,8 +248,24 @@ def check_ours(ours, peer_outputs):
     return "unchecked", None
 
 
-def run_problem(context, problem, device):
-    """Times the peers and ours on one set of tensors; returns the problem's JSON row."""
+def run_ours(context, q, k, v, problem, peer_outputs):
+    """(check, relative diff, result entry) of one FlashCore context on the tensors."""
+    import torch
+
+    try:
+        launch = context.prepare(q, k, v, causal=problem.causal, out=torch.empty_like(q))
+        launch()
+        torch.cuda.synchronize(q.device)
+        check, relative = check_ours(launch.out, peer_outputs)
+        kernel, _reason = context.plan(q, k, v, causal=problem.causal)
+        return check, relative, {"ms": measure_ms(launch), "kernel": kernel}
+    except flashcore.FlashCoreError as error:
+        return "error", None, {"error": first_line(error)}
+
+
+def run_problem(context, problem, device, untuned=None):
+    """Times the peers and ours (and ours without tuned winners, if asked) on one set of tensors;
+    returns the problem's JSON row."""
     import torch
 
     dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[problem.dtype]
@@ -264,22 +281,18 @@ def run_problem(context, problem, device):
     row = {**problem._asdict(), "flops": problem.flops(), "kv_bytes": problem.kv_bytes(),
            "check": "-", "check_relative_diff": None}
     if context is not None:
-        try:
-            launch = context.prepare(q, k, v, causal=problem.causal, out=torch.empty_like(q))
-            launch()
-            torch.cuda.synchronize(device)
-            row["check"], row["check_relative_diff"] = check_ours(launch.out, peer_outputs)
-            results["ours"] = {"ms": measure_ms(launch)}
-        except flashcore.FlashCoreError as error:
-            row["check"] = "error"
-            results["ours"] = {"error": first_line(error)}
+        row["check"], row["check_relative_diff"], results["ours"] = run_ours(context, q, k, v, problem,
+                                                                            peer_outputs)
+    if untuned is not None:
+        check, _, results["untuned"] = run_ours(untuned, q, k, v, problem, peer_outputs)
+        row["check_untuned"] = check
 
     for entry in results.values():
         if "ms" in entry:
             entry["tflops"] = problem.flops() / entry["ms"] / 1e9
             entry["gbps"] = problem.kv_bytes() / entry["ms"] / 1e6
     ours_ms = results.get("ours", {}).get("ms")
-    for name in PEERS:
+    for name in PEERS + (("untuned",) if untuned is not None else ()):
         peer_ms = results[name].get("ms")
         row[f"ratio_{name}"] = peer_ms / ours_ms if ours_ms and peer_ms else None
     row["results"] = results
@@ -375,6 +388,9 @@ def parse_args(argv):
                         help="also the small, GQA prefill and decode shapes (default on)")
     parser.add_argument("--json", metavar="PATH", help="write the metadata and rows here")
     parser.add_argument("--no-ours", action="store_true", help="time the peers only")
+    parser.add_argument("--untuned", action="store_true",
+                        help="also time FlashCore with its tuned winners ignored (FC_TUNED=0): the "
+                             "heuristic; ratio_untuned = its time / ours")
     parser.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
     return parser.parse_args(argv)
 
@@ -397,10 +413,17 @@ def main(argv=None):
     print(f"ceilings: {ceilings}", flush=True)
 
     context = None if args.no_ours else flashcore.Context(args.device)
+    untuned = None
+    if args.untuned and context is not None:   # the same library with its tuned winners ignored
+        os.environ["FC_TUNED"] = "0"
+        try:
+            untuned = flashcore.Context(args.device)
+        finally:
+            del os.environ["FC_TUNED"]
     rows = []
     try:
         for index, problem in enumerate(problems):
-            row = run_problem(context, problem, device)
+            row = run_problem(context, problem, device, untuned)
             rows.append(row)
             times = ", ".join(f"{name} {format_time(entry.get('ms'), problem.unit)}"
                               for name, entry in row["results"].items())
@@ -410,6 +433,8 @@ def main(argv=None):
     finally:
         if context is not None:
             context.close()
+        if untuned is not None:
+            untuned.close()
 
     meta["nvidia_smi_end"] = nvidia_smi(args.device)
     if args.json:

@@ -26,6 +26,13 @@ struct fc_context *fcjit_open_context(const struct fcjit_globals *g, int device,
 int fcjit_info(int argc, char **argv, const struct fcjit_globals *g);
 int fcjit_cache(int argc, char **argv, const struct fcjit_globals *g);
 int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g);
+int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g);
+int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g);
+
+struct fc_variant_list;
+/* Compiles (or finds cached) every variant in worker processes; quiet: one summary line on stderr. */
+int fcjit_compile_list(const struct fcjit_globals *g, const struct fc_variant_list *list, int jobs, int force,
+                       int quiet);
 int fcjit_run(int argc, char **argv, const struct fcjit_globals *g);
 int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g);
 

@@ -1,4 +1,5 @@
 /* fcjit: dispatch, shared helpers, and the small commands (info, cache). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,9 @@ static const char USAGE[] =
     "  precompile [--arch A]    fill the kernel cache (no GPU needed)\n"
     "  run SHAPE                run one problem: check it against an fp64 CPU reference, time it\n"
     "  plan SHAPE               which kernel would run a problem, and why (no GPU needed)\n"
+    "  tune [--spec FILE]       time each candidate kernel per problem bucket on this GPU; the\n"
+    "                           winners then run (also `fcjit --tune`; resumable)\n"
+    "  explain SHAPE            what would run on this GPU and why: tuned winner, heuristic\n"
     "  cache ls|verify|clear    list, check the checksums of, or empty the kernel cache\n"
     "\n"
     "global options:\n"
@@ -182,19 +186,134 @@ static int cache_verify(struct fc_context *ctx, const struct fcjit_globals *g)
     return counts.bad ? FCJIT_EXIT_FAILED_CHECK : FCJIT_EXIT_OK;
 }
 
+struct export_state {
+    FILE *out;
+    int winners_only, rows;
+};
+
+static int export_row(void *user, const struct fc_tuning_row *row)
+{
+    struct export_state *e = user;
+    char line[1024];
+    fc_tuning_row_format(row, line, sizeof line);
+    fputs(line, e->out);
+    e->rows++;
+    return 0;
+}
+
+/* `cache export [--winners] FILE|-`: the tuning results as TSV (the shipped-layer format). */
+static int cache_export(struct fc_context *ctx, int argc, char **argv, const struct fcjit_globals *g)
+{
+    struct export_state e = {NULL, 0, 0};
+    const char *path = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--winners"))
+            e.winners_only = 1;
+        else if (!path)
+            path = argv[i];
+        else {
+            fprintf(stderr, "fcjit cache export: unexpected argument '%s'\n", argv[i]);
+            return FCJIT_EXIT_USAGE;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "fcjit cache export: give a file to write (or - for standard output)\n");
+        return FCJIT_EXIT_USAGE;
+    }
+    e.out = strcmp(path, "-") ? fopen(path, "w") : stdout;
+    if (!e.out) {
+        fprintf(stderr, "fcjit cache export: %s: %s\n", path, strerror(errno));
+        return FCJIT_EXIT_ERROR;
+    }
+    fprintf(e.out, "# FlashCore tuning results (fcjit cache export%s); columns: gpu_name, sm_count, driver, "
+            "kernel_set, bucket, variant, median_ms, tflops, passed_check, winner, measured_at\n",
+            e.winners_only ? " --winners" : "");
+    char msg[1024] = "";
+    enum fc_status status = fc_tuning_foreach(ctx->cache, e.winners_only, export_row, &e, msg, sizeof msg);
+    if (e.out != stdout && fclose(e.out) != 0 && status == FC_OK) {
+        snprintf(msg, sizeof msg, "%s: %s", path, strerror(errno));
+        status = FC_ERR_CACHE;
+    }
+    if (status != FC_OK)
+        fprintf(stderr, "fcjit cache export: %s\n", msg);
+    else if (strcmp(path, "-"))
+        printf(g->json ? "{\"exported\": %d}\n" : "exported %d tuning results\n", e.rows);
+    return fcjit_exit_for(status);
+}
+
+/* `cache import FILE|-`: rows another machine exported; every line is checked before any is
+ * stored, so a damaged file changes nothing. */
+static int cache_import(struct fc_context *ctx, int argc, char **argv, const struct fcjit_globals *g)
+{
+    if (argc != 3) {
+        fprintf(stderr, "fcjit cache import: give one file to read (or - for standard input)\n");
+        return FCJIT_EXIT_USAGE;
+    }
+    const char *path = argv[2];
+    FILE *in = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    if (!in) {
+        fprintf(stderr, "fcjit cache import: %s: %s\n", path, strerror(errno));
+        return FCJIT_EXIT_ERROR;
+    }
+    struct fc_tuning_row *rows = NULL;
+    size_t count = 0, capacity = 0;
+    char line[2048];
+    int number = 0, code = FCJIT_EXIT_OK;
+    while (fgets(line, sizeof line, in)) {
+        number++;
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        if (count == capacity) {
+            capacity = capacity ? 2 * capacity : 64;
+            struct fc_tuning_row *grown = realloc(rows, capacity * sizeof *grown);
+            if (!grown) {
+                code = FCJIT_EXIT_ERROR;
+                break;
+            }
+            rows = grown;
+        }
+        if (fc_tuning_row_parse(line, &rows[count])) {
+            fprintf(stderr, "fcjit cache import: %s:%d: not a tuning row (11 tab-separated fields: gpu_name, "
+                    "sm_count, driver, kernel_set, bucket, variant, median_ms, tflops, passed_check, winner, "
+                    "measured_at); nothing imported\n", path, number);
+            code = FCJIT_EXIT_USAGE;
+            break;
+        }
+        count++;
+    }
+    if (in != stdin)
+        fclose(in);
+    char msg[1024] = "";
+    for (size_t i = 0; code == FCJIT_EXIT_OK && i < count; i++) {
+        enum fc_status status = fc_tuning_put(ctx->cache, &rows[i], msg, sizeof msg);
+        if (status != FC_OK) {
+            fprintf(stderr, "fcjit cache import: %s\n", msg);
+            code = fcjit_exit_for(status);
+        }
+    }
+    if (code == FCJIT_EXIT_OK)
+        printf(g->json ? "{\"imported\": %zu}\n" : "imported %zu tuning results\n", count);
+    free(rows);
+    return code;
+}
+
 int fcjit_cache(int argc, char **argv, const struct fcjit_globals *g)
 {
     const char *verb = argc > 1 ? argv[1] : "";
     if (!strcmp(verb, "--help") || !strcmp(verb, "-h") || !*verb) {
-        printf("usage: fcjit cache ls|verify|clear\n\n"
+        printf("usage: fcjit cache ls|verify|clear|export|import\n\n"
                "  ls       one line per cached kernel: arch, NVRTC, registers, shared memory, spills,\n"
                "           compile time, size, checksum state (--json: one object per line)\n"
                "  verify   check every cubin's checksum; exit 1 if any is bad\n"
-               "  clear    delete every cached kernel\n");
+               "  clear    delete every cached kernel (tuning results stay)\n"
+               "  export [--winners] FILE|-   the tuning results (or only the winners) as TSV, to move\n"
+               "           them to another machine or to tuning_db/winners.tsv (the shipped layer)\n"
+               "  import FILE|-               tuning results another machine exported\n");
         return *verb ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
     }
-    if (strcmp(verb, "ls") && strcmp(verb, "verify") && strcmp(verb, "clear")) {
-        fprintf(stderr, "fcjit cache: unknown verb '%s' (ls, verify, clear)\n", verb);
+    if (strcmp(verb, "ls") && strcmp(verb, "verify") && strcmp(verb, "clear") && strcmp(verb, "export") &&
+        strcmp(verb, "import")) {
+        fprintf(stderr, "fcjit cache: unknown verb '%s' (ls, verify, clear, export, import)\n", verb);
         return FCJIT_EXIT_USAGE;
     }
     if (g->no_disk_cache) {
@@ -212,6 +331,10 @@ int fcjit_cache(int argc, char **argv, const struct fcjit_globals *g)
         code = fcjit_exit_for(status);
     } else if (!strcmp(verb, "verify")) {
         code = cache_verify(ctx, g);
+    } else if (!strcmp(verb, "export")) {
+        code = cache_export(ctx, argc, argv, g);
+    } else if (!strcmp(verb, "import")) {
+        code = cache_import(ctx, argc, argv, g);
     } else {
         int deleted = 0;
         status = fc_cache_clear(ctx->cache, &deleted, msg, sizeof msg);
@@ -230,7 +353,8 @@ static const struct {
     int (*run)(int, char **, const struct fcjit_globals *);
 } COMMANDS[] = {
     {"info", fcjit_info}, {"precompile", fcjit_precompile}, {"run", fcjit_run},
-    {"plan", fcjit_plan}, {"cache", fcjit_cache},
+    {"plan", fcjit_plan}, {"cache", fcjit_cache}, {"tune", fcjit_tune},
+    {"explain", fcjit_explain},
 };
 
 int main(int argc, char **argv)
@@ -241,6 +365,11 @@ int main(int argc, char **argv)
     };
     struct fcjit_globals g = {NULL, 0, 0};
     int c;
+    for (int i = 1; i < argc; i++)   /* `fcjit --tune ...` is `fcjit tune ...` */
+        if (!strcmp(argv[i], "--tune")) {
+            argv[i] = "tune";
+            break;
+        }
     while ((c = getopt_long(argc, argv, "+h", OPTIONS, NULL)) != -1) {
         switch (c) {
         case 'd': g.db_path = optarg; break;

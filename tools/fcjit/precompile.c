@@ -255,22 +255,18 @@ static void summarize(const struct tally *t, size_t total, double wall, int json
                "%d spilling; %.1f s wall\n", total, t->compiled, median, max, t->cached, t->failed, t->spilled, wall);
 }
 
-int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g)
+int fcjit_compile_list(const struct fcjit_globals *g, const struct fc_variant_list *variants, int jobs, int force,
+                       int quiet)
 {
     struct options o;
-    int parsed = parse_options(argc, argv, &o);
-    if (parsed)
-        return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
-    struct fc_variant_list list = {0};
-    enum fc_status status = load_variants(&o, &list);
-    if (status != FC_OK)
-        return fcjit_exit_for(status);
-    if (list.count == 0) {
-        fprintf(stderr, "fcjit precompile: no variant of the spec can be built for the arch given "
-                "(each needs what fc_variant_check allows; e.g. sm90 kernels need sm_90a)\n");
-        fc_variant_list_free(&list);
-        return FCJIT_EXIT_USAGE;
-    }
+    memset(&o, 0, sizeof o);
+    o.jobs = jobs;
+    o.force = force;
+    const struct fc_variant_list list = *variants;
+    struct fcjit_globals quiet_globals = *g;
+    if (quiet)
+        quiet_globals.json = 1;   /* no per-kernel lines; the summary goes to stderr below */
+    g = &quiet_globals;
     if ((size_t)o.jobs > list.count)
         o.jobs = list.count ? (int)list.count : 1;
     struct tally t = {0};
@@ -279,7 +275,6 @@ int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g)
     if (!t.compile_ms || pipe(fds)) {
         fprintf(stderr, "fcjit precompile: %s\n", strerror(errno));
         free(t.compile_ms);
-        fc_variant_list_free(&list);
         return FCJIT_EXIT_ERROR;
     }
     double start = seconds_now();
@@ -303,8 +298,32 @@ int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g)
         if (t.first_failure == FC_OK)
             t.first_failure = FC_ERR_INTERNAL;
     }
-    summarize(&t, list.count, seconds_now() - start, g->json);
+    if (quiet)
+        fprintf(stderr, "compiled %d, %d already cached, %d failed, in %.1f s\n", t.compiled, t.cached, t.failed,
+                seconds_now() - start);
+    else
+        summarize(&t, list.count, seconds_now() - start, g->json);
     free(t.compile_ms);
-    fc_variant_list_free(&list);
     return t.failed ? fcjit_exit_for(t.first_failure) : FCJIT_EXIT_OK;
+}
+
+int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g)
+{
+    struct options o;
+    int parsed = parse_options(argc, argv, &o);
+    if (parsed)
+        return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
+    struct fc_variant_list list = {0};
+    enum fc_status status = load_variants(&o, &list);
+    if (status != FC_OK)
+        return fcjit_exit_for(status);
+    if (list.count == 0) {
+        fprintf(stderr, "fcjit precompile: no variant of the spec can be built for the arch given "
+                "(each needs what fc_variant_check allows; e.g. sm90 kernels need sm_90a)\n");
+        fc_variant_list_free(&list);
+        return FCJIT_EXIT_USAGE;
+    }
+    int code = fcjit_compile_list(g, &list, o.jobs, o.force, 0);
+    fc_variant_list_free(&list);
+    return code;
 }

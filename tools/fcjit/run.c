@@ -168,6 +168,66 @@ int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g)
     return fcjit_exit_for(status);
 }
 
+/* fcjit explain: what would run on GPU `--device` (default 0; none: sm_90a, untuned) and why:
+ * the tuned winner of the problem's nearest bucket if there is one, and the heuristic's choice. */
+int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
+{
+    struct run_options o;
+    int parsed = parse_options(argc, argv, "explain", &o);
+    if (parsed)
+        return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
+    enum fc_status status;
+    char why_no_gpu[512] = "";
+    const struct fc_cuda_api *cuda = fc_cuda_load(why_no_gpu, sizeof why_no_gpu);
+    int count = 0;
+    if (cuda)
+        cuda->cuDeviceGetCount(&count);
+    const int device = count > o.device ? o.device : FC_DEVICE_NONE;
+    if (device == FC_DEVICE_NONE && !*why_no_gpu)
+        snprintf(why_no_gpu, sizeof why_no_gpu, "no device %d", o.device);
+    struct fc_context *ctx = fcjit_open_context(g, device, &status);
+    if (!ctx)
+        return fcjit_exit_for(status);
+    static _Alignas(16) char dummy[16];
+    o.params.q = o.params.k = o.params.v = o.params.out = dummy;
+    struct fc_plan_info info;
+    struct fc_problem problem;
+    struct fc_plan heuristic;
+    char msg[FC_MESSAGE_MAX], heuristic_name[FC_VARIANT_NAME_MAX] = "", bucket[FC_BUCKET_NAME_MAX] = "";
+    status = fc_attention_plan(ctx, &o.params, &info);
+    if (status == FC_OK && fc_problem_from_params(&o.params, &problem, msg, sizeof msg) == FC_OK &&
+        fc_plan_select(&problem, ctx->arch, ctx->arch_specific, ctx->sm_count, &ctx->override, &heuristic, msg,
+                       sizeof msg) == FC_OK) {
+        fc_variant_name(&heuristic.variant, heuristic_name);
+        const struct fc_tuned *tuned = ctx->override.active ? NULL : fc_tuned_find(&ctx->tuned, &problem);
+        if (tuned)
+            fc_bucket_name(&tuned->bucket, bucket);
+    }
+    char arch[FC_ARCH_NAME_MAX];
+    fc_arch_name(ctx->arch, ctx->arch_specific, arch);
+    const char *gpu = device == FC_DEVICE_NONE ? "no GPU" : ctx->gpu_name;
+    if (status != FC_OK) {
+        fprintf(stderr, "fcjit explain: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
+    } else if (g->json) {
+        printf("{\"gpu\": \"%s\", \"arch\": \"%s\", \"kernel\": \"%s\", \"reason\": \"%s\", "
+               "\"tuned_bucket\": \"%s\", \"tuned_buckets\": %zu, \"heuristic\": \"%s\"}\n", gpu, arch, info.kernel,
+               info.reason, bucket, ctx->tuned.count, heuristic_name);
+    } else {
+        print_shape(&o.params);
+        printf(" on %s (%s)\n  kernel:    %s\n  why:       %s\n", gpu, arch, info.kernel, info.reason);
+        if (bucket[0])
+            printf("  bucket:    %s (nearest of %zu tuned on this GPU)\n", bucket, ctx->tuned.count);
+        else if (device == FC_DEVICE_NONE)
+            printf("  tuning:    none: %s; winners are per GPU (`fcjit tune` on it)\n", why_no_gpu);
+        else
+            printf("  tuning:    no tuned bucket for this dtype, head_dim, causality and GQA ratio on this GPU "
+                   "(%zu buckets; `fcjit tune`)\n", ctx->tuned.count);
+        printf("  heuristic: %s\n", heuristic_name);
+    }
+    fc_context_destroy(ctx);
+    return fcjit_exit_for(status);
+}
+
 /* ---- fcjit run ---- */
 
 static double now_us(void)

@@ -1,0 +1,545 @@
+/* fcjit tune (also `fcjit --tune`): time every candidate of a tuning spec on each of its problem
+ * buckets on this GPU, check each candidate's output before it may win, and store every
+ * measurement, winners marked, in the kernel cache's database.
+ *
+ * Candidates are compiled first, in worker processes (fcjit_compile_list). Each measurement is
+ * committed on its own, so an interrupted sweep (Ctrl-C, a lost machine) resumes where it
+ * stopped: a bucket/candidate pair already measured for this GPU, driver and kernel set is not
+ * measured again unless --restart. Timing follows BENCH.md: fresh random inputs per bucket,
+ * warm-up launches, then the median of timed launches, with the L2 cache flushed before each by
+ * writing a buffer twice its size. */
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check_internal.h"
+#include "config_internal.h"
+#include "context_internal.h"
+#include "embedded_internal.h"
+#include "fcjit.h"
+#include "tuning_internal.h"
+
+#define CHECK_ROWS 32
+#define HEADS_TIMES_DIM 2048   /* BENCH.md: heads_q = 2048 / head_dim */
+
+static const char HELP[] =
+    "usage: fcjit tune [--spec FILE] [--iters N] [--warmup N] [--jobs N] [--restart] [--dry-run [--arch A]]\n"
+    "\n"
+    "Times every candidate kernel of a tuning spec on each of its problem buckets on GPU 0, checks\n"
+    "each candidate's output against an fp64 CPU reference before it may win, and stores every\n"
+    "measurement, winners marked, in the kernel cache's database (--db). Afterwards every forward\n"
+    "call whose problem is near a bucket runs that bucket's winner on this GPU (FC_TUNED=0: not).\n"
+    "Interrupt at any time: finished measurements are kept and the next run resumes.\n"
+    "\n"
+    "  --spec FILE   YAML tuning spec (default: the shipped tuning_db/tune.yaml)\n"
+    "  --iters N     timed launches per candidate, median taken (default 10)\n"
+    "  --warmup N    untimed launches first (default 3)\n"
+    "  --jobs N      compile worker processes (default: the number of CPUs)\n"
+    "  --restart     measure again what this GPU, driver and kernel set already measured\n"
+    "  --dry-run     print the buckets and candidates, measure nothing (no GPU needed)\n"
+    "  --arch A      with --dry-run: the target to plan for (default sm_90a)\n";
+
+struct options {
+    const char *spec;
+    int iters, warmup, jobs, restart, dry_run;
+    int arch, arch_specific;
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int signal)
+{
+    (void)signal;
+    interrupted = 1;
+}
+
+static int parse_count(const char *name, const char *text, int low, int high, int *out)
+{
+    char *end;
+    long value = strtol(text, &end, 10);
+    if (*end || value < low || value > high) {
+        fprintf(stderr, "fcjit tune: --%s takes %d to %d, not '%s'\n", name, low, high, text);
+        return -1;
+    }
+    *out = (int)value;
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    static const struct option OPTIONS[] = {
+        {"spec", required_argument, 0, 's'}, {"iters", required_argument, 0, 'i'},
+        {"warmup", required_argument, 0, 'w'}, {"jobs", required_argument, 0, 'j'},
+        {"restart", no_argument, 0, 'r'}, {"dry-run", no_argument, 0, 'n'}, {"arch", required_argument, 0, 'a'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->iters = 10;
+    o->warmup = 3;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = cpus > 0 ? (int)cpus : 1;
+    o->arch = 90;
+    o->arch_specific = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1) {
+        switch (c) {
+        case 's': o->spec = optarg; break;
+        case 'i': if (parse_count("iters", optarg, 1, 1000, &o->iters)) return -1; break;
+        case 'w': if (parse_count("warmup", optarg, 0, 1000, &o->warmup)) return -1; break;
+        case 'j': if (parse_count("jobs", optarg, 1, 256, &o->jobs)) return -1; break;
+        case 'r': o->restart = 1; break;
+        case 'n': o->dry_run = 1; break;
+        case 'a':
+            if (fc_arch_parse(optarg, &o->arch, &o->arch_specific)) {
+                fprintf(stderr, "fcjit tune: bad --arch '%s' (e.g. sm_90a, sm_80)\n", optarg);
+                return -1;
+            }
+            break;
+        case 'h': fputs(HELP, stdout); return 1;
+        default: fputs(HELP, stderr); return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "fcjit tune: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+/* One bucket and its candidates (indexes into the spec's variants). */
+struct bucket_work {
+    struct fc_tune_problem problem;
+    char name[FC_BUCKET_NAME_MAX];
+    size_t *candidates, count;
+};
+
+struct work {
+    struct fc_variant_list variants;        /* every candidate of the spec */
+    struct fc_tune_problem_list problems;
+    struct bucket_work *buckets;
+    size_t bucket_count, measurements;
+    struct fc_variant_list to_compile;      /* the candidates some bucket on this arch takes */
+};
+
+static void work_free(struct work *w)
+{
+    for (size_t i = 0; i < w->bucket_count; i++)
+        free(w->buckets[i].candidates);
+    free(w->buckets);
+    fc_variant_list_free(&w->variants);
+    fc_tune_problem_list_free(&w->problems);
+    free(w->to_compile.items);
+    memset(w, 0, sizeof *w);
+}
+
+/* Pairs each bucket with the candidates of its dtype, head_dim and causality on the arch. */
+static enum fc_status plan_work(const struct options *o, int arch, int arch_specific, struct work *w)
+{
+    char err[1024] = "";
+    enum fc_status status;
+    memset(w, 0, sizeof *w);
+    if (o->spec) {
+        status = fc_config_load_tune(o->spec, &w->variants, &w->problems, err, sizeof err);
+    } else {
+        const struct fc_embedded_file *f = fc_embedded_find(fc_embedded_data, "tune.yaml");
+        status = fc_config_parse_tune(f->text, f->length, "tuning_db/tune.yaml", &w->variants, &w->problems, err,
+                                      sizeof err);
+    }
+    if (status != FC_OK) {
+        fprintf(stderr, "fcjit tune: %s\n", err);
+        return status;
+    }
+    w->buckets = calloc(w->problems.count, sizeof *w->buckets);
+    w->to_compile.items = calloc(w->variants.count + 1, sizeof *w->to_compile.items);
+    char *used = calloc(w->variants.count + 1, 1);
+    if (!w->buckets || !w->to_compile.items || !used) {
+        free(used);
+        return FC_ERR_NOMEM;
+    }
+    for (size_t p = 0; p < w->problems.count; p++) {
+        const struct fc_tune_problem *problem = &w->problems.items[p];
+        struct bucket_work *b = &w->buckets[w->bucket_count];
+        b->candidates = calloc(w->variants.count + 1, sizeof *b->candidates);
+        if (!b->candidates) {
+            free(used);
+            return FC_ERR_NOMEM;
+        }
+        b->problem = *problem;
+        fc_bucket_name(problem, b->name);
+        for (size_t v = 0; v < w->variants.count; v++) {
+            const struct fc_variant *c = &w->variants.items[v];
+            if (c->dtype == problem->dtype && c->head_dim == problem->head_dim && c->causal == problem->causal &&
+                c->arch == arch && c->arch_specific == arch_specific) {
+                b->candidates[b->count++] = v;
+                if (!used[v]) {
+                    used[v] = 1;
+                    w->to_compile.items[w->to_compile.count++] = *c;
+                }
+            }
+        }
+        if (b->count) {
+            w->bucket_count++;
+            w->measurements += b->count;
+        } else {
+            free(b->candidates);
+            b->candidates = NULL;
+        }
+    }
+    free(used);
+    return FC_OK;
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Progress: a bar with the ETA on a terminal, one line per measurement otherwise. */
+struct progress {
+    size_t done, total, skipped;
+    double start;
+    int tty;
+};
+
+static void progress_show(struct progress *p, const char *bucket, const char *variant, double ms, int passed)
+{
+    p->done++;
+    if (!p->tty) {
+        fprintf(stderr, "[%zu/%zu] %s %s %.4f ms %s\n", p->done, p->total, bucket, variant, ms,
+                passed ? "ok" : "FAILED CHECK");
+        return;
+    }
+    enum { WIDTH = 30 };
+    const size_t measured = p->done - p->skipped;
+    const double elapsed = seconds_now() - p->start;
+    const double eta = measured ? elapsed / (double)measured * (double)(p->total - p->done) : 0.;
+    const int filled = (int)(WIDTH * p->done / (p->total ? p->total : 1));
+    fprintf(stderr, "\r[%.*s%*s] %zu/%zu ETA %2dm%02ds  %-26s %-40.40s", filled, "==============================",
+            WIDTH - filled, "", p->done, p->total, (int)eta / 60, (int)eta % 60, bucket, variant);
+    if (p->done == p->total)
+        fputc('\n', stderr);
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Times the problem on whatever variant ctx->override names: warm-up, then the median of iters
+ * launches, each after the L2 scrub buffer is rewritten. */
+static enum fc_status time_candidate(struct fc_context *ctx, const struct options *o, struct fc_check_run *run,
+                                     CUdeviceptr scrub, size_t scrub_words, double *median_ms)
+{
+    const struct fc_cuda_api *cu = ctx->cuda;
+    CUevent start, stop;
+    if (cu->cuEventCreate(&start, CU_EVENT_DEFAULT) || cu->cuEventCreate(&stop, CU_EVENT_DEFAULT))
+        return FC_ERR_CUDA;
+    double *ms = calloc((size_t)o->iters, sizeof *ms);
+    enum fc_status status = ms ? FC_OK : FC_ERR_NOMEM;
+    for (int i = 0; status == FC_OK && i < o->warmup + o->iters; i++) {
+        if (scrub && cu->cuMemsetD32(scrub, (unsigned)i, scrub_words) != CUDA_SUCCESS)
+            status = FC_ERR_CUDA;
+        if (status == FC_OK && cu->cuEventRecord(start, NULL) != CUDA_SUCCESS)
+            status = FC_ERR_CUDA;
+        if (status == FC_OK)
+            status = fc_attention_forward(ctx, &run->params, NULL);
+        if (status == FC_OK && (cu->cuEventRecord(stop, NULL) || cu->cuEventSynchronize(stop)))
+            status = FC_ERR_CUDA;
+        float elapsed = 0.f;
+        if (status == FC_OK && cu->cuEventElapsedTime(&elapsed, start, stop) != CUDA_SUCCESS)
+            status = FC_ERR_CUDA;
+        if (status == FC_OK && i >= o->warmup)
+            ms[i - o->warmup] = elapsed;
+    }
+    if (status == FC_OK) {
+        qsort(ms, (size_t)o->iters, sizeof *ms, compare_doubles);
+        *median_ms = o->iters % 2 ? ms[o->iters / 2] : 0.5 * (ms[o->iters / 2 - 1] + ms[o->iters / 2]);
+    }
+    free(ms);
+    cu->cuEventDestroy(start);
+    cu->cuEventDestroy(stop);
+    return status;
+}
+
+static struct fc_check_case bucket_case(const struct fc_tune_problem *b, uint64_t seed)
+{
+    struct fc_check_case c;
+    memset(&c, 0, sizeof c);
+    fc_attention_params_init(&c.shape);
+    c.shape.dtype = b->dtype;
+    c.shape.head_dim = b->head_dim;
+    c.shape.causal = b->causal;
+    c.shape.seqlen_q = c.shape.seqlen_k = b->seqlen;
+    c.shape.batch = b->tokens / b->seqlen > 0 ? b->tokens / b->seqlen : 1;
+    int heads = HEADS_TIMES_DIM / b->head_dim > 0 ? HEADS_TIMES_DIM / b->head_dim : 1;
+    heads = (heads + b->gqa - 1) / b->gqa * b->gqa;   /* a multiple of the GQA ratio */
+    c.shape.heads_q = heads;
+    c.shape.heads_kv = heads / b->gqa;
+    c.layout = FC_LAYOUT_PACKED;
+    c.want_lse = 1;
+    c.check_rows = CHECK_ROWS;
+    c.seed = seed;
+    return c;
+}
+
+static double flops_of(const struct fc_attention_params *p)
+{
+    double f = 4.0 * p->batch * p->heads_q * (double)p->seqlen_q * p->seqlen_k * p->head_dim;
+    return p->causal ? f / 2 : f;
+}
+
+struct bucket_summary {
+    char winner[FC_VARIANT_NAME_MAX], heuristic[FC_VARIANT_NAME_MAX];
+    double winner_ms, heuristic_ms;
+};
+
+/* Measures the bucket's pending candidates; returns FC_OK, or the first storage error. */
+static enum fc_status tune_bucket(struct fc_context *ctx, const struct options *o, const struct work *w,
+                                  const struct bucket_work *b, const struct fc_tuning_identity *id,
+                                  CUdeviceptr scrub, size_t scrub_words, struct progress *progress)
+{
+    char msg[FC_MESSAGE_MAX];
+    size_t pending = 0;
+    int *measured = calloc(b->count, sizeof *measured);
+    if (!measured)
+        return FC_ERR_NOMEM;
+    for (size_t i = 0; i < b->count; i++) {
+        char name[FC_VARIANT_NAME_MAX];
+        fc_variant_name(&w->variants.items[b->candidates[i]], name);
+        int found = 0;
+        if (!o->restart && fc_tuning_has(ctx->cache, id, b->name, name, &found, msg, sizeof msg) == FC_OK && found)
+            measured[i] = 1;
+        pending += !measured[i];
+    }
+    enum fc_status status = FC_OK;
+    struct fc_check_run run;
+    int prepared = 0;
+    if (pending) {
+        struct fc_check_case c = bucket_case(&b->problem, (uint64_t)time(NULL) ^ (uint64_t)progress->done);
+        status = fc_check_prepare(ctx, &c, &run, msg, sizeof msg);   /* fresh random inputs */
+        if (status != FC_OK) {
+            fprintf(stderr, "\nfcjit tune: %s: inputs: %s\n", b->name, msg);
+            free(measured);
+            return status;
+        }
+        prepared = 1;
+    }
+    for (size_t i = 0; i < b->count && status == FC_OK && !interrupted; i++) {
+        const struct fc_variant *v = &w->variants.items[b->candidates[i]];
+        struct fc_tuning_row row;
+        memset(&row, 0, sizeof row);
+        row.id = *id;
+        snprintf(row.bucket, sizeof row.bucket, "%s", b->name);
+        fc_variant_name(v, row.variant);
+        if (measured[i]) {
+            progress->skipped++;
+            progress_show(progress, b->name, row.variant, 0., 1);
+            continue;
+        }
+        struct fc_plan_override use = {1, v->family, v->block_m, v->block_n, v->warps, v->stages, v->pingpong + 1};
+        ctx->override = use;
+        struct fc_error_stats stats;
+        enum fc_status run_status = fc_check_poison(&run, msg, sizeof msg);
+        if (run_status == FC_OK)
+            run_status = fc_attention_forward(ctx, &run.params, NULL);
+        if (run_status == FC_OK && ctx->cuda->cuCtxSynchronize() != CUDA_SUCCESS)
+            run_status = FC_ERR_CUDA;
+        if (run_status == FC_OK)
+            run_status = fc_check_download(&run, msg, sizeof msg);
+        row.passed_check = run_status == FC_OK && fc_check_verify(&run, &stats);
+        if (row.passed_check && time_candidate(ctx, o, &run, scrub, scrub_words, &row.median_ms) != FC_OK)
+            row.passed_check = 0;
+        if (row.passed_check)
+            row.tflops = flops_of(&run.params) / (row.median_ms * 1e-3) * 1e-12;
+        else if (run_status == FC_ERR_CUDA)   /* a fault leaves the context unusable: stop here */
+            status = FC_ERR_CUDA;
+        status = status == FC_OK ? fc_tuning_put(ctx->cache, &row, msg, sizeof msg) : status;
+        progress_show(progress, b->name, row.variant, row.median_ms, row.passed_check);
+    }
+    memset(&ctx->override, 0, sizeof ctx->override);
+    if (prepared)
+        fc_check_release(&run);
+    free(measured);
+    if (status == FC_OK && !interrupted)
+        status = fc_tuning_mark_winner(ctx->cache, id, b->name, msg, sizeof msg);
+    if (status != FC_OK)
+        fprintf(stderr, "\nfcjit tune: %s: %s\n", b->name, msg);
+    return status;
+}
+
+/* The winner and the heuristic's own choice of each bucket, from the database. */
+struct summary_walk {
+    const struct fc_tuning_identity *id;
+    const char *bucket, *heuristic;
+    struct bucket_summary *out;
+};
+
+static int summary_row(void *user, const struct fc_tuning_row *row)
+{
+    struct summary_walk *s = user;
+    if (strcmp(row->bucket, s->bucket) || strcmp(row->id.gpu_name, s->id->gpu_name) ||
+        strcmp(row->id.kernel_set, s->id->kernel_set) || strcmp(row->id.driver, s->id->driver) ||
+        row->id.sm_count != s->id->sm_count)
+        return 0;
+    if (row->winner) {
+        snprintf(s->out->winner, sizeof s->out->winner, "%s", row->variant);
+        s->out->winner_ms = row->median_ms;
+    }
+    if (!strcmp(row->variant, s->heuristic) && row->passed_check)
+        s->out->heuristic_ms = row->median_ms;
+    return 0;
+}
+
+static void print_summary(struct fc_context *ctx, const struct work *w, const struct fc_tuning_identity *id,
+                          double wall, size_t measured_now, int json)
+{
+    char msg[512];
+    if (json)
+        printf("{\"gpu\": \"%s\", \"sm_count\": %d, \"driver\": \"%s\", \"kernel_set\": \"%s\", \"buckets\": %zu, "
+               "\"measurements\": %zu, \"measured_now\": %zu, \"wall_s\": %.1f, \"results\": [\n",
+               id->gpu_name, id->sm_count, id->driver, id->kernel_set, w->bucket_count, w->measurements, measured_now,
+               wall);
+    else
+        printf("%-28s %-44s %10s %-44s %10s %7s\n", "bucket", "winner", "ms", "heuristic", "ms", "gain");
+    for (size_t i = 0; i < w->bucket_count; i++) {
+        const struct bucket_work *b = &w->buckets[i];
+        struct fc_attention_params params = bucket_case(&b->problem, 0).shape;
+        struct fc_problem problem;
+        struct fc_plan plan;
+        struct bucket_summary s;
+        memset(&s, 0, sizeof s);
+        params.q = params.k = params.v = params.out = (void *)16;   /* validation wants pointers */
+        if (fc_problem_from_params(&params, &problem, msg, sizeof msg) == FC_OK &&
+            fc_plan_select(&problem, ctx->arch, ctx->arch_specific, ctx->sm_count, NULL, &plan, msg, sizeof msg) ==
+                FC_OK)
+            fc_variant_name(&plan.variant, s.heuristic);
+        struct summary_walk walk = {id, b->name, s.heuristic, &s};
+        fc_tuning_foreach(ctx->cache, 0, summary_row, &walk, msg, sizeof msg);
+        const double gain = s.winner_ms > 0 && s.heuristic_ms > 0 ? s.heuristic_ms / s.winner_ms : 0.;
+        if (json)
+            printf("  {\"bucket\": \"%s\", \"winner\": \"%s\", \"winner_ms\": %.5f, \"heuristic\": \"%s\", "
+                   "\"heuristic_ms\": %.5f, \"gain\": %.4f}%s\n", b->name, s.winner, s.winner_ms, s.heuristic,
+                   s.heuristic_ms, gain, i + 1 < w->bucket_count ? "," : "");
+        else
+            printf("%-28s %-44s %10.4f %-44s %10.4f %6.3fx\n", b->name, s.winner[0] ? s.winner : "(none)",
+                   s.winner_ms, s.heuristic, s.heuristic_ms, gain);
+    }
+    if (json)
+        printf("]}\n");
+    else
+        printf("%zu buckets, %zu measurements (%zu now) on %s, %.1f s\n", w->bucket_count, w->measurements,
+               measured_now, id->gpu_name, wall);
+}
+
+static void print_dry_run(const struct work *w, int json)
+{
+    if (json)
+        printf("{\"buckets\": %zu, \"measurements\": %zu, \"variants\": %zu, \"plan\": [\n", w->bucket_count,
+               w->measurements, w->to_compile.count);
+    for (size_t i = 0; i < w->bucket_count; i++) {
+        const struct bucket_work *b = &w->buckets[i];
+        if (json)
+            printf("  {\"bucket\": \"%s\", \"candidates\": [", b->name);
+        else
+            printf("%s: %zu candidates\n", b->name, b->count);
+        for (size_t c = 0; c < b->count; c++) {
+            char name[FC_VARIANT_NAME_MAX];
+            fc_variant_name(&w->variants.items[b->candidates[c]], name);
+            if (json)
+                printf("%s\"%s\"", c ? ", " : "", name);
+            else
+                printf("  %s\n", name);
+        }
+        if (json)
+            printf("]}%s\n", i + 1 < w->bucket_count ? "," : "");
+    }
+    if (json)
+        printf("]}\n");
+    else
+        printf("%zu buckets, %zu measurements, %zu distinct kernels (%zu candidates in the spec were pruned)\n",
+               w->bucket_count, w->measurements, w->to_compile.count, w->variants.pruned);
+}
+
+int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
+{
+    struct options o;
+    int parsed = parse_options(argc, argv, &o);
+    if (parsed)
+        return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
+    if (o.dry_run) {
+        struct work w;
+        enum fc_status status = plan_work(&o, o.arch, o.arch_specific, &w);
+        if (status == FC_OK)
+            print_dry_run(&w, g->json);
+        work_free(&w);
+        return fcjit_exit_for(status);
+    }
+    if (g->no_disk_cache) {
+        fprintf(stderr, "fcjit tune: the measurements go to the kernel cache's database; drop --no-cache\n");
+        return FCJIT_EXIT_USAGE;
+    }
+    enum fc_status status;
+    struct fc_context *ctx = fcjit_open_context(g, 0, &status);
+    if (!ctx)
+        return fcjit_exit_for(status);
+    struct work w;
+    status = plan_work(&o, ctx->arch, ctx->arch_specific, &w);
+    if (status == FC_OK && w.bucket_count == 0) {
+        fprintf(stderr, "fcjit tune: no candidate of the spec runs on this GPU (sm_%d%s)\n", ctx->arch,
+                ctx->arch_specific ? "a" : "");
+        status = FC_ERR_CONFIG;
+    }
+    const double start = seconds_now();
+    if (status == FC_OK) {
+        fprintf(stderr, "fcjit tune: %s, %zu buckets, %zu measurements, %zu kernels to compile or find cached\n",
+                ctx->gpu_name, w.bucket_count, w.measurements, w.to_compile.count);
+        if (fcjit_compile_list(g, &w.to_compile, o.jobs, 0, 1) != FCJIT_EXIT_OK)
+            fprintf(stderr, "fcjit tune: some candidates did not compile; they will fail their check\n");
+    }
+    struct fc_tuning_identity id;
+    fc_context_tuning_identity(ctx, &id);
+    int pushed = 0;
+    if (status == FC_OK)
+        status = fc_context_enter(ctx, &pushed);
+    /* NOTE: twice the L2, rewritten before every timed launch, so no launch finds its inputs
+     * cached by the one before (BENCH.md). */
+    int l2_bytes = 0;
+    CUdeviceptr scrub = 0;
+    if (status == FC_OK) {
+        ctx->cuda->cuDeviceGetAttribute(&l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, ctx->cu_device);
+        if (l2_bytes > 0 && ctx->cuda->cuMemAlloc(&scrub, 2 * (size_t)l2_bytes) != CUDA_SUCCESS)
+            scrub = 0;
+    }
+    struct sigaction action, previous;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_interrupt;
+    sigaction(SIGINT, &action, &previous);
+    struct progress progress = {0, w.measurements, 0, seconds_now(), isatty(STDERR_FILENO)};
+    for (size_t i = 0; status == FC_OK && i < w.bucket_count && !interrupted; i++)
+        status = tune_bucket(ctx, &o, &w, &w.buckets[i], &id, scrub, 2 * (size_t)l2_bytes / 4, &progress);
+    sigaction(SIGINT, &previous, NULL);
+    const size_t measured_now = progress.done - progress.skipped;
+    int code = fcjit_exit_for(status);
+    if (interrupted) {
+        fprintf(stderr, "\nfcjit tune: interrupted after %zu of %zu measurements; every finished one is stored "
+                "in %s: run `fcjit tune` again to resume\n", progress.done, progress.total, fc_cache_path(ctx->cache));
+        code = 130;
+    } else if (status == FC_OK) {
+        print_summary(ctx, &w, &id, seconds_now() - start, measured_now, g->json);
+    }
+    if (scrub)
+        ctx->cuda->cuMemFree(scrub);
+    if (pushed)
+        fc_context_leave(ctx, pushed);
+    work_free(&w);
+    fc_context_destroy(ctx);
+    return code;
+}
