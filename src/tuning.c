@@ -87,10 +87,21 @@ static int field(const char *line, int i, char *out, size_t size)
     return 0;
 }
 
+/* A whole field as a finite number: no blanks, nothing left over. */
+static int parse_number(const char *text, double *value)
+{
+    char *end;
+    if (!*text || !(text[0] == '-' || text[0] == '.' || (text[0] >= '0' && text[0] <= '9')))
+        return -1;
+    *value = strtod(text, &end);
+    return *end || !isfinite(*value) ? -1 : 0;
+}
+
 int fc_tuning_row_parse(const char *line, struct fc_tuning_row *r)
 {
     memset(r, 0, sizeof *r);
-    char number[5][32], *end;
+    char number[5][32];
+    double value[5];
     if (field(line, 0, r->id.gpu_name, sizeof r->id.gpu_name) || field(line, 1, number[0], sizeof number[0]) ||
         field(line, 2, r->id.driver, sizeof r->id.driver) || field(line, 3, r->id.kernel_set, sizeof r->id.kernel_set) ||
         field(line, 4, r->bucket, sizeof r->bucket) || field(line, 5, r->variant, sizeof r->variant) ||
@@ -98,20 +109,21 @@ int fc_tuning_row_parse(const char *line, struct fc_tuning_row *r)
         field(line, 8, number[3], sizeof number[3]) || field(line, 9, number[4], sizeof number[4]) ||
         field(line, 10, r->measured_at, sizeof r->measured_at))
         return -1;
-    r->id.sm_count = (int)strtol(number[0], &end, 10);
-    if (*end || r->id.sm_count <= 0)
+    int tabs = 0;   /* exactly 11 fields */
+    for (const char *p = line; *p && *p != '\n'; p++)
+        tabs += *p == '\t';
+    if (tabs != 10)
         return -1;
-    r->median_ms = strtod(number[1], &end);
-    if (*end || !(r->median_ms > 0.))
-        return -1;
-    r->tflops = strtod(number[2], &end);
-    if (*end)
-        return -1;
-    r->passed_check = (int)strtol(number[3], &end, 10);
-    if (*end || (r->passed_check != 0 && r->passed_check != 1))
-        return -1;
-    r->winner = (int)strtol(number[4], &end, 10);
-    if (*end || (r->winner != 0 && r->winner != 1))
+    for (int i = 0; i < 5; i++)
+        if (parse_number(number[i], &value[i]))
+            return -1;
+    r->id.sm_count = (int)value[0];
+    r->median_ms = value[1];
+    r->tflops = value[2];
+    r->passed_check = (int)value[3];
+    r->winner = (int)value[4];
+    if (value[0] != r->id.sm_count || r->id.sm_count <= 0 || !(r->median_ms > 0.) ||
+        (value[3] != 0. && value[3] != 1.) || (value[4] != 0. && value[4] != 1.))
         return -1;
     struct fc_tune_problem bucket;
     struct fc_variant variant;
@@ -148,8 +160,12 @@ static int add(void *user, const struct fc_tuning_row *row)
         variant.arch != l->arch || variant.arch_specific != l->arch_specific || fc_variant_check(&variant, NULL, 0))
         return 0;
     struct fc_tuned *slot = find_bucket(l->table, &bucket);
-    if (slot && (l->shipped || (!slot->shipped && strcmp(row->id.driver, l->id->driver) != 0)))
-        return 0;   /* the database's own driver first, then any driver, then the shipped layer */
+    const int own_driver = !l->shipped && strcmp(row->id.driver, l->id->driver) == 0;
+    /* the database's own driver first, then its newest measurement on another driver, then the
+     * shipped layer */
+    if (slot && (l->shipped || slot->own_driver ||
+                 (!own_driver && !slot->shipped && strcmp(row->measured_at, slot->measured_at) <= 0)))
+        return 0;
     if (!slot) {
         struct fc_tuned_table *t = l->table;
         if (t->count == t->capacity) {
@@ -167,6 +183,8 @@ static int add(void *user, const struct fc_tuning_row *row)
     slot->variant = variant;
     slot->median_ms = row->median_ms;
     slot->shipped = l->shipped;
+    slot->own_driver = own_driver;
+    snprintf(slot->measured_at, sizeof slot->measured_at, "%s", row->measured_at);
     snprintf(slot->reason, sizeof slot->reason, "tuned: fastest measured for bucket %s on this GPU (%.3f ms%s)",
              row->bucket, row->median_ms, l->shipped ? ", shipped winners" : "");
     return 0;

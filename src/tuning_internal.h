@@ -34,6 +34,8 @@ struct fc_tuned {
     struct fc_variant variant;
     double median_ms;
     int shipped;           /* from the shipped layer rather than the user's database */
+    int own_driver;        /* measured with this process's driver */
+    char measured_at[32];
     char reason[200];      /* what fc_attention_plan says about it */
 };
 

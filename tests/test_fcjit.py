@@ -53,7 +53,7 @@ def nvrtc_available(cli):
 def test_help_and_version(cli):
     code, out, _ = cli.run("--help")
     assert code == EXIT_OK and "precompile" in out and "exit codes" in out, out
-    for command in ("info", "precompile", "run", "plan", "cache"):
+    for command in ("info", "precompile", "run", "plan", "cache", "tune", "explain"):
         code, out, _ = cli.run(command, "--help")
         assert code == EXIT_OK and "usage: fcjit" in out, (command, code, out)
     code, out, _ = cli.run("--version")
@@ -145,6 +145,84 @@ def test_verify_finds_a_corrupted_cubin_and_precompile_repairs_it(cli, directory
     assert code == EXIT_OK and json.loads(out)["deleted"] == 2, out
 
 
+TUNE_SPEC = """version: 1
+problems:
+  - dtype: f16
+    head_dim: 128
+    causal: [false, true]
+    seqlen: [1024, 8192]
+variants:
+  - kernel: sm90
+    arch: sm_90a
+    dtype: f16
+    head_dim: 128
+    causal: [false, true]
+    block_m: [64, 128]
+    block_n: 64
+    warps: [8, 12]
+"""
+
+ROW = ("NVIDIA H100 80GB HBM3\t132\t13.0\t0123456789abcdef\tf16_d128_causal_gqa1_s2048\t"
+       "sm90_f16_d128_causal_m64n64s2w8_sm_90a\t0.250000\t550.000\t1\t1\t2026-11-22T03:00:00Z\n")
+
+
+def test_tune_dry_run_pairs_buckets_with_candidates(cli, directory):
+    path = os.path.join(directory, "tune.yaml")
+    with open(path, "w") as handle:
+        handle.write(TUNE_SPEC)
+    code, out, err = cli.run("--json", "tune", "--dry-run", "--spec", path)
+    assert code == EXIT_OK, (code, err)
+    plan = json.loads(out)
+    assert plan["buckets"] == 4 and plan["plan"][0]["bucket"] == "f16_d128_gqa1_s1024", plan
+    names = plan["plan"][0]["candidates"]
+    assert all(not "causal" in name for name in names) and len(names) == plan["measurements"] // 4, plan
+    code, out, _ = cli.run("--tune", "--dry-run")   # the shipped spec, `fcjit --tune` spelling
+    assert code == EXIT_OK and "84 buckets" in out, out
+    code, out, _ = cli.run("tune", "--dry-run", "--spec", path, "--arch", "sm_80")
+    assert code == EXIT_OK and out.startswith("0 buckets"), out
+    with open(path, "w") as handle:
+        handle.write(TUNE_SPEC.replace("seqlen: [1024, 8192]", "seqlen: [1024, long]"))
+    code, _, err = cli.run("tune", "--dry-run", "--spec", path)
+    assert code == EXIT_USAGE and f"{path}:6:20:" in err and "seqlen" in err, (code, err)
+    with open(path, "w") as handle:
+        handle.write(SMALL_SPEC)
+    code, _, err = cli.run("tune", "--dry-run", "--spec", path)
+    assert code == EXIT_USAGE and "problems" in err, (code, err)
+
+
+def test_tune_and_explain_without_gpu(cli):
+    code, out, _ = cli.run("--json", "info")
+    if json.loads(out)["gpu_count"] > 0:
+        return "skipped: a GPU is present"
+    code, _, err = cli.run("tune")
+    assert code == EXIT_NO_ENVIRONMENT and "driver" in err.lower(), (code, err)
+    code, out, err = cli.run("--json", "explain", "--head-dim", "128", "--seqlen", "4096", "--causal")
+    assert code == EXIT_OK, (code, err)
+    explained = json.loads(out)
+    assert explained["gpu"] == "no GPU" and explained["kernel"] == explained["heuristic"], explained
+
+
+def test_cache_export_import_round_trip(cli, directory):
+    path = os.path.join(directory, "rows.tsv")
+    with open(path, "w") as handle:
+        handle.write("# a comment\n" + ROW)
+    code, out, err = cli.run("cache", "import", path)
+    assert code == EXIT_OK and "imported 1" in out, (code, out, err)
+    code, out, _ = cli.run("cache", "export", "--winners", "-")
+    assert code == EXIT_OK and ROW in out, out
+    again = os.path.join(directory, "again.tsv")
+    code, _, _ = cli.run("cache", "export", again)
+    assert code == EXIT_OK and ROW in open(again).read()
+    with open(path, "w") as handle:   # one bad line: nothing of the file is imported
+        handle.write(ROW.replace("s2048", "s4096") + "not\ta\trow\n")
+    code, _, err = cli.run("cache", "import", path)
+    assert code == EXIT_USAGE and f"{path}:2:" in err and "nothing imported" in err, (code, err)
+    code, out, _ = cli.run("cache", "export", "-")
+    assert "s4096" not in out, out
+    code, _, err = cli.run("cache", "import", os.path.join(directory, "absent.tsv"))
+    assert code != EXIT_OK and "absent.tsv" in err, (code, err)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -161,6 +239,9 @@ def main():
             (test_bad_spec_names_line_and_column, (cli, directory)),
             (test_precompile_fills_then_hits_the_cache, (cli, directory)),
             (test_verify_finds_a_corrupted_cubin_and_precompile_repairs_it, (cli, directory)),
+            (test_tune_dry_run_pairs_buckets_with_candidates, (cli, directory)),
+            (test_tune_and_explain_without_gpu, (cli,)),
+            (test_cache_export_import_round_trip, (cli, directory)),
         ]
         for test, args in tests:
             try:

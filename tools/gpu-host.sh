@@ -9,6 +9,8 @@
 #                              quick bench
 #   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
 #   tools/gpu-host.sh decode   decode-kernel tiles on BENCH.md's decode shapes
+#   tools/gpu-host.sh tune     `fcjit tune` from an empty database; results exported to $OUT
+#   tools/gpu-host.sh tuned-bench  the benchmark with tuned winners, the heuristic and the peers
 #   tools/gpu-host.sh final    gpu suite, probes, sanitizer, the full tools/check.py matrix, the full
 #                              benchmark (validate: all but the benchmark; bench: only that)
 #   tools/gpu-host.sh sm90     the Hopper kernel: gpu suite, probes, sanitizer, tiles, quick bench
@@ -196,6 +198,19 @@ variants)
 decode)
     step decode-tiles 300 decode_tiles
     ;;
+tune)   # the default sweep from an empty database (compiles included), then its results out
+    export DB=/tmp/flashcore-tune.db
+    rm -f "$DB" "$DB"-*
+    step tune 580 "\$FCJIT --db \$DB tune; \$FCJIT --db \$DB cache export $OUT/tuning-results.tsv; \
+        \$FCJIT --db \$DB cache export --winners $OUT/winners.tsv"
+    ;;
+tuned-bench)   # BENCH.md's sweep: tuned winners vs the heuristic (FC_TUNED=0) vs the peers
+    export DB=/tmp/flashcore-tune.db
+    [ -f "$DB" ] || "$FCJIT" --db "$DB" cache import "${TUNING_RESULTS:-$OUT/tuning-results.tsv}"
+    step explain 60 "\$FCJIT --db \$DB explain --head-dim 128 --seqlen 2048 --causal; \
+        \$FCJIT --db \$DB explain --head-dim 64 --seqlen 16384 --dtype bf16"
+    step bench 580 "FC_TUNING_DB=\$DB python3 tools/bench.py --untuned --json $OUT/bench-tuned.json"
+    ;;
 bench)
     step bench 580 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
@@ -214,7 +229,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|shapes|perf|bench|validate|final" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|tune|tuned-bench|shapes|perf|bench|validate|final" >&2
     exit 2
     ;;
 esac
