@@ -66,7 +66,7 @@ struct DecodeForward {
         for (int i = threadIdx.x; i < BLOCK_N * CHUNKS; i += THREADS) {
             const int r = i / CHUNKS, c = i % CHUNKS;
             const bool valid = first + r < end;
-            cp_async_16(dst + r * PITCH + c * 16, valid ? src + (first + r) * stride + c * 8 : src, valid);
+            cp_async_16_stream(dst + r * PITCH + c * 16, valid ? src + (first + r) * stride + c * 8 : src, valid);
         }
     }
 

@@ -10,6 +10,14 @@ __device__ __forceinline__ void cp_async_16(unsigned dst, const void *src, bool 
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 
+// The same for data read once in long runs (decode's K/V): also asks L2 to fetch the whole
+// 256-byte block around it from DRAM, so neighbouring chunks arrive with fewer requests.
+__device__ __forceinline__ void cp_async_16_stream(unsigned dst, const void *src, bool valid)
+{
+    const int src_bytes = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 // Waits until at most PENDING of this thread's committed groups are still in flight.
