@@ -73,11 +73,13 @@ struct Sm90Forward {
     static constexpr int N_TILES = BLOCK_N / 8, D_TILES = HEAD_DIM / 8;
     // setmaxnreg: the pool is what ptxas gives each thread at launch (65536 per SM shared by
     // MIN_BLOCKS CTAs, in multiples of 8); the producer keeps 24 and the consumers split the rest.
-    static constexpr int MIN_BLOCKS = SPECIALIZED && CONSUMERS == 1 && HEAD_DIM <= 128 ? 2 : 1;   // = fc_variant_min_blocks
+    // = fc_variant_min_blocks: two CTAs per SM leave no room for head_dim 256's P V accumulators
+    static constexpr int MIN_BLOCKS = SPECIALIZED && CONSUMERS == 1 && HEAD_DIM <= 128 ? 2 : 1;
     static constexpr int LAUNCH_REGISTERS = 65536 / (THREADS * MIN_BLOCKS) / 8 * 8 > 248
                                                 ? 248 : 65536 / (THREADS * MIN_BLOCKS) / 8 * 8;
     static constexpr int PRODUCER_REGISTERS = 24;
-    static constexpr int CONSUMER_REGISTERS_POOL = (LAUNCH_REGISTERS * (CONSUMERS + 1) - PRODUCER_REGISTERS) / CONSUMERS / 8 * 8;
+    static constexpr int CONSUMER_REGISTERS_POOL =
+        (LAUNCH_REGISTERS * (CONSUMERS + 1) - PRODUCER_REGISTERS) / CONSUMERS / 8 * 8;
     static constexpr int CONSUMER_REGISTERS = CONSUMER_REGISTERS_POOL > 240 ? 240 : CONSUMER_REGISTERS_POOL;
     static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 256, "head_dim 64, 128, 192 or 256 (64-wide swizzle blocks)");
     static_assert(BLOCK_N == 64 || BLOCK_N == 128, "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T)");

@@ -70,7 +70,8 @@ static void base_variant(const struct fc_problem *problem, int arch, int arch_sp
 static const char *select_family(const struct fc_problem *problem, int arch, struct fc_variant *v)
 {
     const int d = problem->head_dim;
-    if (arch >= 80 && d % 16 == 0 && (long long)problem->seqlen_q * (problem->heads_q / problem->heads_kv) <= DECODE_ROWS) {
+    const long long packed_rows = (long long)problem->seqlen_q * (problem->heads_q / problem->heads_kv);
+    if (arch >= 80 && d % 16 == 0 && packed_rows <= DECODE_ROWS) {
         v->family = FC_KERNEL_DECODE;
         if (choose_tiles(v) == 0)
             return "decode kernel: the query heads of a K/V head and their rows fit one 16-row tile, so each K/V "
@@ -95,7 +96,8 @@ static const char *select_family(const struct fc_problem *problem, int arch, str
             v->pingpong = 0;
         }
         if (fc_variant_check(v, NULL, 0) == 0)
-            return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128 (1.3-2.6x the sm80 kernel in the H200 sweep)";
+            return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128 (1.3-2.6x the sm80 kernel in "
+                   "the H200 sweep)";
     }
     if (arch >= 80 && problem->head_dim % 16 == 0) {
         v->family = FC_KERNEL_SM80;

@@ -103,7 +103,8 @@ int fc_tuning_row_parse(const char *line, struct fc_tuning_row *r)
     char number[5][32];
     double value[5];
     if (field(line, 0, r->id.gpu_name, sizeof r->id.gpu_name) || field(line, 1, number[0], sizeof number[0]) ||
-        field(line, 2, r->id.driver, sizeof r->id.driver) || field(line, 3, r->id.kernel_set, sizeof r->id.kernel_set) ||
+        field(line, 2, r->id.driver, sizeof r->id.driver) ||
+        field(line, 3, r->id.kernel_set, sizeof r->id.kernel_set) ||
         field(line, 4, r->bucket, sizeof r->bucket) || field(line, 5, r->variant, sizeof r->variant) ||
         field(line, 6, number[1], sizeof number[1]) || field(line, 7, number[2], sizeof number[2]) ||
         field(line, 8, number[3], sizeof number[3]) || field(line, 9, number[4], sizeof number[4]) ||
