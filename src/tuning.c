@@ -123,8 +123,10 @@ int fc_tuning_row_parse(const char *line, struct fc_tuning_row *r)
     r->tflops = value[2];
     r->passed_check = (int)value[3];
     r->winner = (int)value[4];
-    if (value[0] != r->id.sm_count || r->id.sm_count <= 0 || !(r->median_ms > 0.) ||
-        (value[3] != 0. && value[3] != 1.) || (value[4] != 0. && value[4] != 1.))
+    /* a candidate that failed its check or its launch was stored without a time */
+    if (value[0] != r->id.sm_count || r->id.sm_count <= 0 || r->median_ms < 0. ||
+        (r->passed_check && !(r->median_ms > 0.)) || (value[3] != 0. && value[3] != 1.) ||
+        (value[4] != 0. && value[4] != 1.) || (r->winner && !r->passed_check))
         return -1;
     struct fc_tune_problem bucket;
     struct fc_variant variant;

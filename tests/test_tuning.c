@@ -669,6 +669,18 @@ static void test_tuning_row_rejects_bad_rows(void **state)
         if (fc_tuning_row_parse(line, &row) != -1)
             fail_msg("fc_tuning_row_parse accepts field %zu = \"%s\":\n%s", BAD[i].field, BAD[i].value, line);
     }
+    /* A candidate that failed its check is stored without a time, and exports and imports as such;
+     * it can never be a winner. */
+    char failed[LINE_MAX_BYTES];
+    snprintf(failed, sizeof failed, "%s\t132\t%s\t0123456789abcdef\tf16_d128_causal_gqa1_s2048\t%s\t0.000000\t0.000\t0\t0\t"
+             "2025-01-02T03:04:05Z\n", GPU_A, DRIVER, VARIANT_PINGPONG);
+    assert_int_equal(fc_tuning_row_parse(failed, &row), 0);
+    assert_int_equal(row.passed_check, 0);
+    char failed_winner[LINE_MAX_BYTES];
+    snprintf(failed_winner, sizeof failed_winner, "%s", failed);
+    *strstr(failed_winner, "\t0\t0\t2025") = 0;
+    strcat(failed_winner, "\t0\t1\t2025-01-02T03:04:05Z\n");
+    assert_int_equal(fc_tuning_row_parse(failed_winner, &row), -1);
     /* Too few fields, and too many. */
     for (size_t count = 0; count < ROW_FIELDS + 3; count++) {
         if (count == ROW_FIELDS)

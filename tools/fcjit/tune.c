@@ -212,8 +212,11 @@ static void progress_show(struct progress *p, const char *bucket, const char *va
 {
     p->done++;
     if (!p->tty) {
-        fprintf(stderr, "[%zu/%zu] %s %s %.4f ms %s\n", p->done, p->total, bucket, variant, ms,
-                passed ? "ok" : "FAILED CHECK");
+        if (ms > 0.)
+            fprintf(stderr, "[%zu/%zu] %s %s %.4f ms\n", p->done, p->total, bucket, variant, ms);
+        else
+            fprintf(stderr, "[%zu/%zu] %s %s %s\n", p->done, p->total, bucket, variant,
+                    passed ? "measured before (resumed)" : "FAILED its check or launch: cannot win");
         return;
     }
     enum { WIDTH = 30 };
