@@ -511,12 +511,12 @@ static void build_candidate(const struct entry *entry, const size_t position[KEY
 }
 
 /* Steps the position to the next candidate, the last key fastest; returns 0 after the last. */
-static int next_position(const struct entry *entry, size_t position[KEY_COUNT])
+static int next_position(const struct axis *axes, int count, size_t *position)
 {
-    for (int k = KEY_COUNT - 1; k >= 0; k--) {
-        if (entry->axes[k].count == 0)
+    for (int k = count - 1; k >= 0; k--) {
+        if (axes[k].count == 0)
             continue;
-        if (++position[k] < entry->axes[k].count)
+        if (++position[k] < axes[k].count)
             return 1;
         position[k] = 0;
     }
@@ -569,7 +569,7 @@ static enum fc_status expand_entry(struct reader *r, const struct entry *entry,
                 fc_variant_name(&v, rejected);
             }
         }
-    } while (next_position(entry, position));
+    } while (next_position(entry->axes, KEY_COUNT, position));
     if (valid == 0)
         return fail_at(r, entry->mark, "this entry yields no valid variant (%zu rejected), "
                        "e.g. %s: %s", total, rejected, why);
@@ -626,23 +626,30 @@ static enum fc_status parse_entry(struct reader *r, struct fc_variant_list *list
     return status;
 }
 
-static enum fc_status parse_variants(struct reader *r, struct fc_variant_list *list)
+/* A top-level list (`variants`, `problems`) of at least one entry, each read by parse_one. */
+static enum fc_status parse_list(struct reader *r, const char *name, const char *first_key,
+                                 enum fc_status (*parse_one)(struct reader *, void *), void *context)
 {
     if (r->event.type != YAML_SEQUENCE_START_EVENT)
-        return fail_at(r, r->event.start_mark, "`variants` must be a list of entries "
-                       "(- kernel: ...), not %s", describe(r));
+        return fail_at(r, r->event.start_mark, "`%s` must be a list of entries (- %s: ...), not %s", name,
+                       first_key, describe(r));
     yaml_mark_t mark = r->event.start_mark;
     size_t entries = 0;
     enum fc_status status;
     while ((status = next_event(r)) == FC_OK && r->event.type != YAML_SEQUENCE_END_EVENT) {
-        status = parse_entry(r, list);
+        status = parse_one(r, context);
         if (status != FC_OK)
             return status;
         entries++;
     }
     if (status == FC_OK && entries == 0)
-        return fail_at(r, mark, "`variants` is an empty list; give at least one entry");
+        return fail_at(r, mark, "`%s` is an empty list; give at least one entry", name);
     return status;
+}
+
+static enum fc_status parse_entry_into(struct reader *r, void *list)
+{
+    return parse_entry(r, list);
 }
 
 static const value_parser PROBLEM_KEY_PARSERS[PKEY_COUNT] = {
@@ -703,13 +710,7 @@ static enum fc_status parse_problem(struct reader *r, struct fc_tune_problem_lis
             seen = memcmp(&list->items[i], &problem, sizeof problem) == 0;
         if (!seen)
             status = problem_append(r, list, &problem);
-        int k = PKEY_COUNT - 1;   /* next combination, the last key fastest */
-        for (; k >= 0; k--) {
-            if (entry.axes[k].count && ++position[k] < entry.axes[k].count)
-                break;
-            position[k] = 0;
-        }
-        if (k < 0)
+        if (!next_position(entry.axes, PKEY_COUNT, position))
             break;
     }
     for (int k = 0; k < PKEY_COUNT; k++)
@@ -717,32 +718,18 @@ static enum fc_status parse_problem(struct reader *r, struct fc_tune_problem_lis
     return status;
 }
 
-static enum fc_status parse_problems(struct reader *r, struct fc_tune_problem_list *list)
+static enum fc_status parse_problem_into(struct reader *r, void *list)
 {
-    if (r->event.type != YAML_SEQUENCE_START_EVENT)
-        return fail_at(r, r->event.start_mark, "`problems` must be a list of entries "
-                       "(- dtype: ...), not %s", describe(r));
-    yaml_mark_t mark = r->event.start_mark;
-    size_t entries = 0;
-    enum fc_status status;
-    while ((status = next_event(r)) == FC_OK && r->event.type != YAML_SEQUENCE_END_EVENT) {
-        status = parse_problem(r, list);
-        if (status != FC_OK)
-            return status;
-        entries++;
-    }
-    if (status == FC_OK && entries == 0)
-        return fail_at(r, mark, "`problems` is an empty list; give at least one entry");
-    return status;
+    return parse_problem(r, list);
 }
 
 static enum fc_status read_top_value(struct reader *r, int key, void *context)
 {
     struct spec_out *out = context;
     if (key == TOP_VARIANTS)
-        return parse_variants(r, out->list);
+        return parse_list(r, "variants", "kernel", parse_entry_into, out->list);
     if (key == TOP_PROBLEMS)
-        return parse_problems(r, out->problems);
+        return parse_list(r, "problems", "dtype", parse_problem_into, out->problems);
     if (r->event.type == YAML_SCALAR_EVENT && !scalar_is_plain(r))
         return refuse_quoted(r, "version", SPEC_VERSION);
     if (r->event.type == YAML_SCALAR_EVENT && scalar_is_plain(r) &&
