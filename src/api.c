@@ -45,16 +45,11 @@ static enum fc_status prepare(struct fc_context *ctx, const struct fc_attention_
     const struct fc_tuned *tuned = NULL;
     if (status == FC_OK && !ctx->override.active && plan->variant.family != FC_KERNEL_DECODE)
         tuned = fc_tuned_find(&ctx->tuned, problem);
-    if (tuned) {
-        struct fc_plan_override use = {1, tuned->variant.family, tuned->variant.block_m, tuned->variant.block_n,
-                                       tuned->variant.warps, tuned->variant.stages, tuned->variant.pingpong + 1};
-        struct fc_plan tuned_plan;
-        char why[FC_MESSAGE_MAX];
-        if (fc_plan_select(problem, ctx->arch, ctx->arch_specific, ctx->sm_count, &use, &tuned_plan, why,
-                           sizeof why) == FC_OK) {
+    if (tuned) {   /* the bucket's dtype, head_dim and causality are the problem's */
+        struct fc_plan tuned_plan = {.variant = tuned->variant, .reason = tuned->reason};
+        char why[256];
+        if (fc_plan_launch_shape(problem, ctx->sm_count, &tuned_plan, why, sizeof why) == FC_OK)
             *plan = tuned_plan;
-            plan->reason = tuned->reason;
-        }
     }
     return status;
 }

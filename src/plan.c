@@ -164,9 +164,16 @@ enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int ar
     } else {
         plan->reason = select_family(problem, arch, v);
     }
+    return fc_plan_launch_shape(problem, sm_count, plan, msg, size);
+}
+
+enum fc_status fc_plan_launch_shape(const struct fc_problem *problem, int sm_count, struct fc_plan *plan, char *msg,
+                                    size_t size)
+{
+    const struct fc_variant *v = &plan->variant;
     char why[256];
     if (fc_variant_check(v, why, sizeof why)) {
-        snprintf(msg, size, "no kernel for this problem on sm_%d: %s", arch, why);
+        snprintf(msg, size, "no kernel for this problem on sm_%d: %s", v->arch, why);
         return FC_ERR_UNSUPPORTED;
     }
     plan->m_blocks = (problem->seqlen_q + v->block_m - 1) / v->block_m;

@@ -38,6 +38,15 @@ enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int ar
                               const struct fc_plan_override *override, struct fc_plan *plan,
                               char *msg, size_t msg_size);
 
+/**
+ * Checks plan->variant and fills the rest of the plan from it: grid, threads, shared memory, and
+ * the decode family's splits. fc_plan_select ends with it; a caller that already knows the
+ * variant (a tuned winner) calls it alone.
+ * @return FC_OK or FC_ERR_UNSUPPORTED with the reason in msg
+ */
+enum fc_status fc_plan_launch_shape(const struct fc_problem *problem, int sm_count, struct fc_plan *plan, char *msg,
+                                    size_t msg_size);
+
 struct fc_kernel_args;
 /** The kernel's one argument, from a validated problem and its plan. */
 void fc_plan_kernel_args(const struct fc_problem *problem, const struct fc_plan *plan,

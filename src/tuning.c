@@ -1,9 +1,11 @@
 /* Tuned winners: bucket names, the kernel-set hash, the in-memory table a context looks up. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
 #include "embedded_internal.h"
@@ -45,20 +47,24 @@ struct fc_tune_problem fc_bucket_of(const struct fc_problem *p)
     return b;
 }
 
+static char kernel_set[17];
+static pthread_once_t kernel_set_once = PTHREAD_ONCE_INIT;
+
+static void hash_kernel_set(void)
+{
+    XXH3_state_t state;
+    XXH3_64bits_reset(&state);
+    for (const struct fc_embedded_file *f = fc_embedded_templates; f->name; f++) {
+        XXH3_64bits_update(&state, f->name, strlen(f->name) + 1);
+        XXH3_64bits_update(&state, f->text, f->length);
+    }
+    snprintf(kernel_set, sizeof kernel_set, "%016llx", (unsigned long long)XXH3_64bits_digest(&state));
+}
+
 void fc_kernel_set_hash(char out[17])
 {
-    XXH3_state_t *state = XXH3_createState();
-    if (!state) {
-        snprintf(out, 17, "%016x", 0);
-        return;
-    }
-    XXH3_64bits_reset(state);
-    for (const struct fc_embedded_file *f = fc_embedded_templates; f->name; f++) {
-        XXH3_64bits_update(state, f->name, strlen(f->name) + 1);
-        XXH3_64bits_update(state, f->text, f->length);
-    }
-    snprintf(out, 17, "%016llx", (unsigned long long)XXH3_64bits_digest(state));
-    XXH3_freeState(state);
+    pthread_once(&kernel_set_once, hash_kernel_set);   /* the templates are fixed at build time */
+    memcpy(out, kernel_set, sizeof kernel_set);
 }
 
 void fc_tuning_row_format(const struct fc_tuning_row *r, char *out, size_t size)
@@ -183,6 +189,7 @@ static int add(void *user, const struct fc_tuning_row *row)
     }
     memset(slot, 0, sizeof *slot);
     slot->bucket = bucket;
+    slot->log2_seqlen = log2((double)bucket.seqlen);
     slot->variant = variant;
     slot->median_ms = row->median_ms;
     slot->shipped = l->shipped;
@@ -220,14 +227,17 @@ void fc_tuned_free(struct fc_tuned_table *table)
 
 const struct fc_tuned *fc_tuned_find(const struct fc_tuned_table *table, const struct fc_problem *problem)
 {
+    if (table->count == 0)
+        return NULL;
     const struct fc_tune_problem want = fc_bucket_of(problem);
+    const double log2_seqlen = log2((double)want.seqlen);
     const struct fc_tuned *best = NULL;
     double best_distance = 0.;
     for (size_t i = 0; i < table->count; i++) {
         const struct fc_tune_problem *b = &table->items[i].bucket;
         if (b->dtype != want.dtype || b->head_dim != want.head_dim || b->causal != want.causal || b->gqa != want.gqa)
             continue;
-        const double distance = fabs(log2((double)want.seqlen) - log2((double)b->seqlen));
+        const double distance = fabs(log2_seqlen - table->items[i].log2_seqlen);
         if (!best || distance < best_distance) {
             best = &table->items[i];
             best_distance = distance;

@@ -35,6 +35,7 @@ struct fc_tuned {
     double median_ms;
     int shipped;           /* from the shipped layer rather than the user's database */
     int own_driver;        /* measured with this process's driver */
+    double log2_seqlen;    /* of the bucket, for the nearest-bucket lookup on every call */
     char measured_at[32];
     char reason[200];      /* what fc_attention_plan says about it */
 };
