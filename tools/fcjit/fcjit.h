@@ -29,6 +29,11 @@ int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g);
 int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g);
 int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g);
 
+/* Monotonic wall time in seconds. */
+double fcjit_seconds_now(void);
+/* The median of n values (n >= 1), which are sorted in place. */
+double fcjit_median(double *values, int n);
+
 struct fc_variant_list;
 /* Compiles (or finds cached) every variant in worker processes; quiet: one summary line on stderr. */
 int fcjit_compile_list(const struct fcjit_globals *g, const struct fc_variant_list *list, int jobs, int force,

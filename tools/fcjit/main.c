@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "context_internal.h"
 #include "cuda_api_internal.h"
@@ -38,6 +39,25 @@ static const char USAGE[] =
     "environment: FC_LOG=error|warn|info|debug, FC_DUMP_SOURCE=DIR, FC_DUMP_PTX=DIR,\n"
     "             FC_TEMPLATE_DIR=DIR, FC_FORCE_VARIANT=sm90|sm90:m128n64s2w12p1|sm80:m128n64w4|reference,\n"
     "             FC_TUNING_DB=PATH, FC_NVRTC_LIBRARY=PATH, FC_CUDA_LIBRARY=PATH\n";
+
+double fcjit_seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double fcjit_median(double *values, int n)
+{
+    qsort(values, (size_t)n, sizeof *values, compare_doubles);
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
 
 int fcjit_exit_for(enum fc_status status)
 {

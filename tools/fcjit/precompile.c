@@ -169,12 +169,6 @@ static int worker(const struct fcjit_globals *g, const struct options *o, const 
     return 0;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 struct tally {
     int compiled, cached, failed, spilled, done;
     double *compile_ms;
@@ -233,19 +227,10 @@ static void read_results(int fd, const struct fc_variant_list *list, struct tall
     }
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void summarize(const struct tally *t, size_t total, double wall, int json)
 {
-    qsort(t->compile_ms, (size_t)t->compiled, sizeof(double), compare_doubles);
-    double median = t->compiled ? t->compile_ms[t->compiled / 2] : 0, max = t->compiled ? t->compile_ms[t->compiled - 1] : 0;
-    if (t->compiled && t->compiled % 2 == 0)
-        median = 0.5 * (t->compile_ms[t->compiled / 2 - 1] + t->compile_ms[t->compiled / 2]);
+    const double median = t->compiled ? fcjit_median(t->compile_ms, t->compiled) : 0;   /* sorts them */
+    const double max = t->compiled ? t->compile_ms[t->compiled - 1] : 0;
     if (json)
         printf("{\"kernels\": %zu, \"compiled\": %d, \"cached\": %d, \"failed\": %d, \"spilling\": %d, "
                "\"median_compile_ms\": %.1f, \"max_compile_ms\": %.1f, \"wall_s\": %.2f}\n",
@@ -277,7 +262,7 @@ int fcjit_compile_list(const struct fcjit_globals *g, const struct fc_variant_li
         free(t.compile_ms);
         return FCJIT_EXIT_ERROR;
     }
-    double start = seconds_now();
+    double start = fcjit_seconds_now();
     fflush(stdout);
     for (int w = 0; w < o.jobs; w++) {
         pid_t pid = fork();
@@ -300,9 +285,9 @@ int fcjit_compile_list(const struct fcjit_globals *g, const struct fc_variant_li
     }
     if (quiet)
         fprintf(stderr, "compiled %d, %d already cached, %d failed, in %.1f s\n", t.compiled, t.cached, t.failed,
-                seconds_now() - start);
+                fcjit_seconds_now() - start);
     else
-        summarize(&t, list.count, seconds_now() - start, g->json);
+        summarize(&t, list.count, fcjit_seconds_now() - start, g->json);
     free(t.compile_ms);
     return t.failed ? fcjit_exit_for(t.first_failure) : FCJIT_EXIT_OK;
 }

@@ -232,22 +232,9 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
 
 static double now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+    return fcjit_seconds_now() * 1e6;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, int n)
-{
-    qsort(values, (size_t)n, sizeof *values, compare_doubles);
-    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 #define CU_TRY(call)                                                                               \
     do {                                                                                           \
@@ -286,7 +273,7 @@ static int time_kernel(const struct fc_cuda_api *cu, struct fc_context *ctx, con
         if (i >= o->warmup)
             ms[i - o->warmup] = elapsed;
     }
-    t->median_ms = median(ms, o->iters);
+    t->median_ms = fcjit_median(ms, o->iters);
     free(ms);
     cu->cuEventDestroy(start);
     cu->cuEventDestroy(stop);
@@ -331,8 +318,8 @@ static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const
         raw[i] = now_us() - start;
     }
     CU_TRY(cu->cuCtxSynchronize());
-    t->host_us = median(api, o->host_calls);
-    t->raw_launch_us = median(raw, o->host_calls);
+    t->host_us = fcjit_median(api, o->host_calls);
+    t->raw_launch_us = fcjit_median(raw, o->host_calls);
     free(api);
     free(raw);
     return FCJIT_EXIT_OK;

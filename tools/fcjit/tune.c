@@ -194,13 +194,6 @@ static enum fc_status plan_work(const struct options *o, int arch, int arch_spec
     return FC_OK;
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Progress: a bar with the ETA on a terminal, one line per measurement otherwise. */
 struct progress {
     size_t done, total, skipped;
@@ -221,19 +214,13 @@ static void progress_show(struct progress *p, const char *bucket, const char *va
     }
     enum { WIDTH = 30 };
     const size_t measured = p->done - p->skipped;
-    const double elapsed = seconds_now() - p->start;
+    const double elapsed = fcjit_seconds_now() - p->start;
     const double eta = measured ? elapsed / (double)measured * (double)(p->total - p->done) : 0.;
     const int filled = (int)(WIDTH * p->done / (p->total ? p->total : 1));
     fprintf(stderr, "\r[%.*s%*s] %zu/%zu ETA %2dm%02ds  %-26s %-40.40s", filled, "==============================",
             WIDTH - filled, "", p->done, p->total, (int)eta / 60, (int)eta % 60, bucket, variant);
     if (p->done == p->total)
         fputc('\n', stderr);
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* Times the problem on whatever variant ctx->override names: warm-up, then the median of iters
@@ -263,8 +250,7 @@ static enum fc_status time_candidate(struct fc_context *ctx, const struct option
             ms[i - o->warmup] = elapsed;
     }
     if (status == FC_OK) {
-        qsort(ms, (size_t)o->iters, sizeof *ms, compare_doubles);
-        *median_ms = o->iters % 2 ? ms[o->iters / 2] : 0.5 * (ms[o->iters / 2 - 1] + ms[o->iters / 2]);
+        *median_ms = fcjit_median(ms, o->iters);
     }
     free(ms);
     cu->cuEventDestroy(start);
@@ -500,7 +486,7 @@ int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
                 ctx->arch_specific ? "a" : "");
         status = FC_ERR_CONFIG;
     }
-    const double start = seconds_now();
+    const double start = fcjit_seconds_now();
     if (status == FC_OK) {
         fprintf(stderr, "fcjit tune: %s, %zu buckets, %zu measurements, %zu kernels to compile or find cached\n",
                 ctx->gpu_name, w.bucket_count, w.measurements, w.to_compile.count);
@@ -525,7 +511,7 @@ int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
     memset(&action, 0, sizeof action);
     action.sa_handler = on_interrupt;
     sigaction(SIGINT, &action, &previous);
-    struct progress progress = {0, w.measurements, 0, seconds_now(), isatty(STDERR_FILENO)};
+    struct progress progress = {0, w.measurements, 0, fcjit_seconds_now(), isatty(STDERR_FILENO)};
     for (size_t i = 0; status == FC_OK && i < w.bucket_count && !interrupted; i++)
         status = tune_bucket(ctx, &o, &w, &w.buckets[i], &id, scrub, 2 * (size_t)l2_bytes / 4, &progress);
     sigaction(SIGINT, &previous, NULL);
@@ -536,7 +522,7 @@ int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
                 "in %s: run `fcjit tune` again to resume\n", progress.done, progress.total, fc_cache_path(ctx->cache));
         code = 130;
     } else if (status == FC_OK) {
-        print_summary(ctx, &w, &id, seconds_now() - start, measured_now, g->json);
+        print_summary(ctx, &w, &id, fcjit_seconds_now() - start, measured_now, g->json);
     }
     if (scrub)
         ctx->cuda->cuMemFree(scrub);
