@@ -34,6 +34,12 @@ double fcjit_seconds_now(void);
 /* The median of n values (n >= 1), which are sorted in place. */
 double fcjit_median(double *values, int n);
 
+/* Warm-up, then the median of iters timed launches of the forward call, in ms; with a scrub
+ * buffer (a device pointer, 0: none) of scrub_words 32-bit words rewritten before each launch, so
+ * that no launch finds its inputs in L2. */
+enum fc_status fcjit_time_forward(struct fc_context *ctx, const struct fc_attention_params *params, int warmup,
+                                  int iters, unsigned long long scrub, size_t scrub_words, double *median_ms);
+
 struct fc_variant_list;
 /* Compiles (or finds cached) every variant in worker processes; quiet: one summary line on stderr. */
 int fcjit_compile_list(const struct fcjit_globals *g, const struct fc_variant_list *list, int jobs, int force,

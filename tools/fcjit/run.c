@@ -249,35 +249,47 @@ static double now_us(void)
 
 struct timings { double first_call_ms, median_ms, host_us, raw_launch_us; };
 
-static int time_kernel(const struct fc_cuda_api *cu, struct fc_context *ctx, const struct run_options *o,
-                       struct timings *t)
+enum fc_status fcjit_time_forward(struct fc_context *ctx, const struct fc_attention_params *params, int warmup,
+                                  int iters, unsigned long long scrub, size_t scrub_words, double *median_ms)
 {
-    CUevent start, stop;
-    CU_TRY(cu->cuEventCreate(&start, CU_EVENT_DEFAULT));
-    CU_TRY(cu->cuEventCreate(&stop, CU_EVENT_DEFAULT));
-    double *ms = calloc((size_t)o->iters, sizeof *ms);
-    if (!ms)
-        return FCJIT_EXIT_ERROR;
-    for (int i = 0; i < o->warmup + o->iters; i++) {
-        CU_TRY(cu->cuEventRecord(start, NULL));
-        enum fc_status status = fc_attention_forward(ctx, &o->params, NULL);
-        CU_TRY(cu->cuEventRecord(stop, NULL));
-        CU_TRY(cu->cuEventSynchronize(stop));
-        if (status != FC_OK) {
-            fprintf(stderr, "fcjit run: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
-            free(ms);
-            return fcjit_exit_for(status);
-        }
-        float elapsed;
-        CU_TRY(cu->cuEventElapsedTime(&elapsed, start, stop));
-        if (i >= o->warmup)
-            ms[i - o->warmup] = elapsed;
+    const struct fc_cuda_api *cu = ctx->cuda;
+    CUevent start = NULL, stop = NULL;
+    double *ms = calloc((size_t)iters, sizeof *ms);
+    enum fc_status status = ms ? FC_OK : FC_ERR_NOMEM;
+    if (status == FC_OK && (cu->cuEventCreate(&start, CU_EVENT_DEFAULT) || cu->cuEventCreate(&stop, CU_EVENT_DEFAULT)))
+        status = FC_ERR_CUDA;
+    for (int i = 0; status == FC_OK && i < warmup + iters; i++) {
+        if (scrub && cu->cuMemsetD32((CUdeviceptr)scrub, (unsigned)i, scrub_words) != CUDA_SUCCESS)
+            status = FC_ERR_CUDA;
+        if (status == FC_OK && cu->cuEventRecord(start, NULL) != CUDA_SUCCESS)
+            status = FC_ERR_CUDA;
+        if (status == FC_OK)
+            status = fc_attention_forward(ctx, params, NULL);
+        if (status == FC_OK && (cu->cuEventRecord(stop, NULL) || cu->cuEventSynchronize(stop)))
+            status = FC_ERR_CUDA;
+        float elapsed = 0.f;
+        if (status == FC_OK && cu->cuEventElapsedTime(&elapsed, start, stop) != CUDA_SUCCESS)
+            status = FC_ERR_CUDA;
+        if (status == FC_OK && i >= warmup)
+            ms[i - warmup] = elapsed;
     }
-    t->median_ms = fcjit_median(ms, o->iters);
+    if (status == FC_OK)
+        *median_ms = fcjit_median(ms, iters);
     free(ms);
-    cu->cuEventDestroy(start);
-    cu->cuEventDestroy(stop);
-    return FCJIT_EXIT_OK;
+    if (start)
+        cu->cuEventDestroy(start);
+    if (stop)
+        cu->cuEventDestroy(stop);
+    return status;
+}
+
+static int time_kernel(struct fc_context *ctx, const struct run_options *o, struct timings *t)
+{
+    enum fc_status status = fcjit_time_forward(ctx, &o->params, o->warmup, o->iters, 0, 0, &t->median_ms);
+    if (status != FC_OK)
+        fprintf(stderr, "fcjit run: timing: %s: %s\n", fc_status_name(status),
+                status == FC_ERR_CUDA ? "a CUDA call failed" : fc_context_errmsg(ctx));
+    return fcjit_exit_for(status);
 }
 
 /* Host time per call on an in-memory hit: fc_attention_forward against a bare cuLaunchKernel of
@@ -394,7 +406,7 @@ static int run_on_device(struct fc_context *ctx, const struct fcjit_globals *g, 
     if (!code) {
         passed = fc_check_verify(&run, &stats);
         o->params = run.params;   /* the timed launches reuse the device buffers */
-        code = time_kernel(cu, ctx, o, &t);
+        code = time_kernel(ctx, o, &t);
     }
     if (!code && o->host_calls)
         code = time_host(cu, ctx, o, &t);

@@ -223,41 +223,6 @@ static void progress_show(struct progress *p, const char *bucket, const char *va
         fputc('\n', stderr);
 }
 
-/* Times the problem on whatever variant ctx->override names: warm-up, then the median of iters
- * launches, each after the L2 scrub buffer is rewritten. */
-static enum fc_status time_candidate(struct fc_context *ctx, const struct options *o, struct fc_check_run *run,
-                                     CUdeviceptr scrub, size_t scrub_words, double *median_ms)
-{
-    const struct fc_cuda_api *cu = ctx->cuda;
-    CUevent start, stop;
-    if (cu->cuEventCreate(&start, CU_EVENT_DEFAULT) || cu->cuEventCreate(&stop, CU_EVENT_DEFAULT))
-        return FC_ERR_CUDA;
-    double *ms = calloc((size_t)o->iters, sizeof *ms);
-    enum fc_status status = ms ? FC_OK : FC_ERR_NOMEM;
-    for (int i = 0; status == FC_OK && i < o->warmup + o->iters; i++) {
-        if (scrub && cu->cuMemsetD32(scrub, (unsigned)i, scrub_words) != CUDA_SUCCESS)
-            status = FC_ERR_CUDA;
-        if (status == FC_OK && cu->cuEventRecord(start, NULL) != CUDA_SUCCESS)
-            status = FC_ERR_CUDA;
-        if (status == FC_OK)
-            status = fc_attention_forward(ctx, &run->params, NULL);
-        if (status == FC_OK && (cu->cuEventRecord(stop, NULL) || cu->cuEventSynchronize(stop)))
-            status = FC_ERR_CUDA;
-        float elapsed = 0.f;
-        if (status == FC_OK && cu->cuEventElapsedTime(&elapsed, start, stop) != CUDA_SUCCESS)
-            status = FC_ERR_CUDA;
-        if (status == FC_OK && i >= o->warmup)
-            ms[i - o->warmup] = elapsed;
-    }
-    if (status == FC_OK) {
-        *median_ms = fcjit_median(ms, o->iters);
-    }
-    free(ms);
-    cu->cuEventDestroy(start);
-    cu->cuEventDestroy(stop);
-    return status;
-}
-
 static struct fc_check_case bucket_case(const struct fc_tune_problem *b, uint64_t seed)
 {
     struct fc_check_case c;
@@ -344,7 +309,8 @@ static enum fc_status tune_bucket(struct fc_context *ctx, const struct options *
         if (run_status == FC_OK)
             run_status = fc_check_download(&run, msg, sizeof msg);
         row.passed_check = run_status == FC_OK && fc_check_verify(&run, &stats);
-        if (row.passed_check && time_candidate(ctx, o, &run, scrub, scrub_words, &row.median_ms) != FC_OK)
+        if (row.passed_check && fcjit_time_forward(ctx, &run.params, o->warmup, o->iters, scrub, scrub_words,
+                                                     &row.median_ms) != FC_OK)
             row.passed_check = 0;
         if (row.passed_check)
             row.tflops = flops_of(&run.params) / (row.median_ms * 1e-3) * 1e-12;
