@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -274,6 +275,41 @@ static void test_decode_splits_fill_the_gpu(void **state)
     }
 }
 
+/* A tuned winner for the problem's nearest bucket replaces the heuristic's choice in the plan the
+ * forward call uses, with its reason and its own launch shape; a forced variant and a
+ * decode-shaped problem keep theirs. (The table is filled by hand: a device context loads it.) */
+static void test_tuned_winner_replaces_the_heuristic(void **state)
+{
+    (void)state;
+    struct fc_context *ctx = compile_only_context();
+    static struct fc_tuned winner;
+    memset(&winner, 0, sizeof winner);
+    assert_int_equal(fc_bucket_parse("f16_d128_causal_gqa4_s2048", &winner.bucket), 0);
+    assert_int_equal(fc_variant_parse_name("sm90_f16_d128_causal_m64n64s2w8_sm_90a", &winner.variant), 0);
+    winner.log2_seqlen = 11.;
+    snprintf(winner.reason, sizeof winner.reason, "tuned: test winner");
+    ctx->tuned.items = &winner;
+    ctx->tuned.count = 1;
+    struct fc_attention_params p = valid_params();   /* Hq 8, Hkv 2: GQA 4 */
+    p.head_dim = 128;
+    p.causal = 1;
+    p.seqlen_q = p.seqlen_k = 4096;   /* nearest bucket: s2048 */
+    struct fc_plan_info info;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d128_causal_m64n64s2w8_sm_90a");
+    assert_string_equal(info.reason, "tuned: test winner");
+    p.causal = 0;   /* no bucket for it: the heuristic */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d128_m128n128s2w12p_sm_90a");
+    p.causal = 1;
+    p.seqlen_q = 1;   /* decode-shaped: the split-KV kernel, not tuned */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "decode_f16_d128_causal_m16n64s3w4_sm_90a");
+    ctx->tuned.items = NULL;   /* not the context's to free */
+    ctx->tuned.count = 0;
+    fc_context_destroy(ctx);
+}
+
 static void test_context_create_failures_keep_a_message(void **state)
 {
     (void)state;
@@ -321,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_plan_names_the_kernel_and_why),
         cmocka_unit_test(test_forced_variants_keep_the_defaults_they_do_not_name),
         cmocka_unit_test(test_decode_splits_fill_the_gpu),
+        cmocka_unit_test(test_tuned_winner_replaces_the_heuristic),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };
