@@ -884,23 +884,33 @@ static void test_newest_other_driver_then_own_driver(void **state)
     fc_tuned_free(&table);
 }
 
-/* Every row of the shipped layer parses, is a winner that passed its check, and loads for its GPU:
- * one winner per bucket. */
+/* Every row of the shipped layer parses and is a winner that passed its check; for each GPU model
+ * in it, the layer loads exactly that model's rows: one winner per bucket. */
 static void test_shipped_winners_parse_and_load(void **state)
 {
     (void)state;
     const struct fc_embedded_file *f = fc_embedded_find(fc_embedded_data, "winners.tsv");
     assert_non_null(f);
-    size_t rows = 0;
-    struct fc_tuning_identity id;
-    memset(&id, 0, sizeof id);
+    struct model {
+        struct fc_tuning_identity id;
+        size_t rows;
+    } models[8];
+    size_t model_count = 0, rows = 0;
     for (const char *line = f->text; line && *line;) {
         struct fc_tuning_row row;
         if (*line != '#') {
             if (fc_tuning_row_parse(line, &row))
                 fail_msg("winners.tsv: not a row: %.200s", line);
             assert_true(row.winner && row.passed_check);
-            id = row.id;
+            size_t m = 0;
+            while (m < model_count && (strcmp(models[m].id.gpu_name, row.id.gpu_name) != 0 ||
+                                       models[m].id.sm_count != row.id.sm_count))
+                m++;
+            if (m == model_count) {
+                assert_true(model_count < sizeof models / sizeof models[0]);
+                models[model_count++] = (struct model){row.id, 0};
+            }
+            models[m].rows++;
             rows++;
         }
         const char *next = strchr(line, '\n');
@@ -908,14 +918,17 @@ static void test_shipped_winners_parse_and_load(void **state)
     }
     if (rows == 0)
         skip();   /* nothing shipped yet */
-    snprintf(id.kernel_set, sizeof id.kernel_set, "not-this-set");   /* the shipped layer ignores it */
-    struct fc_tuned_table table;
-    char msg[MSG_MAX] = "";
-    assert_int_equal(fc_tuned_load(&table, NULL, &id, 90, 1, f->text, msg, sizeof msg), FC_OK);
-    assert_int_equal(table.count, rows);
-    for (size_t i = 0; i < table.count; i++)
-        assert_true(table.items[i].shipped);
-    fc_tuned_free(&table);
+    for (size_t m = 0; m < model_count; m++) {
+        struct fc_tuning_identity id = models[m].id;
+        snprintf(id.kernel_set, sizeof id.kernel_set, "not-this-set");   /* the shipped layer ignores it */
+        struct fc_tuned_table table;
+        char msg[MSG_MAX] = "";
+        assert_int_equal(fc_tuned_load(&table, NULL, &id, 90, 1, f->text, msg, sizeof msg), FC_OK);
+        assert_int_equal(table.count, models[m].rows);
+        for (size_t i = 0; i < table.count; i++)
+            assert_true(table.items[i].shipped);
+        fc_tuned_free(&table);
+    }
 }
 
 static void test_rows_for_another_setup_are_left_out(void **state)

@@ -10,6 +10,7 @@
 #   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
 #   tools/gpu-host.sh decode   decode-kernel tiles on BENCH.md's decode shapes
 #   tools/gpu-host.sh tune     `fcjit tune` from an empty database; results exported to $OUT
+#   tools/gpu-host.sh tune-resume  the same, interrupted (SIGINT) after $TUNE_CUT s and resumed
 #   tools/gpu-host.sh tuned-bench  the benchmark with tuned winners, the heuristic and the peers
 #   tools/gpu-host.sh final    gpu suite, probes, sanitizer, the full tools/check.py matrix, the full
 #                              benchmark (validate: all but the benchmark; bench: only that)
@@ -204,6 +205,14 @@ tune)   # the default sweep from an empty database (compiles included), then its
     step tune 580 "\$FCJIT --db \$DB tune; \$FCJIT --db \$DB cache export $OUT/tuning-results.tsv; \
         \$FCJIT --db \$DB cache export --winners $OUT/winners.tsv"
     ;;
+tune-resume)   # the default sweep interrupted with SIGINT after $TUNE_CUT s, then resumed to the end
+    export DB=/tmp/flashcore-tune.db
+    rm -f "$DB" "$DB"-*
+    step tune-cut $((${TUNE_CUT:-90} + 30)) "timeout -s INT ${TUNE_CUT:-90} \$FCJIT --db \$DB tune; echo \"tune exit \$?\"; \
+        \$FCJIT --db \$DB cache export $OUT/results-at-cut.tsv; wc -l $OUT/results-at-cut.tsv"
+    step tune-resume 465 "\$FCJIT --db \$DB tune; \$FCJIT --db \$DB cache export $OUT/tuning-results.tsv; \
+        \$FCJIT --db \$DB cache export --winners $OUT/winners.tsv"
+    ;;
 tuned-bench)   # BENCH.md's sweep: tuned winners vs the heuristic (FC_TUNED=0) vs the peers
     export DB=/tmp/flashcore-tune.db
     [ -f "$DB" ] || "$FCJIT" --db "$DB" cache import "${TUNING_RESULTS:-$OUT/tuning-results.tsv}"
@@ -229,7 +238,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|tune|tuned-bench|shapes|perf|bench|validate|final" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|tune|tune-resume|tuned-bench|shapes|perf|bench|validate|final" >&2
     exit 2
     ;;
 esac
