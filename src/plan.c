@@ -41,6 +41,8 @@ int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
             out->stages = (int)value;
         else if (*p == 'p' && value <= 1)
             out->pingpong = (int)value + 1;
+        else if (*p == 'k' && out->family == FC_KERNEL_DECODE)
+            out->splits = (int)value;
         else
             return -1;
         p = end;
@@ -137,6 +139,8 @@ static void choose_splits(const struct fc_problem *problem, const struct fc_vari
     int splits = 1;
     while (splits < most && efficiency[splits] < 0.85 * best)
         splits++;
+    if (plan->requested_splits > 0)   /* forced: as asked, but no split without a tile */
+        splits = plan->requested_splits < tiles ? plan->requested_splits : tiles > 0 ? tiles : 1;
     const int tiles_each = (tiles + splits - 1) / splits;
     plan->split_keys = tiles_each * v->block_n;
     plan->splits = tiles_each > 0 ? (tiles + tiles_each - 1) / tiles_each : 1;   /* no empty split */
@@ -156,6 +160,7 @@ enum fc_status fc_plan_select(const struct fc_problem *problem, int arch, int ar
         v->block_n = override->block_n ? override->block_n : v->block_n;
         v->warps = override->warps ? override->warps : v->warps;
         v->stages = override->stages ? override->stages : v->stages;
+        plan->requested_splits = override->splits;
         if (override->pingpong)
             v->pingpong = override->pingpong - 1;
         else   /* the default where it still applies: warp-specialized, two or more consumers */

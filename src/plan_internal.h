@@ -14,9 +14,11 @@ struct fc_plan_override {
     enum fc_kernel_family family;
     int block_m, block_n, warps, stages;   /* 0: the family default */
     int pingpong;                          /* 0: the default, 1: off, 2: on */
+    int splits;                            /* decode family: CTAs per (batch, K/V head); 0: chosen */
 };
 
-/** Parses "reference", "sm80" or "sm90:m128n128s2w12p1" (any of m, n, s, w, p0/p1 optional). 0 on success. */
+/** Parses "reference", "sm80", "sm90:m128n128s2w12p1" or "decode:n64k8" (any of m, n, s, w, p0/p1 and k,
+ * the decode family's split count, optional). 0 on success. */
 int fc_plan_override_parse(const char *text, struct fc_plan_override *out);
 
 struct fc_plan {
@@ -26,6 +28,7 @@ struct fc_plan {
     unsigned smem_bytes;    /* dynamic shared memory */
     int m_blocks;           /* query row blocks per (batch, head) */
     int splits, split_keys; /* decode family: CTAs per (batch, K/V head) and keys each; else 1, 0 */
+    int requested_splits;   /* decode family: the splits wanted (fewer if there are too few tiles); 0: chosen */
     const char *reason;     /* a constant sentence: why this kernel */
 };
 

@@ -275,6 +275,41 @@ static void test_decode_splits_fill_the_gpu(void **state)
     }
 }
 
+/* FC_FORCE_VARIANT=decode:k8 asks for 8 splits: granted where there are tiles enough, else one per
+ * tile; `k` is refused for the other families and as 0. */
+static void test_decode_splits_can_be_forced(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();
+    p.seqlen_q = 1;
+    p.heads_q = 32;
+    p.heads_kv = 8;
+    p.head_dim = 128;
+    p.batch = 64;
+    const struct { int seqlen_k; const char *forced; int splits, split_keys; } CASES[] = {
+        {8192, "decode:k8", 8, 1024},
+        {8192, "decode:n128k3", 3, 2816},     /* 64 tiles of 128: 22 each, the last one 20 */
+        {8192, "decode", 1, 8192},            /* not named: chosen */
+        {100, "decode:k8", 2, 64},            /* 2 tiles of 64 keys: one split each */
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        p.seqlen_k = CASES[i].seqlen_k;
+        struct fc_problem problem;
+        struct fc_plan_override override;
+        struct fc_plan plan;
+        char msg[512];
+        assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+        assert_int_equal(fc_plan_override_parse(CASES[i].forced, &override), 0);
+        assert_int_equal(fc_plan_select(&problem, 90, 1, 132, &override, &plan, msg, sizeof msg), FC_OK);
+        assert_int_equal(plan.splits, CASES[i].splits);
+        assert_int_equal(plan.split_keys, CASES[i].split_keys);
+        assert_int_equal(plan.grid, CASES[i].splits * 8 * 64);
+    }
+    struct fc_plan_override override;
+    assert_int_equal(fc_plan_override_parse("sm90:k4", &override), -1);
+    assert_int_equal(fc_plan_override_parse("decode:k0", &override), -1);
+}
+
 /* A tuned winner for the problem's nearest bucket replaces the heuristic's choice in the plan the
  * forward call uses, with its reason and its own launch shape; a forced variant and a
  * decode-shaped problem keep theirs. (The table is filled by hand: a device context loads it.) */
@@ -357,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_plan_names_the_kernel_and_why),
         cmocka_unit_test(test_forced_variants_keep_the_defaults_they_do_not_name),
         cmocka_unit_test(test_decode_splits_fill_the_gpu),
+        cmocka_unit_test(test_decode_splits_can_be_forced),
         cmocka_unit_test(test_tuned_winner_replaces_the_heuristic),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),

@@ -37,7 +37,8 @@ static const char USAGE[] =
     "exit codes: 0 ok, 1 a check failed, 2 usage error, 3 no GPU/driver/NVRTC where needed,\n"
     "            4 other error\n"
     "environment: FC_LOG=error|warn|info|debug, FC_DUMP_SOURCE=DIR, FC_DUMP_PTX=DIR,\n"
-    "             FC_TEMPLATE_DIR=DIR, FC_FORCE_VARIANT=sm90|sm90:m128n64s2w12p1|sm80:m128n64w4|reference,\n"
+    "             FC_TEMPLATE_DIR=DIR,\n"
+    "             FC_FORCE_VARIANT=sm90|sm90:m128n64s2w12p1|sm80:m128n64w4|decode:n64k8|reference,\n"
     "             FC_TUNING_DB=PATH, FC_NVRTC_LIBRARY=PATH, FC_CUDA_LIBRARY=PATH\n";
 
 double fcjit_seconds_now(void)

@@ -298,7 +298,9 @@ static enum fc_status tune_bucket(struct fc_context *ctx, const struct options *
             progress_show(progress, b->name, row.variant, 0., 1);
             continue;
         }
-        struct fc_plan_override use = {1, v->family, v->block_m, v->block_n, v->warps, v->stages, v->pingpong + 1};
+        struct fc_plan_override use = {.active = 1, .family = v->family, .block_m = v->block_m,
+                                       .block_n = v->block_n, .warps = v->warps, .stages = v->stages,
+                                       .pingpong = v->pingpong + 1};
         ctx->override = use;
         struct fc_error_stats stats;
         enum fc_status run_status = fc_check_poison(&run, msg, sizeof msg);
