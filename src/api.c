@@ -66,6 +66,7 @@ enum fc_status fc_attention_plan(struct fc_context *ctx, const struct fc_attenti
     if (status == FC_OK && info) {
         fc_variant_name(&plan.variant, info->kernel);
         snprintf(info->reason, sizeof info->reason, "%s", plan.reason);
+        info->splits = plan.splits;
     }
     return status;
 }

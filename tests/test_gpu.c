@@ -83,7 +83,7 @@ static int run_case(struct fc_context *context, const struct fc_check_case *c, s
     struct fc_check_run run;
     char msg[FC_MESSAGE_MAX] = "";
     enum fc_status status = fc_check_prepare(ctx, c, &run, msg, sizeof msg);
-    struct fc_plan_info info = {"?", ""};
+    struct fc_plan_info info = {.kernel = "?"};
     if (status == FC_OK && (status = fc_attention_plan(ctx, &run.params, &info)) == FC_OK &&
         (status = fc_attention_forward(ctx, &run.params, NULL)) == FC_OK)
         status = fc_check_download(&run, msg, sizeof msg);

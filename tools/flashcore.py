@@ -70,6 +70,7 @@ class PlanInfo(ctypes.Structure):
     _fields_ = [
         ("kernel", ctypes.c_char * PLAN_KERNEL_CHARS),
         ("reason", ctypes.c_char * PLAN_REASON_CHARS),
+        ("splits", ctypes.c_int),
     ]
 
 

@@ -209,12 +209,15 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
     if (status != FC_OK) {
         fprintf(stderr, "fcjit explain: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
     } else if (g->json) {
-        printf("{\"gpu\": \"%s\", \"arch\": \"%s\", \"kernel\": \"%s\", \"reason\": \"%s\", "
+        printf("{\"gpu\": \"%s\", \"arch\": \"%s\", \"kernel\": \"%s\", \"splits\": %d, \"reason\": \"%s\", "
                "\"tuned_bucket\": \"%s\", \"tuned_buckets\": %zu, \"heuristic\": \"%s\"}\n", gpu, arch, info.kernel,
-               info.reason, bucket, ctx->tuned.count, heuristic_name);
+               info.splits, info.reason, bucket, ctx->tuned.count, heuristic_name);
     } else {
         print_shape(&o.params);
-        printf(" on %s (%s)\n  kernel:    %s\n  why:       %s\n", gpu, arch, info.kernel, info.reason);
+        printf(" on %s (%s)\n  kernel:    %s\n", gpu, arch, info.kernel);
+        if (info.splits > 1)
+            printf("  splits:    %d CTAs along the keys per (batch, K/V head), then a combine kernel\n", info.splits);
+        printf("  why:       %s\n", info.reason);
         if (bucket[0])
             printf("  bucket:    %s (nearest of %zu tuned on this GPU)\n", bucket, ctx->tuned.count);
         else if (device == FC_DEVICE_NONE)
@@ -345,12 +348,15 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
     if (p->causal && p->seqlen_q == p->seqlen_k)
         flops /= 2;
     double tflops = flops / (t->median_ms * 1e-3) / 1e12;
+    /* K and V read once: what bounds decode-shaped problems */
+    double kv_gbps = 2.0 * p->batch * p->heads_kv * (double)p->seqlen_k * p->head_dim * 2 / (t->median_ms * 1e-3) / 1e9;
     if (g->json) {
         printf("{\"batch\": %d, \"seqlen_q\": %d, \"seqlen_k\": %d, \"heads_q\": %d, \"heads_kv\": %d, "
-               "\"head_dim\": %d, \"dtype\": \"%s\", \"causal\": %s, \"kernel\": \"%s\", "
-               "\"first_call_ms\": %.3f, \"median_ms\": %.4f, \"tflops\": %.2f, ",
+               "\"head_dim\": %d, \"dtype\": \"%s\", \"causal\": %s, \"kernel\": \"%s\", \"splits\": %d, "
+               "\"first_call_ms\": %.3f, \"median_ms\": %.4f, \"tflops\": %.2f, \"kv_gbps\": %.1f, ",
                p->batch, p->seqlen_q, p->seqlen_k, p->heads_q, p->heads_kv, p->head_dim, fc_dtype_name(p->dtype),
-               p->causal ? "true" : "false", info->kernel, t->first_call_ms, t->median_ms, tflops);
+               p->causal ? "true" : "false", info->kernel, info->splits, t->first_call_ms, t->median_ms, tflops,
+               kv_gbps);
         if (o->host_calls)
             printf("\"host_us\": %.3f, \"raw_launch_us\": %.3f, ", t->host_us, t->raw_launch_us);
         printf("\"checked\": %s, \"rows_checked\": %lld, \"max_error\": %.3g, \"native_error\": %.3g, "
@@ -360,9 +366,12 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
         return;
     }
     print_shape(p);
-    printf("\n  kernel        %s\n  first call    %.1f ms (compile or cache load, module load, launch)\n"
-           "  median        %.4f ms over %d launches, %.2f TFLOP/s\n",
-           info->kernel, t->first_call_ms, t->median_ms, o->iters, tflops);
+    printf("\n  kernel        %s", info->kernel);
+    if (info->splits > 1)
+        printf(", %d splits of the keys", info->splits);
+    printf("\n  first call    %.1f ms (compile or cache load, module load, launch)\n"
+           "  median        %.4f ms over %d launches, %.2f TFLOP/s, K+V read at %.0f GB/s\n",
+           t->first_call_ms, t->median_ms, o->iters, tflops, kv_gbps);
     if (o->host_calls)
         printf("  host per call %.2f us (bare cuLaunchKernel %.2f us)\n", t->host_us, t->raw_launch_us);
     if (checked)
