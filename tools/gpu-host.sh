@@ -9,6 +9,7 @@
 #                              quick bench
 #   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
 #   tools/gpu-host.sh decode   decode-kernel tiles on BENCH.md's decode shapes
+#   tools/gpu-host.sh decode-sweep  gpu suite, decode sanitizer, tools/decode_sweep.py $DECODE_CONFIGS, ncu
 #   tools/gpu-host.sh tune     `fcjit tune` from an empty database; results exported to $OUT
 #   tools/gpu-host.sh tune-resume  the same, interrupted (SIGINT) after $TUNE_CUT s and resumed
 #   tools/gpu-host.sh tuned-bench  the benchmark with tuned winners, the heuristic and the peers
@@ -140,8 +141,8 @@ decode_tiles() {   # decode variants on BENCH.md's decode shapes and a GQA-1 one
 sanitize_decode() {   # the split-KV pair (and its scratch) under every tool
     local tool failed=0
     for tool in memcheck racecheck synccheck; do
-        compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run --batch 2 --heads-q 8 --heads-kv 2 \
-            --seqlen-q 2 --seqlen-k 5000 --head-dim 128 --causal --iters 1 --warmup 0 --check-rows 8 > /tmp/sanitizer.out 2>&1
+        compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run ${SANITIZE_VARIANT:+--variant $SANITIZE_VARIANT} \
+            --batch 2 --heads-q 8 --heads-kv 2 --seqlen-q 2 --seqlen-k 5000 --head-dim 128 --causal --iters 1 --warmup 0 --check-rows 8 > /tmp/sanitizer.out 2>&1
         local rc=$?
         echo "$tool decode: exit $rc; $(grep -E 'SUMMARY' /tmp/sanitizer.out | tr -s ' ')"
         [ $rc -eq 0 ] || { failed=1; cat /tmp/sanitizer.out; }
@@ -149,7 +150,16 @@ sanitize_decode() {   # the split-KV pair (and its scratch) under every tool
     return $failed
 }
 
-export -f decode_tiles sanitize_decode
+decode_profile() {   # Nsight Compute: our decode configurations ($PROFILE_CONFIGS) and cuDNN's, B64 Sk 8k
+    local metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_read.sum.per_second,\
+dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__block_size,\
+launch__registers_per_thread,launch__shared_mem_per_block_dynamic,launch__occupancy_limit_shared_mem,\
+sm__warps_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum
+    ncu --clock-control none --metrics $metrics -k regex:'fc_|cudnn|sdpa|fmha|flash' \
+        python3 tools/decode_sweep.py --once ${PROFILE_CONFIGS:-default}
+}
+
+export -f decode_tiles sanitize_decode decode_profile
 export -f run_shapes host_costs sanitize tiles profile check_variants bench_variants
 
 case "${1:-check}" in
@@ -199,6 +209,17 @@ variants)
 decode)
     step decode-tiles 300 decode_tiles
     ;;
+decode-sweep)   # correctness of every kernel, then decode configurations vs the peers, and ncu
+    step gpu-suite 400 .carry/bin/test_gpu
+    step sanitize-decode 120 sanitize_decode
+    step decode-sweep 300 "python3 tools/decode_sweep.py \${DECODE_CONFIGS:-} --json $OUT/decode-sweep.json"
+    step decode-profile 200 decode_profile
+    ;;
+decode-quick)   # the same without the gpu suite
+    step sanitize-decode 120 sanitize_decode
+    step decode-sweep 300 "python3 tools/decode_sweep.py \${DECODE_CONFIGS:-} --json $OUT/decode-sweep.json"
+    step decode-profile 200 decode_profile
+    ;;
 tune)   # the default sweep from an empty database (compiles included), then its results out
     export DB=/tmp/flashcore-tune.db
     rm -f "$DB" "$DB"-*
@@ -238,7 +259,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|tune|tune-resume|tuned-bench|shapes|perf|bench|validate|final" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|tune|tune-resume|tuned-bench|shapes|perf|bench|validate|final" >&2
     exit 2
     ;;
 esac
