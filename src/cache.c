@@ -482,15 +482,32 @@ static void bind_bucket(sqlite3_stmt *stmt, const void *data)
     sqlite3_bind_text(stmt, 5, b->bucket, -1, SQLITE_STATIC);
 }
 
-enum fc_status fc_tuning_mark_winner(struct fc_cache *cache, const struct fc_tuning_identity *id, const char *bucket,
-                                     char *msg, size_t size)
+struct winner_rule {
+    struct bucket_of bucket;
+    const char *incumbent;
+    double margin;
+};
+
+static void bind_winner_rule(sqlite3_stmt *stmt, const void *data)
 {
-    const struct bucket_of b = {id, bucket};
+    const struct winner_rule *w = data;
+    bind_bucket(stmt, &w->bucket);
+    sqlite3_bind_text(stmt, 6, w->incumbent ? w->incumbent : "", -1, SQLITE_STATIC);
+    sqlite3_bind_double(stmt, 7, 1. + w->margin);
+}
+
+enum fc_status fc_tuning_mark_winner(struct fc_cache *cache, const struct fc_tuning_identity *id, const char *bucket,
+                                     const char *incumbent, double margin, char *msg, size_t size)
+{
+    const struct winner_rule w = {{id, bucket}, incumbent, margin > 0. ? margin : 0.};
+#define FC_BUCKET_ROWS "gpu_name = ?1 AND sm_count = ?2 AND driver = ?3 AND kernel_set = ?4 AND bucket = ?5"
     return tuning_write(cache,
-        "UPDATE tuning_results SET winner = (id = (SELECT id FROM tuning_results WHERE gpu_name = ?1 AND "
-        "sm_count = ?2 AND driver = ?3 AND kernel_set = ?4 AND bucket = ?5 AND passed_check = 1 ORDER BY "
-        "median_ms LIMIT 1)) WHERE gpu_name = ?1 AND sm_count = ?2 AND driver = ?3 AND kernel_set = ?4 AND "
-        "bucket = ?5", bind_bucket, &b, msg, size);
+        "UPDATE tuning_results SET winner = (id = COALESCE("
+        "(SELECT id FROM tuning_results WHERE " FC_BUCKET_ROWS " AND passed_check = 1 AND variant = ?6 AND "
+        "median_ms <= ?7 * (SELECT MIN(median_ms) FROM tuning_results WHERE " FC_BUCKET_ROWS " AND passed_check = 1)), "
+        "(SELECT id FROM tuning_results WHERE " FC_BUCKET_ROWS " AND passed_check = 1 ORDER BY median_ms LIMIT 1))) "
+        "WHERE " FC_BUCKET_ROWS, bind_winner_rule, &w, msg, size);
+#undef FC_BUCKET_ROWS
 }
 
 enum fc_status fc_tuning_has(struct fc_cache *cache, const struct fc_tuning_identity *id, const char *bucket,

@@ -94,9 +94,14 @@ enum fc_status fc_tuning_put(struct fc_cache *cache, const struct fc_tuning_row 
 enum fc_status fc_tuning_has(struct fc_cache *cache, const struct fc_tuning_identity *id, const char *bucket,
                              const char *variant, int *found, char *msg, size_t msg_size);
 
-/** Marks the fastest measurement that passed its check as the bucket's winner (and no other). */
+/**
+ * Marks the bucket's winner (and no other): the fastest measurement that passed its check, unless
+ * the incumbent (the heuristic's choice; NULL or "" for none) passed and is within `margin` (a
+ * fraction, e.g. 0.02) of it: a win smaller than the timing noise does not replace the incumbent.
+ */
 enum fc_status fc_tuning_mark_winner(struct fc_cache *cache, const struct fc_tuning_identity *id,
-                                     const char *bucket, char *msg, size_t msg_size);
+                                     const char *bucket, const char *incumbent, double margin, char *msg,
+                                     size_t msg_size);
 
 /** Calls visit for every measurement (winners_only: the winners), by GPU, bucket, time. */
 typedef int (*fc_tuning_visit_fn)(void *user, const struct fc_tuning_row *row);

@@ -205,12 +205,18 @@ static int has(struct fc_cache *cache, const struct fc_tuning_identity *id, cons
     return found;
 }
 
-static void mark_winner(struct fc_cache *cache, const struct fc_tuning_identity *id, const char *bucket)
+static void mark_winner_over(struct fc_cache *cache, const struct fc_tuning_identity *id, const char *bucket,
+                             const char *incumbent, double margin)
 {
     char msg[MSG_MAX] = "";
-    enum fc_status status = fc_tuning_mark_winner(cache, id, bucket, msg, sizeof msg);
+    enum fc_status status = fc_tuning_mark_winner(cache, id, bucket, incumbent, margin, msg, sizeof msg);
     if (status != FC_OK)
         fail_msg("fc_tuning_mark_winner: %d: %s", (int)status, msg);
+}
+
+static void mark_winner(struct fc_cache *cache, const struct fc_tuning_identity *id, const char *bucket)
+{
+    mark_winner_over(cache, id, bucket, NULL, 0.);
 }
 
 #define ROWS_MAX 16
@@ -751,6 +757,44 @@ static void test_store_resume_and_winner(void **state)
     assert_string_equal(winners.rows[0].variant, VARIANT_ONE_CONSUMER);
 }
 
+/* The heuristic's choice (the incumbent) keeps the win unless a candidate beats it by more than
+ * the margin; one that failed its check or was never measured gives way to the fastest. */
+static void test_incumbent_keeps_a_win_within_the_margin(void **state)
+{
+    struct temp *t = *state;
+    char kernel_set[17];
+    fc_kernel_set_hash(kernel_set);
+    const struct fc_tuning_identity id = identity(GPU_A, kernel_set);
+    const struct fc_tuning_row rows[] = {
+        tuning_row(&id, BUCKET, VARIANT_PINGPONG, 1.00, 1),
+        tuning_row(&id, BUCKET, VARIANT_PLAIN, 1.015, 1),       /* 1.5% slower */
+        tuning_row(&id, BUCKET, VARIANT_ONE_CONSUMER, 1.10, 1), /* 10% slower */
+        tuning_row(&id, BUCKET, VARIANT_NONCAUSAL, 0.90, 0),    /* fastest, but failed its check */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        put(t->cache, &rows[i]);
+    const struct { const char *incumbent; double margin; const char *winner; } CASES[] = {
+        {VARIANT_PLAIN, 0.02, VARIANT_PLAIN},               /* within 2%: stays */
+        {VARIANT_PLAIN, 0.01, VARIANT_PINGPONG},            /* not within 1% */
+        {VARIANT_ONE_CONSUMER, 0.02, VARIANT_PINGPONG},     /* 10% slower: replaced */
+        {VARIANT_NONCAUSAL, 0.50, VARIANT_PINGPONG},        /* failed: never wins */
+        {"sm90_not_measured", 0.02, VARIANT_PINGPONG},
+        {NULL, 0.02, VARIANT_PINGPONG},
+        {"", 0.02, VARIANT_PINGPONG},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        mark_winner_over(t->cache, &id, BUCKET, CASES[i].incumbent, CASES[i].margin);
+        struct collected winners = rows_of(t->cache, 1);
+        size_t found = 0;
+        for (size_t w = 0; w < winners.count; w++)
+            if (strcmp(winners.rows[w].bucket, BUCKET) == 0) {
+                found++;
+                assert_string_equal(winners.rows[w].variant, CASES[i].winner);
+            }
+        assert_int_equal(found, 1);
+    }
+}
+
 /* ---- the table of winners ---- */
 
 #define BUCKET_1K "f16_d128_causal_gqa1_s1024"
@@ -979,6 +1023,7 @@ int main(void)
         cmocka_unit_test(test_bucket_name_round_trip),
         cmocka_unit_test(test_tuning_row_round_trip),
         cmocka_unit_test(test_tuning_row_rejects_bad_rows),
+        cmocka_unit_test_setup_teardown(test_incumbent_keeps_a_win_within_the_margin, temp_setup, temp_teardown),
         cmocka_unit_test_setup_teardown(test_store_resume_and_winner, temp_setup, temp_teardown),
         cmocka_unit_test_setup_teardown(test_lookup_takes_the_nearest_bucket, temp_setup, temp_teardown),
         cmocka_unit_test_setup_teardown(test_database_over_shipped_layer, temp_setup, temp_teardown),

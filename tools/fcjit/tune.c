@@ -28,7 +28,8 @@
 #define HEADS_TIMES_DIM 2048   /* BENCH.md: heads_q = 2048 / head_dim */
 
 static const char HELP[] =
-    "usage: fcjit tune [--spec FILE] [--iters N] [--warmup N] [--jobs N] [--restart] [--dry-run [--arch A]]\n"
+    "usage: fcjit tune [--spec FILE] [--iters N] [--warmup N] [--margin PCT] [--jobs N] [--restart]\n"
+    "                  [--dry-run [--arch A]]\n"
     "\n"
     "Times every candidate kernel of a tuning spec on each of its problem buckets on GPU 0, checks\n"
     "each candidate's output against an fp64 CPU reference before it may win, and stores every\n"
@@ -39,6 +40,8 @@ static const char HELP[] =
     "  --spec FILE   YAML tuning spec (default: the shipped tuning_db/tune.yaml)\n"
     "  --iters N     timed launches per candidate, median taken (default 10)\n"
     "  --warmup N    untimed launches first (default 3)\n"
+    "  --margin PCT  the heuristic's own choice stays the winner unless another candidate is more\n"
+    "                than PCT percent faster: smaller wins are timing noise (default 2)\n"
     "  --jobs N      compile worker processes (default: the number of CPUs)\n"
     "  --restart     measure again what this GPU, driver and kernel set already measured\n"
     "  --dry-run     print the buckets and candidates, measure nothing (no GPU needed)\n"
@@ -46,7 +49,7 @@ static const char HELP[] =
 
 struct options {
     const char *spec;
-    int iters, warmup, jobs, restart, dry_run;
+    int iters, warmup, jobs, restart, dry_run, margin_percent;
     int arch, arch_specific;
 };
 
@@ -76,11 +79,12 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"spec", required_argument, 0, 's'}, {"iters", required_argument, 0, 'i'},
         {"warmup", required_argument, 0, 'w'}, {"jobs", required_argument, 0, 'j'},
         {"restart", no_argument, 0, 'r'}, {"dry-run", no_argument, 0, 'n'}, {"arch", required_argument, 0, 'a'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+        {"margin", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     o->iters = 10;
     o->warmup = 3;
+    o->margin_percent = 2;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     o->jobs = cpus > 0 ? (int)cpus : 1;
     o->arch = 90;
@@ -92,6 +96,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'i': if (parse_count("iters", optarg, 1, 1000, &o->iters)) return -1; break;
         case 'w': if (parse_count("warmup", optarg, 0, 1000, &o->warmup)) return -1; break;
         case 'j': if (parse_count("jobs", optarg, 1, 256, &o->jobs)) return -1; break;
+        case 'm': if (parse_count("margin", optarg, 0, 50, &o->margin_percent)) return -1; break;
         case 'r': o->restart = 1; break;
         case 'n': o->dry_run = 1; break;
         case 'a':
@@ -255,6 +260,20 @@ struct bucket_summary {
     double winner_ms, heuristic_ms;
 };
 
+/* The variant the selector's heuristic picks for the bucket's problem on this device ("" if none). */
+static void heuristic_name(const struct fc_context *ctx, const struct bucket_work *b, char name[FC_VARIANT_NAME_MAX])
+{
+    struct fc_attention_params params = bucket_case(&b->problem, 0).shape;
+    struct fc_problem problem;
+    struct fc_plan plan;
+    char msg[FC_MESSAGE_MAX];
+    name[0] = 0;
+    params.q = params.k = params.v = params.out = (void *)16;   /* validation wants pointers */
+    if (fc_problem_from_params(&params, &problem, msg, sizeof msg) == FC_OK &&
+        fc_plan_select(&problem, ctx->arch, ctx->arch_specific, ctx->sm_count, NULL, &plan, msg, sizeof msg) == FC_OK)
+        fc_variant_name(&plan.variant, name);
+}
+
 /* Measures the bucket's pending candidates; returns FC_OK, or the first storage error. */
 static enum fc_status tune_bucket(struct fc_context *ctx, const struct options *o, const struct work *w,
                                   const struct bucket_work *b, const struct fc_tuning_identity *id,
@@ -325,8 +344,11 @@ static enum fc_status tune_bucket(struct fc_context *ctx, const struct options *
     if (prepared)
         fc_check_release(&run);
     free(measured);
-    if (status == FC_OK && !interrupted)
-        status = fc_tuning_mark_winner(ctx->cache, id, b->name, msg, sizeof msg);
+    if (status == FC_OK && !interrupted) {
+        char incumbent[FC_VARIANT_NAME_MAX];
+        heuristic_name(ctx, b, incumbent);
+        status = fc_tuning_mark_winner(ctx->cache, id, b->name, incumbent, o->margin_percent / 100., msg, sizeof msg);
+    }
     if (status != FC_OK)
         fprintf(stderr, "\nfcjit tune: %s: %s\n", b->name, msg);
     return status;
@@ -368,16 +390,9 @@ static void print_summary(struct fc_context *ctx, const struct work *w, const st
         printf("%-28s %-44s %10s %-44s %10s %7s\n", "bucket", "winner", "ms", "heuristic", "ms", "gain");
     for (size_t i = 0; i < w->bucket_count; i++) {
         const struct bucket_work *b = &w->buckets[i];
-        struct fc_attention_params params = bucket_case(&b->problem, 0).shape;
-        struct fc_problem problem;
-        struct fc_plan plan;
         struct bucket_summary s;
         memset(&s, 0, sizeof s);
-        params.q = params.k = params.v = params.out = (void *)16;   /* validation wants pointers */
-        if (fc_problem_from_params(&params, &problem, msg, sizeof msg) == FC_OK &&
-            fc_plan_select(&problem, ctx->arch, ctx->arch_specific, ctx->sm_count, NULL, &plan, msg, sizeof msg) ==
-                FC_OK)
-            fc_variant_name(&plan.variant, s.heuristic);
+        heuristic_name(ctx, b, s.heuristic);
         struct summary_walk walk = {id, b->name, s.heuristic, &s};
         fc_tuning_foreach(ctx->cache, 0, summary_row, &walk, msg, sizeof msg);
         const double gain = s.winner_ms > 0 && s.heuristic_ms > 0 ? s.heuristic_ms / s.winner_ms : 0.;
