@@ -369,17 +369,26 @@ static const value_parser ENTRY_KEY_PARSERS[KEY_COUNT] = {
     [KEY_WARPS] = parse_positive_int,   [KEY_PINGPONG] = parse_boolean,
 };
 
+/* A growing array (count items of *capacity) with room for one more: items itself or its grown
+ * copy, NULL if out of memory (items is then untouched). */
+static void *room_for_one(void *items, size_t *capacity, size_t count, size_t item_size)
+{
+    if (count < *capacity)
+        return items;
+    size_t grown_capacity = *capacity ? *capacity * 2 : 16;
+    void *grown = realloc(items, grown_capacity * item_size);
+    if (grown)
+        *capacity = grown_capacity;
+    return grown;
+}
+
 static enum fc_status axis_append(struct reader *r, struct axis *axis, int value)
 {
-    if (axis->count == axis->capacity) {
-        size_t capacity = axis->capacity ? axis->capacity * 2 : 8;
-        int *grown = realloc(axis->values, capacity * sizeof *grown);
-        if (!grown)
-            return out_of_memory(r);
-        axis->values = grown;
-        axis->capacity = capacity;
-    }
-    axis->values[axis->count++] = value;
+    int *values = room_for_one(axis->values, &axis->capacity, axis->count, sizeof *values);
+    if (!values)
+        return out_of_memory(r);
+    axis->values = values;
+    values[axis->count++] = value;
     return FC_OK;
 }
 
@@ -470,15 +479,11 @@ static enum fc_status check_required(struct reader *r, const struct mapping_keys
 static enum fc_status list_append(struct reader *r, struct fc_variant_list *list,
                                   const struct fc_variant *variant)
 {
-    if (list->count == r->list_capacity) {
-        size_t capacity = r->list_capacity ? r->list_capacity * 2 : 64;
-        struct fc_variant *grown = realloc(list->items, capacity * sizeof *grown);
-        if (!grown)
-            return out_of_memory(r);
-        list->items = grown;
-        r->list_capacity = capacity;
-    }
-    list->items[list->count++] = *variant;
+    struct fc_variant *items = room_for_one(list->items, &r->list_capacity, list->count, sizeof *items);
+    if (!items)
+        return out_of_memory(r);
+    list->items = items;
+    items[list->count++] = *variant;
     return FC_OK;
 }
 
@@ -667,15 +672,11 @@ static enum fc_status read_problem_value(struct reader *r, int key, void *contex
 static enum fc_status problem_append(struct reader *r, struct fc_tune_problem_list *list,
                                      const struct fc_tune_problem *problem)
 {
-    if (list->count == list->capacity) {
-        size_t capacity = list->capacity ? list->capacity * 2 : 16;
-        struct fc_tune_problem *grown = realloc(list->items, capacity * sizeof *grown);
-        if (!grown)
-            return out_of_memory(r);
-        list->items = grown;
-        list->capacity = capacity;
-    }
-    list->items[list->count++] = *problem;
+    struct fc_tune_problem *items = room_for_one(list->items, &list->capacity, list->count, sizeof *items);
+    if (!items)
+        return out_of_memory(r);
+    list->items = items;
+    items[list->count++] = *problem;
     return FC_OK;
 }
 
