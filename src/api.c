@@ -32,9 +32,9 @@ const char *fc_version(void)
     return STRINGIFY(FC_VERSION_MAJOR) "." STRINGIFY(FC_VERSION_MINOR) "." STRINGIFY(FC_VERSION_PATCH);
 }
 
-/* Validation and selection, shared by forward and plan: the two can never disagree. */
-static enum fc_status prepare(struct fc_context *ctx, const struct fc_attention_params *params,
-                              struct fc_problem *problem, struct fc_plan *plan, char *msg)
+/* Validation and selection, shared by forward, plan and fcjit's timings: they can never disagree. */
+enum fc_status fc_context_plan(struct fc_context *ctx, const struct fc_attention_params *params,
+                               struct fc_problem *problem, struct fc_plan *plan, char *msg)
 {
     enum fc_status status = fc_problem_from_params(params, problem, msg, FC_MESSAGE_MAX);
     if (status == FC_OK)
@@ -62,7 +62,7 @@ enum fc_status fc_attention_plan(struct fc_context *ctx, const struct fc_attenti
     char *msg = fc_context_message(ctx);
     struct fc_problem problem;
     struct fc_plan plan;
-    enum fc_status status = prepare(ctx, params, &problem, &plan, msg);
+    enum fc_status status = fc_context_plan(ctx, params, &problem, &plan, msg);
     if (status == FC_OK && info) {
         fc_variant_name(&plan.variant, info->kernel);
         snprintf(info->reason, sizeof info->reason, "%s", plan.reason);
@@ -122,7 +122,7 @@ enum fc_status fc_attention_forward(struct fc_context *ctx, const struct fc_atte
     char *msg = fc_context_message(ctx);
     struct fc_problem problem;
     struct fc_plan plan;
-    enum fc_status status = prepare(ctx, params, &problem, &plan, msg);
+    enum fc_status status = fc_context_plan(ctx, params, &problem, &plan, msg);
     if (status != FC_OK)
         return status;
     if (!ctx->cuda) {

@@ -53,6 +53,14 @@ void fc_context_tuning_identity(const struct fc_context *ctx, struct fc_tuning_i
 char *fc_context_message(const struct fc_context *ctx);
 
 /**
+ * Validates params and plans the launch fc_attention_forward makes for them: the selector, then
+ * the tuned winner of the nearest bucket unless a variant is forced or the plan is a decode one.
+ * @param msg FC_MESSAGE_MAX bytes for the reason of a failure
+ */
+enum fc_status fc_context_plan(struct fc_context *ctx, const struct fc_attention_params *params,
+                               struct fc_problem *problem, struct fc_plan *plan, char *msg);
+
+/**
  * The loaded kernel for a variant (copied into *out): the in-memory table, else the JIT (SQLite or NVRTC) and
  * cuModuleLoadData. Thread-safe; the caller has made ctx->cu_context current.
  */

@@ -304,9 +304,8 @@ static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const
     struct fc_problem problem;
     struct fc_plan plan;
     struct fc_kernel kernel;
-    char msg[1024];
-    if (fc_problem_from_params(&o->params, &problem, msg, sizeof msg) ||
-        fc_plan_select(&problem, ctx->arch, ctx->arch_specific, ctx->sm_count, &ctx->override, &plan, msg, sizeof msg) ||
+    char msg[FC_MESSAGE_MAX];
+    if (fc_context_plan(ctx, &o->params, &problem, &plan, msg) ||   /* the kernel the forward call runs */
         fc_context_kernel(ctx, &plan, &problem, &kernel))
         return FCJIT_EXIT_ERROR;
     struct fc_launch_args launch;
