@@ -20,7 +20,7 @@
 #                              sanitizer on $SANITIZE_VARIANT, tile sweep, quick bench on each
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/flashcore-out}
+export OUT=${OUT:-/tmp/flashcore-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export FLASHCORE_LIB="$PWD/.carry/lib/libflashcore.so" PYTHONUNBUFFERED=1 FC_SOURCE_ROOT="$PWD"
@@ -159,7 +159,12 @@ sm__warps_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,sms
         python3 tools/decode_sweep.py --once ${PROFILE_CONFIGS:-default}
 }
 
-export -f decode_tiles sanitize_decode decode_profile
+export_tuning() {   # every measurement of $DB and its winners, to $OUT
+    "$FCJIT" --db "$DB" cache export "$OUT/tuning-results.tsv" &&
+        "$FCJIT" --db "$DB" cache export --winners "$OUT/winners.tsv"
+}
+
+export -f decode_tiles sanitize_decode decode_profile export_tuning
 export -f run_shapes host_costs sanitize tiles profile check_variants bench_variants
 
 case "${1:-check}" in
@@ -209,13 +214,10 @@ variants)
 decode)
     step decode-tiles 300 decode_tiles
     ;;
-decode-sweep)   # correctness of every kernel, then decode configurations vs the peers, and ncu
+decode-sweep)   # correctness of every kernel, then what decode-quick does
     step gpu-suite 400 .carry/bin/test_gpu
-    step sanitize-decode 120 sanitize_decode
-    step decode-sweep 300 "python3 tools/decode_sweep.py \${DECODE_CONFIGS:-} --json $OUT/decode-sweep.json"
-    step decode-profile 200 decode_profile
-    ;;
-decode-quick)   # the same without the gpu suite
+    ;&
+decode-quick)   # decode sanitizer, decode configurations vs the peers, ncu
     step sanitize-decode 120 sanitize_decode
     step decode-sweep 300 "python3 tools/decode_sweep.py \${DECODE_CONFIGS:-} --json $OUT/decode-sweep.json"
     step decode-profile 200 decode_profile
@@ -223,16 +225,14 @@ decode-quick)   # the same without the gpu suite
 tune)   # the default sweep from an empty database (compiles included), then its results out
     export DB=/tmp/flashcore-tune.db
     rm -f "$DB" "$DB"-*
-    step tune 580 "\$FCJIT --db \$DB tune; \$FCJIT --db \$DB cache export $OUT/tuning-results.tsv; \
-        \$FCJIT --db \$DB cache export --winners $OUT/winners.tsv"
+    step tune 580 "\$FCJIT --db \$DB tune; export_tuning"
     ;;
 tune-resume)   # the default sweep interrupted with SIGINT after $TUNE_CUT s, then resumed to the end
     export DB=/tmp/flashcore-tune.db
     rm -f "$DB" "$DB"-*
     step tune-cut $((${TUNE_CUT:-90} + 30)) "timeout -s INT ${TUNE_CUT:-90} \$FCJIT --db \$DB tune; echo \"tune exit \$?\"; \
         \$FCJIT --db \$DB cache export $OUT/results-at-cut.tsv; wc -l $OUT/results-at-cut.tsv"
-    step tune-resume 465 "\$FCJIT --db \$DB tune; \$FCJIT --db \$DB cache export $OUT/tuning-results.tsv; \
-        \$FCJIT --db \$DB cache export --winners $OUT/winners.tsv"
+    step tune-resume 465 "\$FCJIT --db \$DB tune; export_tuning"
     ;;
 tuned-bench)   # BENCH.md's sweep: tuned winners vs the heuristic (FC_TUNED=0) vs the peers
     export DB=/tmp/flashcore-tune.db
