@@ -470,6 +470,9 @@ enum fc_status fc_tuning_put(struct fc_cache *cache, const struct fc_tuning_row 
         "coalesce(?11, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))", bind_row, row, msg, size);
 }
 
+/* The rows of one bucket on one identity, as bind_bucket binds them. */
+#define BUCKET_ROWS "gpu_name = ?1 AND sm_count = ?2 AND driver = ?3 AND kernel_set = ?4 AND bucket = ?5"
+
 struct bucket_of {
     const struct fc_tuning_identity *id;
     const char *bucket;
@@ -500,14 +503,12 @@ enum fc_status fc_tuning_mark_winner(struct fc_cache *cache, const struct fc_tun
                                      const char *incumbent, double margin, char *msg, size_t size)
 {
     const struct winner_rule w = {{id, bucket}, incumbent, margin > 0. ? margin : 0.};
-#define FC_BUCKET_ROWS "gpu_name = ?1 AND sm_count = ?2 AND driver = ?3 AND kernel_set = ?4 AND bucket = ?5"
     return tuning_write(cache,
         "UPDATE tuning_results SET winner = (id = COALESCE("
-        "(SELECT id FROM tuning_results WHERE " FC_BUCKET_ROWS " AND passed_check = 1 AND variant = ?6 AND "
-        "median_ms <= ?7 * (SELECT MIN(median_ms) FROM tuning_results WHERE " FC_BUCKET_ROWS " AND passed_check = 1)), "
-        "(SELECT id FROM tuning_results WHERE " FC_BUCKET_ROWS " AND passed_check = 1 ORDER BY median_ms LIMIT 1))) "
-        "WHERE " FC_BUCKET_ROWS, bind_winner_rule, &w, msg, size);
-#undef FC_BUCKET_ROWS
+        "(SELECT id FROM tuning_results WHERE " BUCKET_ROWS " AND passed_check = 1 AND variant = ?6 AND "
+        "median_ms <= ?7 * (SELECT MIN(median_ms) FROM tuning_results WHERE " BUCKET_ROWS " AND passed_check = 1)), "
+        "(SELECT id FROM tuning_results WHERE " BUCKET_ROWS " AND passed_check = 1 ORDER BY median_ms LIMIT 1))) "
+        "WHERE " BUCKET_ROWS, bind_winner_rule, &w, msg, size);
 }
 
 enum fc_status fc_tuning_has(struct fc_cache *cache, const struct fc_tuning_identity *id, const char *bucket,
@@ -518,8 +519,8 @@ enum fc_status fc_tuning_has(struct fc_cache *cache, const struct fc_tuning_iden
     if (status != FC_OK)
         return status;
     sqlite3_stmt *stmt = NULL;
-    if (sqlite3_prepare_v2(cache->db, "SELECT 1 FROM tuning_results WHERE gpu_name = ?1 AND sm_count = ?2 AND "
-                           "driver = ?3 AND kernel_set = ?4 AND bucket = ?5 AND variant = ?6", -1, &stmt, NULL) !=
+    if (sqlite3_prepare_v2(cache->db, "SELECT 1 FROM tuning_results WHERE " BUCKET_ROWS " AND variant = ?6", -1, &stmt,
+                           NULL) !=
         SQLITE_OK)
         return db_fail(cache->db, "reading tuning results", cache->path, msg, size);
     const struct bucket_of b = {id, bucket};
