@@ -16,10 +16,10 @@ struct BlockCoordinates {
     int batch, head, kv_head, row0;
 };
 
+// `block` is blockIdx.x (a kernel may pass a fresh read of it to re-derive the coordinates late).
 template <bool CAUSAL>
-__device__ __forceinline__ BlockCoordinates block_coordinates(const fc_kernel_args &args, int block_m)
+__device__ __forceinline__ BlockCoordinates block_coordinates(const fc_kernel_args &args, int block_m, int block)
 {
-    int block = blockIdx.x;
     int m_block = block % args.m_blocks;
     if (CAUSAL)   // NOTE: the heaviest blocks (most keys) first: the tail of the grid is short
         m_block = args.m_blocks - 1 - m_block;
@@ -30,6 +30,12 @@ __device__ __forceinline__ BlockCoordinates block_coordinates(const fc_kernel_ar
     c.kv_head = c.head / args.q_per_kv;   // GQA: heads share K/V, nothing is copied
     c.row0 = m_block * block_m;
     return c;
+}
+
+template <bool CAUSAL>
+__device__ __forceinline__ BlockCoordinates block_coordinates(const fc_kernel_args &args, int block_m)
+{
+    return block_coordinates<CAUSAL>(args, block_m, blockIdx.x);
 }
 
 // Masks keys past seqlen_k and, if causal (bottom-right aligned), above the diagonal; with a

@@ -6,6 +6,11 @@
 // mma.sync m16n8k16 with fp32 accumulation; P never leaves registers (the C fragment of S is the
 // A fragment of P V). The online softmax works in the exp2 domain; O is divided by the row sum
 // once at the end.
+//
+// Registers (head_dim 128, 32 rows per warp: O alone is 128 of the 255): the tile loop keeps only
+// O, the softmax state, a K and a V pointer and a few lane offsets live; everything else (the
+// output coordinates, the copy offsets) is re-derived from the special registers where needed, so
+// that ptxas can keep ldmatrix loads in flight ahead of the mma's that use them without spilling.
 #pragma once
 
 #include "attention_common.cuh"
@@ -59,6 +64,41 @@ struct Sm80Forward {
         lane = threadIdx.x % WARP_SIZE;
     }
 
+    // K/V tiles when the threads tile whole rows (ROW_TILED): thread (r, c) = (tid / CHUNKS, tid %
+    // CHUNKS) copies chunk c of rows r, r + ROWS_PER_PASS, ... `from` points at its first element,
+    // `to` at its shared address, `left` = rows - first - r. NOTE: the caller steps one pointer per
+    // tensor by a tile each iteration: no 64-bit multiply per pass, and no second pointer kept for
+    // the zero-filled rows (cp.async with src-size 0 does not read the out-of-range address).
+    static constexpr bool ROW_TILED = THREADS % CHUNKS == 0;
+    static constexpr int ROWS_PER_PASS = ROW_TILED ? THREADS / CHUNKS : 1;
+
+    template <int ROWS>
+    __device__ __forceinline__ void load_rows(unsigned to, const T *from, long long stride, int left)
+    {
+        const int r = threadIdx.x / CHUNKS;
+#pragma unroll
+        for (int pass = 0; pass < (ROWS + ROWS_PER_PASS - 1) / ROWS_PER_PASS; pass++)
+            if (ROWS % ROWS_PER_PASS == 0 || r + pass * ROWS_PER_PASS < ROWS)
+                cp_async_16(to + pass * ROWS_PER_PASS * PITCH, from + pass * ROWS_PER_PASS * stride,
+                            pass * ROWS_PER_PASS < left);
+    }
+
+    // Reads of %ctaid.x / %tid.x the compiler cannot merge with earlier ones: values derived from
+    // them are recomputed where used instead of held in registers through the tile loop.
+    __device__ __forceinline__ static int fresh_ctaid_x()
+    {
+        int x;
+        asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x));
+        return x;
+    }
+
+    __device__ __forceinline__ static int fresh_tid_x()
+    {
+        int x;
+        asm volatile("mov.u32 %0, %%tid.x;" : "=r"(x));
+        return x;
+    }
+
     // Copies rows [first, first + ROWS) of a [seq, head_dim] slice into padded shared rows;
     // rows at or past `rows` are zero-filled (they are masked, but must not hold NaN).
     // NOTE: when the threads tile whole rows, each thread keeps one 16-byte column and steps its
@@ -91,14 +131,26 @@ struct Sm80Forward {
         }
     }
 
-    // The A fragment of Q for m-tile m and k-step k.
-    __device__ __forceinline__ void load_q_fragment(unsigned (&q)[4], unsigned q_smem, int m, int k)
+    // Per-lane parts of the ldmatrix addresses, computed once. NOTE: each is added to a base the
+    // compiler cannot see the bits of (the shared window, the stage) before the constant offset of
+    // an (m, n, k, d): written as one expression, the lane bits and the constant are disjoint, get
+    // merged by OR/AND, and one register per k-step (Q) and per d (V) stays live: 16 at D128.
+    unsigned q_lane, k_lane, v_lane;
+
+    __device__ __forceinline__ void lane_addresses(unsigned q_smem)
     {
-        const int row = (warp * M_TILES + m) * 16 + lane % 16;
-        ldmatrix_x4(q, q_smem + row * PITCH + (2 * k + lane / 16) * 16);
+        q_lane = q_smem + (warp * M_TILES * 16 + lane % 16) * PITCH + (lane / 16) * 16;
+        k_lane = (lane % 8 + 8 * (lane / 16)) * PITCH + ((lane / 8) % 2) * 16;
+        v_lane = (lane % 8 + 8 * ((lane / 8) % 2)) * PITCH + (lane / 16) * 16;
     }
 
-    __device__ __forceinline__ void load_q_fragments(unsigned (&q)[M_TILES][Q_FRAGMENTS][4], unsigned q_smem)
+    // The A fragment of Q for m-tile m and k-step k.
+    __device__ __forceinline__ void load_q_fragment(unsigned (&q)[4], int m, int k)
+    {
+        ldmatrix_x4(q, q_lane + m * 16 * PITCH + k * 32);
+    }
+
+    __device__ __forceinline__ void load_q_fragments(unsigned (&q)[M_TILES][Q_FRAGMENTS][4])
     {
         if (!Q_IN_REGISTERS)
             return;
@@ -106,12 +158,12 @@ struct Sm80Forward {
         for (int m = 0; m < M_TILES; m++)
 #pragma unroll
             for (int k = 0; k < Q_FRAGMENTS; k++)
-                load_q_fragment(q[m][k], q_smem, m, k);
+                load_q_fragment(q[m][k], m, k);
     }
 
-    // S = Q K^T for one tile of keys.
+    // S = Q K^T for one tile of keys; k_tile is this stage's K base plus k_lane.
     __device__ __forceinline__ void qk(float (&s)[M_TILES][N_TILES][4], unsigned (&q)[M_TILES][Q_FRAGMENTS][4],
-                                       unsigned q_smem, unsigned k_smem)
+                                       unsigned k_tile)
     {
 #pragma unroll
         for (int m = 0; m < M_TILES; m++)
@@ -126,12 +178,11 @@ struct Sm80Forward {
             if (!Q_IN_REGISTERS)
 #pragma unroll
                 for (int m = 0; m < M_TILES; m++)
-                    load_q_fragment(q[m][0], q_smem, m, k);
+                    load_q_fragment(q[m][0], m, k);
 #pragma unroll
             for (int n = 0; n < N_TILES; n += 2) {   // two 8-key tiles per ldmatrix
                 unsigned b[4];
-                const int key = n * 8 + lane % 8 + 8 * (lane / 16);
-                ldmatrix_x4(b, k_smem + key * PITCH + (2 * k + (lane / 8) % 2) * 16);
+                ldmatrix_x4(b, k_tile + n * 8 * PITCH + k * 32);
 #pragma unroll
                 for (int m = 0; m < M_TILES; m++) {
                     MMA::run(s[m][n], q[m][f], b[0], b[1]);
@@ -141,9 +192,10 @@ struct Sm80Forward {
         }
     }
 
-    // O += P V for one tile of keys; P (in s) becomes the A operand, 16 keys per k-step.
+    // O += P V for one tile of keys; P (in s) becomes the A operand, 16 keys per k-step;
+    // v_tile is this stage's V base plus v_lane.
     __device__ __forceinline__ void pv(float (&o)[M_TILES][D_TILES][4], const float (&p)[M_TILES][N_TILES][4],
-                                       unsigned v_smem)
+                                       unsigned v_tile)
     {
 #pragma unroll
         for (int k = 0; k < PV_STEPS; k++) {
@@ -154,8 +206,7 @@ struct Sm80Forward {
 #pragma unroll
             for (int d = 0; d < D_TILES; d += 2) {   // two 8-wide tiles of O per ldmatrix
                 unsigned b[4];
-                const int key = k * 16 + lane % 8 + 8 * ((lane / 8) % 2);
-                ldmatrix_x4_trans(b, v_smem + key * PITCH + (d + lane / 16) * 16);
+                ldmatrix_x4_trans(b, v_tile + k * 16 * PITCH + d * 16);
 #pragma unroll
                 for (int m = 0; m < M_TILES; m++) {
                     MMA::run(o[m][d], a[m], b[0], b[1]);
@@ -172,6 +223,7 @@ struct Sm80Forward {
         const T *v = static_cast<const T *>(args.v) + batch * args.v_stride[0] + kv_head * args.v_stride[2];
         const unsigned q_smem = smem_address(smem);
         const unsigned k_smem = q_smem + Q_BYTES, v_smem = k_smem + STAGES * KV_BYTES;
+        lane_addresses(q_smem);
 
         // Causal, bottom-right aligned: row i sees keys j <= i + seqlen_k - seqlen_q.
         const int diagonal = args.seqlen_k - args.seqlen_q;
@@ -182,9 +234,19 @@ struct Sm80Forward {
 
         load_tile<BLOCK_M>(q_smem, q, args.q_stride[1], row0, args.seqlen_q);
         cp_async_commit();
+        // ROW_TILED: this thread's K and V pointers into the tile being loaded (row r, chunk c).
+        const int kv_r = ROW_TILED ? threadIdx.x / CHUNKS : 0, kv_c = ROW_TILED ? threadIdx.x % CHUNKS : 0;
+        const T *k_next = k + kv_r * args.k_stride[1] + kv_c * 8;
+        const T *v_next = v + kv_r * args.v_stride[1] + kv_c * 8;
         if (tiles > 0) {
-            load_tile<BLOCK_N>(k_smem, k, args.k_stride[1], 0, args.seqlen_k);
-            load_tile<BLOCK_N>(v_smem, v, args.v_stride[1], 0, args.seqlen_k);
+            if (ROW_TILED) {
+                const unsigned to = kv_r * PITCH + kv_c * 16;
+                load_rows<BLOCK_N>(k_smem + to, k_next, args.k_stride[1], args.seqlen_k - kv_r);
+                load_rows<BLOCK_N>(v_smem + to, v_next, args.v_stride[1], args.seqlen_k - kv_r);
+            } else {
+                load_tile<BLOCK_N>(k_smem, k, args.k_stride[1], 0, args.seqlen_k);
+                load_tile<BLOCK_N>(v_smem, v, args.v_stride[1], 0, args.seqlen_k);
+            }
         }
         cp_async_commit();
 
@@ -206,8 +268,18 @@ struct Sm80Forward {
             const int stage = t % STAGES, key0 = t * BLOCK_N;
             if (t + 1 < tiles) {   // prefetch the next tile into the other stage
                 const int next = (t + 1) % STAGES;
-                load_tile<BLOCK_N>(k_smem + next * KV_BYTES, k, args.k_stride[1], key0 + BLOCK_N, args.seqlen_k);
-                load_tile<BLOCK_N>(v_smem + next * KV_BYTES, v, args.v_stride[1], key0 + BLOCK_N, args.seqlen_k);
+                if (ROW_TILED) {
+                    k_next += BLOCK_N * args.k_stride[1];
+                    v_next += BLOCK_N * args.v_stride[1];
+                    const int tid = fresh_tid_x(), r = tid / CHUNKS;
+                    const unsigned to = next * KV_BYTES + r * PITCH + tid % CHUNKS * 16;
+                    const int left = args.seqlen_k - key0 - BLOCK_N - r;
+                    load_rows<BLOCK_N>(k_smem + to, k_next, args.k_stride[1], left);
+                    load_rows<BLOCK_N>(v_smem + to, v_next, args.v_stride[1], left);
+                } else {
+                    load_tile<BLOCK_N>(k_smem + next * KV_BYTES, k, args.k_stride[1], key0 + BLOCK_N, args.seqlen_k);
+                    load_tile<BLOCK_N>(v_smem + next * KV_BYTES, v, args.v_stride[1], key0 + BLOCK_N, args.seqlen_k);
+                }
                 cp_async_commit();
                 cp_async_wait<1>();
             } else {
@@ -215,22 +287,35 @@ struct Sm80Forward {
             }
             __syncthreads();
             if (t == 0)
-                load_q_fragments(q_frag, q_smem);
+                load_q_fragments(q_frag);
 
             float s[M_TILES][N_TILES][4];
-            qk(s, q_frag, q_smem, k_smem + stage * KV_BYTES);
+            qk(s, q_frag, k_smem + stage * KV_BYTES + k_lane);
             const bool masked = key0 + BLOCK_N > args.seqlen_k || (CAUSAL && key0 + BLOCK_N - 1 > row0 + diagonal);
             if (masked || !fold_scale)
                 mask_scores<CAUSAL>(s, args, row0 + warp * M_TILES * 16, key0, masked, prescale);
             float correction[M_TILES][2];
             softmax.update(s, correction, factor);
             rescale_output(o, correction);
-            pv(o, s, v_smem + stage * KV_BYTES);
+            // NOTE: the V base depends on the finished row sums (min(0, sum) is +0: sums of exp2 are
+            // never negative), so no V ldmatrix and no P V mma is scheduled before the last exp2 of
+            // the tile: the fp32 scores are dead (packed to P) before the V fragments are loaded.
+            // Left to itself, ptxas interleaves the exp2's with P V and spills at head_dim 128.
+            float zero = 0.f;
+#pragma unroll
+            for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    zero = fminf(zero, softmax.row_sum[m][h]);
+            pv(o, s, v_smem + stage * KV_BYTES + v_lane + __float_as_uint(zero));
             __syncthreads();   // this stage is refilled two iterations on
         }
         cp_async_wait<0>();
         softmax.finish();
-        store_output<T>(args, batch, head, row0 + warp * M_TILES * 16, o, softmax);
+        // NOTE: the coordinates again, from fresh reads: kept from the start, they and the output
+        // pointers computed from them would hold registers through the tile loop.
+        const BlockCoordinates c = block_coordinates<CAUSAL>(args, BLOCK_M, fresh_ctaid_x());
+        store_output<T>(args, c.batch, c.head, c.row0 + fresh_tid_x() / WARP_SIZE * M_TILES * 16, o, softmax);
     }
 };
 

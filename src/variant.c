@@ -163,12 +163,12 @@ static void sm80_defaults(struct fc_variant *v)
 {
     v->stages = 2;
     v->block_m = 128;
-    if (v->head_dim <= 64 || (v->head_dim == 128 && !v->causal && v->arch == 90)) {   /* spills elsewhere */
+    if (v->head_dim <= 64 || v->head_dim == 128) {
         v->warps = 4;     /* 32 rows per warp: each K/V fragment feeds two m-tiles */
         v->block_n = 64;
     } else if (v->head_dim <= 128) {
-        v->warps = 8;     /* 96, causal 128: 32 rows per warp spill; 16 rows do not */
-        v->block_n = v->head_dim <= 96 ? 64 : 128;
+        v->warps = 8;     /* 96: 32 rows per warp spill (O 96 + S 64 + Q 48 registers); 16 rows do not */
+        v->block_n = 64;
     } else {
         v->warps = 8;     /* 192, 256: O alone takes 96-128 registers */
         v->block_n = 32;
