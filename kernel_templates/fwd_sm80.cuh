@@ -19,6 +19,7 @@
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mma.cuh"
 #include "ptx/smem.cuh"
+#include "ptx/special.cuh"
 #include "softmax.cuh"
 
 namespace fc {
@@ -83,43 +84,14 @@ struct Sm80Forward {
                             pass * ROWS_PER_PASS < left);
     }
 
-    // Reads of %ctaid.x / %tid.x the compiler cannot merge with earlier ones: values derived from
-    // them are recomputed where used instead of held in registers through the tile loop.
-    __device__ __forceinline__ static int fresh_ctaid_x()
-    {
-        int x;
-        asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x));
-        return x;
-    }
-
-    __device__ __forceinline__ static int fresh_tid_x()
-    {
-        int x;
-        asm volatile("mov.u32 %0, %%tid.x;" : "=r"(x));
-        return x;
-    }
-
     // Copies rows [first, first + ROWS) of a [seq, head_dim] slice into padded shared rows;
     // rows at or past `rows` are zero-filled (they are masked, but must not hold NaN).
-    // NOTE: when the threads tile whole rows, each thread keeps one 16-byte column and steps its
-    // pointers by a constant: a few instructions per cp.async instead of a divide, a modulo and
-    // a 64-bit multiply (this loop runs for every K and V tile).
     template <int ROWS>
     __device__ __forceinline__ void load_tile(unsigned dst, const T *src, long long stride, int first, int rows)
     {
-        if (THREADS % CHUNKS == 0) {
-            constexpr int ROWS_PER_PASS = THREADS / CHUNKS;
+        if (ROW_TILED) {
             const int c = threadIdx.x % CHUNKS, r = threadIdx.x / CHUNKS;
-            const int left = rows - first - r;   // rows this thread may still read
-            const T *from = src + (first + r) * stride + c * 8;
-            const unsigned to = dst + r * PITCH + c * 16;
-#pragma unroll
-            for (int pass = 0; pass < (ROWS + ROWS_PER_PASS - 1) / ROWS_PER_PASS; pass++)
-                if (ROWS % ROWS_PER_PASS == 0 || r + pass * ROWS_PER_PASS < ROWS) {
-                    const bool valid = pass * ROWS_PER_PASS < left;
-                    cp_async_16(to + pass * ROWS_PER_PASS * PITCH, valid ? from + pass * ROWS_PER_PASS * stride : src,
-                                valid);
-                }
+            load_rows<ROWS>(dst + r * PITCH + c * 16, src + (first + r) * stride + c * 8, stride, rows - first - r);
             return;
         }
 #pragma unroll
@@ -271,7 +243,7 @@ struct Sm80Forward {
                 if (ROW_TILED) {
                     k_next += BLOCK_N * args.k_stride[1];
                     v_next += BLOCK_N * args.v_stride[1];
-                    const int tid = fresh_tid_x(), r = tid / CHUNKS;
+                    const int tid = fresh_thread_index(), r = tid / CHUNKS;
                     const unsigned to = next * KV_BYTES + r * PITCH + tid % CHUNKS * 16;
                     const int left = args.seqlen_k - key0 - BLOCK_N - r;
                     load_rows<BLOCK_N>(k_smem + to, k_next, args.k_stride[1], left);
@@ -314,8 +286,8 @@ struct Sm80Forward {
         softmax.finish();
         // NOTE: the coordinates again, from fresh reads: kept from the start, they and the output
         // pointers computed from them would hold registers through the tile loop.
-        const BlockCoordinates c = block_coordinates<CAUSAL>(args, BLOCK_M, fresh_ctaid_x());
-        store_output<T>(args, c.batch, c.head, c.row0 + fresh_tid_x() / WARP_SIZE * M_TILES * 16, o, softmax);
+        const BlockCoordinates c = block_coordinates<CAUSAL>(args, BLOCK_M, fresh_block_index());
+        store_output<T>(args, c.batch, c.head, c.row0 + fresh_thread_index() / WARP_SIZE * M_TILES * 16, o, softmax);
     }
 };
 
