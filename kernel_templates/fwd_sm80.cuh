@@ -65,7 +65,7 @@ struct Sm80Forward {
         lane = threadIdx.x % WARP_SIZE;
     }
 
-    // K/V tiles when the threads tile whole rows (ROW_TILED): thread (r, c) = (tid / CHUNKS, tid %
+    // Q, K and V tiles when the threads tile whole rows (ROW_TILED): thread (r, c) = (tid / CHUNKS, tid %
     // CHUNKS) copies chunk c of rows r, r + ROWS_PER_PASS, ... `from` points at its first element,
     // `to` at its shared address, `left` = rows - first - r. NOTE: the caller steps one pointer per
     // tensor by a tile each iteration: no 64-bit multiply per pass, and no second pointer kept for

@@ -163,7 +163,7 @@ static void sm80_defaults(struct fc_variant *v)
 {
     v->stages = 2;
     v->block_m = 128;
-    if (v->head_dim <= 64 || v->head_dim == 128) {
+    if (v->head_dim <= 64 || v->head_dim == 128) {   /* 128: spill-free since v1.4 (docs/PERF_NOTES.md) */
         v->warps = 4;     /* 32 rows per warp: each K/V fragment feeds two m-tiles */
         v->block_n = 64;
     } else if (v->head_dim <= 128) {
