@@ -29,6 +29,10 @@ int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g);
 int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g);
 int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g);
 
+/* Parses option --name of `command` as an integer in [low, high] into *out; prints why not and
+ * returns -1 otherwise. */
+int fcjit_parse_int(const char *command, const char *name, const char *text, long low, long high, int *out);
+
 /* Monotonic wall time in seconds. */
 double fcjit_seconds_now(void);
 /* The median of n values (n >= 1), which are sorted in place. */

@@ -41,6 +41,20 @@ static const char USAGE[] =
     "             FC_FORCE_VARIANT=sm90|sm90:m128n64s2w12p1|sm80:m128n64w4|decode:n64k8|reference,\n"
     "             FC_TUNING_DB=PATH, FC_NVRTC_LIBRARY=PATH, FC_CUDA_LIBRARY=PATH\n";
 
+int fcjit_parse_int(const char *command, const char *name, const char *text, long low, long high, int *out)
+{
+    char *end;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (end == text || *end || errno || value < low || value > high) {
+        fprintf(stderr, "fcjit %s: --%s takes an integer from %ld to %ld, not '%s'\n", command, name, low, high,
+                text);
+        return -1;
+    }
+    *out = (int)value;
+    return 0;
+}
+
 double fcjit_seconds_now(void)
 {
     struct timespec ts;

@@ -65,18 +65,11 @@ static int parse_options(int argc, char **argv, struct options *o)
     o->jobs = cpus > 0 ? (int)cpus : 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1) {
-        char *end;
         switch (c) {
         case 'a': if (parse_arches(optarg, o)) return -1; break;
         case 's': o->spec = optarg; break;
         case 'f': o->force = 1; break;
-        case 'j':
-            o->jobs = (int)strtol(optarg, &end, 10);
-            if (*end || o->jobs < 1 || o->jobs > 256) {
-                fprintf(stderr, "fcjit precompile: --jobs takes 1 to 256, not '%s'\n", optarg);
-                return -1;
-            }
-            break;
+        case 'j': if (fcjit_parse_int("precompile", "jobs", optarg, 1, 256, &o->jobs)) return -1; break;
         case 'h': fputs(HELP, stdout); return 1;
         default: fputs(HELP, stderr); return -1;
         }

@@ -1,6 +1,7 @@
 /* fcjit run / plan: one problem from flags. run checks it against an fp64 CPU reference and
  * times it; plan says which kernel would run it and why. */
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,44 +49,39 @@ struct run_options {
     unsigned long long seed;
 };
 
-static int parse_int(const char *name, const char *text, int min, int *out)
-{
-    char *end;
-    long value = strtol(text, &end, 10);
-    if (*end || value < min || value > 0x7fffffff) {
-        fprintf(stderr, "fcjit: --%s takes an integer >= %d, not '%s'\n", name, min, text);
-        return -1;
-    }
-    *out = (int)value;
-    return 0;
-}
 
 enum { O_BATCH = 256, O_SEQLEN, O_SEQLEN_Q, O_SEQLEN_K, O_HEADS, O_HEADS_Q, O_HEADS_KV, O_HEAD_DIM, O_DTYPE,
        O_CAUSAL, O_SCALE, O_DEVICE, O_ITERS, O_WARMUP, O_CHECK_ROWS, O_NO_CHECK, O_NO_LSE, O_SEED, O_HOST_CALLS,
        O_VARIANT };
 
-static int parse_one(int c, struct run_options *o)
+/* Option --name (its value in optarg) of `command`: an integer >= min. */
+static int at_least(const char *command, const char *name, int min, int *out)
+{
+    return fcjit_parse_int(command, name, optarg, min, INT_MAX, out);
+}
+
+static int parse_one(int c, const char *command, struct run_options *o)
 {
     struct fc_attention_params *p = &o->params;
     switch (c) {
-    case O_BATCH: return parse_int("batch", optarg, 1, &p->batch);
-    case O_SEQLEN: return parse_int("seqlen", optarg, 1, &p->seqlen_q) || parse_int("seqlen", optarg, 1, &p->seqlen_k);
-    case O_SEQLEN_Q: return parse_int("seqlen-q", optarg, 1, &p->seqlen_q);
-    case O_SEQLEN_K: return parse_int("seqlen-k", optarg, 1, &p->seqlen_k);
-    case O_HEADS: return parse_int("heads", optarg, 1, &p->heads_q) || parse_int("heads", optarg, 1, &p->heads_kv);
-    case O_HEADS_Q: return parse_int("heads-q", optarg, 1, &p->heads_q);
-    case O_HEADS_KV: return parse_int("heads-kv", optarg, 1, &p->heads_kv);
-    case O_HEAD_DIM: return parse_int("head-dim", optarg, 1, &p->head_dim);
+    case O_BATCH: return at_least(command, "batch", 1, &p->batch);
+    case O_SEQLEN: return at_least(command, "seqlen", 1, &p->seqlen_q) || at_least(command, "seqlen", 1, &p->seqlen_k);
+    case O_SEQLEN_Q: return at_least(command, "seqlen-q", 1, &p->seqlen_q);
+    case O_SEQLEN_K: return at_least(command, "seqlen-k", 1, &p->seqlen_k);
+    case O_HEADS: return at_least(command, "heads", 1, &p->heads_q) || at_least(command, "heads", 1, &p->heads_kv);
+    case O_HEADS_Q: return at_least(command, "heads-q", 1, &p->heads_q);
+    case O_HEADS_KV: return at_least(command, "heads-kv", 1, &p->heads_kv);
+    case O_HEAD_DIM: return at_least(command, "head-dim", 1, &p->head_dim);
     case O_CAUSAL: p->causal = 1; return 0;
     case O_SCALE: p->softmax_scale = strtof(optarg, NULL); return 0;
-    case O_DEVICE: return parse_int("device", optarg, 0, &o->device);
-    case O_ITERS: return parse_int("iters", optarg, 1, &o->iters);
-    case O_WARMUP: return parse_int("warmup", optarg, 0, &o->warmup);
-    case O_CHECK_ROWS: return parse_int("check-rows", optarg, 0, &o->check_rows);
+    case O_DEVICE: return at_least(command, "device", 0, &o->device);
+    case O_ITERS: return at_least(command, "iters", 1, &o->iters);
+    case O_WARMUP: return at_least(command, "warmup", 0, &o->warmup);
+    case O_CHECK_ROWS: return at_least(command, "check-rows", 0, &o->check_rows);
     case O_NO_CHECK: o->check = 0; return 0;
     case O_NO_LSE: o->want_lse = 0; return 0;
     case O_SEED: o->seed = strtoull(optarg, NULL, 10); return 0;
-    case O_HOST_CALLS: return parse_int("host-calls", optarg, 1, &o->host_calls);
+    case O_HOST_CALLS: return at_least(command, "host-calls", 1, &o->host_calls);
     case O_VARIANT: return setenv("FC_FORCE_VARIANT", optarg, 1);   /* read by fc_context_create */
     case O_DTYPE:
         if (fc_dtype_parse(optarg, &p->dtype) == 0)
@@ -125,7 +121,7 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
             printf(HELP, command, strcmp(command, "run") ? "" : RUN_HELP);
             return 1;
         }
-        if (c == '?' || parse_one(c, o))
+        if (c == '?' || parse_one(c, command, o))
             return -1;
     }
     if (optind < argc) {

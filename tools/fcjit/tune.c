@@ -61,18 +61,6 @@ static void on_interrupt(int signal)
     interrupted = 1;
 }
 
-static int parse_count(const char *name, const char *text, int low, int high, int *out)
-{
-    char *end;
-    long value = strtol(text, &end, 10);
-    if (*end || value < low || value > high) {
-        fprintf(stderr, "fcjit tune: --%s takes %d to %d, not '%s'\n", name, low, high, text);
-        return -1;
-    }
-    *out = (int)value;
-    return 0;
-}
-
 static int parse_options(int argc, char **argv, struct options *o)
 {
     static const struct option OPTIONS[] = {
@@ -93,10 +81,10 @@ static int parse_options(int argc, char **argv, struct options *o)
     while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1) {
         switch (c) {
         case 's': o->spec = optarg; break;
-        case 'i': if (parse_count("iters", optarg, 1, 1000, &o->iters)) return -1; break;
-        case 'w': if (parse_count("warmup", optarg, 0, 1000, &o->warmup)) return -1; break;
-        case 'j': if (parse_count("jobs", optarg, 1, 256, &o->jobs)) return -1; break;
-        case 'm': if (parse_count("margin", optarg, 0, 50, &o->margin_percent)) return -1; break;
+        case 'i': if (fcjit_parse_int("tune", "iters", optarg, 1, 1000, &o->iters)) return -1; break;
+        case 'w': if (fcjit_parse_int("tune", "warmup", optarg, 0, 1000, &o->warmup)) return -1; break;
+        case 'j': if (fcjit_parse_int("tune", "jobs", optarg, 1, 256, &o->jobs)) return -1; break;
+        case 'm': if (fcjit_parse_int("tune", "margin", optarg, 0, 50, &o->margin_percent)) return -1; break;
         case 'r': o->restart = 1; break;
         case 'n': o->dry_run = 1; break;
         case 'a':
