@@ -40,9 +40,11 @@ struct Sm80Forward {
     static constexpr int Q_BYTES = BLOCK_M * PITCH;          // (BLOCK_M, HEAD_DIM) 16-bit, padded rows
     static constexpr int KV_BYTES = BLOCK_N * PITCH;         // (BLOCK_N, HEAD_DIM) 16-bit, padded rows
     static constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
-    // NOTE: Q fragments stay in registers unless they and the O accumulators would pass ~160
-    // registers (head_dim 256): then each k-step re-reads its Q fragment from shared memory.
-    static constexpr bool Q_IN_REGISTERS = M_TILES * (K_STEPS + D_TILES) * 4 <= 160;
+    // NOTE: Q fragments stay in registers unless they and the O and S accumulators would pass 200
+    // registers (head_dim 128 and 256; 64 with 128-key tiles): then each k-step re-reads its Q
+    // fragment from shared memory. At head_dim 64, m128 n128 w4 spills 76-96 bytes with Q in
+    // registers and none without.
+    static constexpr bool Q_IN_REGISTERS = M_TILES * (K_STEPS + D_TILES + N_TILES) * 4 <= 200;
     static constexpr int Q_FRAGMENTS = Q_IN_REGISTERS ? K_STEPS : 1;
     static_assert(HEAD_DIM % 16 == 0 && HEAD_DIM <= 256, "head_dim: a multiple of 16 up to 256");
     static_assert(BLOCK_M % (16 * WARPS) == 0 && M_TILES >= 1 && M_TILES <= 2, "16 or 32 rows per warp");

@@ -166,6 +166,14 @@ static void sm80_defaults(struct fc_variant *v)
     if (v->head_dim <= 64 || v->head_dim == 128) {   /* 128: spill-free since v1.4 (docs/PERF_NOTES.md) */
         v->warps = 4;     /* 32 rows per warp: each K/V fragment feeds two m-tiles */
         v->block_n = 64;
+        /* 64: 128-key tiles (Q then read from shared memory per k-step), half the barriers per key,
+         * +3% over 64 keys on an H100 (v1.5); only where two such CTAs fit in an SM's shared
+         * memory (not sm_80's 164 KB: one CTA an SM there would lose more than that). */
+        if (v->head_dim == 64) {
+            v->block_n = 128;
+            if (2 * sm80_smem_bytes(v) > fc_arch_smem_limit(v->arch))
+                v->block_n = 64;
+        }
     } else if (v->head_dim <= 128) {
         v->warps = 8;     /* 96: 32 rows per warp spill (O 96 + S 64 + Q 48 registers); 16 rows do not */
         v->block_n = 64;
