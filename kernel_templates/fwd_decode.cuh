@@ -28,8 +28,15 @@ struct DecodeForward {
     static constexpr int KEYS = BLOCK_N / WARPS;        // keys of each tile per warp
     static constexpr int N_TILES = KEYS / 8, D_TILES = HEAD_DIM / 8, K_STEPS = HEAD_DIM / 16;
     static constexpr int CHUNKS = HEAD_DIM / 8;         // 16-byte chunks per row
-    static constexpr int PITCH = HEAD_DIM * 2 + 16;     // padded rows: conflict-free ldmatrix (fwd_sm80.cuh)
-    static constexpr int Q_BYTES = ROWS * PITCH, KV_BYTES = BLOCK_N * PITCH;
+    static constexpr int PITCH = HEAD_DIM * 2 + 16;     // padded Q rows: conflict-free ldmatrix (fwd_sm80.cuh)
+    // NOTE: K and V rows are not padded but swizzled where a row is whole 128-byte lines (chunk c
+    // of row r at c ^ (r % 8)): each warp's cp.async then fills whole 128-byte lines of shared
+    // memory from whole lines of global memory, and L2 sees one 4-sector request per line. Into
+    // padded rows, the same copies reached L2 as 2.7 requests per line and 1.5x the sectors
+    // (Nsight Compute, PERF_NOTES v4.4), which held DRAM at 88% of its peak.
+    static constexpr bool SWIZZLED = CHUNKS % 8 == 0;
+    static constexpr int KV_PITCH = SWIZZLED ? HEAD_DIM * 2 : PITCH;
+    static constexpr int Q_BYTES = ROWS * PITCH, KV_BYTES = BLOCK_N * KV_PITCH;
     static constexpr int MERGE_BYTES = WARPS * ROWS * (HEAD_DIM + 2) * 4;   // per warp: O, max, sum
     static constexpr int PIPE_BYTES = 2 * STAGES * KV_BYTES;
     static constexpr int SMEM_BYTES = Q_BYTES + (PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES);
@@ -59,14 +66,20 @@ struct DecodeForward {
     __device__ __forceinline__ int row_head(int r) const { return kv_head * args.q_per_kv + r / args.seqlen_q; }
     __device__ __forceinline__ int row_query(int r) const { return r % args.seqlen_q; }
 
-    // Keys [first, first + BLOCK_N) of K or V into a padded tile; keys at or past `end` are zeros.
+    // Byte offset of 16-byte chunk c of key row r in a K or V tile.
+    __device__ __forceinline__ static int kv_offset(int r, int c)
+    {
+        return r * KV_PITCH + (SWIZZLED ? c ^ (r % 8) : c) * 16;
+    }
+
+    // Keys [first, first + BLOCK_N) of K or V into a tile; keys at or past `end` are zeros.
     __device__ __forceinline__ void load_tile(unsigned dst, const T *src, long long stride, int first, int end)
     {
 #pragma unroll
         for (int i = threadIdx.x; i < BLOCK_N * CHUNKS; i += THREADS) {
             const int r = i / CHUNKS, c = i % CHUNKS;
             const bool valid = first + r < end;
-            cp_async_16_stream(dst + r * PITCH + c * 16, valid ? src + (first + r) * stride + c * 8 : src, valid);
+            cp_async_16_stream(dst + kv_offset(r, c), valid ? src + (first + r) * stride + c * 8 : src, valid);
         }
     }
 
@@ -95,7 +108,7 @@ struct DecodeForward {
             for (int n = 0; n < N_TILES; n += 2) {   // two 8-key tiles per ldmatrix
                 unsigned b[4];
                 const int key = warp * KEYS + n * 8 + lane % 8 + 8 * (lane / 16);
-                ldmatrix_x4(b, k_smem + key * PITCH + (2 * k + (lane / 8) % 2) * 16);
+                ldmatrix_x4(b, k_smem + kv_offset(key, 2 * k + (lane / 8) % 2));
                 MMA::run(s[0][n], q[k], b[0], b[1]);
                 MMA::run(s[0][n + 1], q[k], b[2], b[3]);
             }
@@ -112,7 +125,7 @@ struct DecodeForward {
             for (int d = 0; d < D_TILES; d += 2) {
                 unsigned b[4];
                 const int key = warp * KEYS + k * 16 + lane % 8 + 8 * ((lane / 8) % 2);
-                ldmatrix_x4_trans(b, v_smem + key * PITCH + (d + lane / 16) * 16);
+                ldmatrix_x4_trans(b, v_smem + kv_offset(key, d + lane / 16));
                 MMA::run(o[0][d], a, b[0], b[1]);
                 MMA::run(o[0][d + 1], a, b[2], b[3]);
             }
