@@ -214,17 +214,26 @@ static void sm90_defaults(struct fc_variant *v)
 static int decode_smem_bytes(const struct fc_variant *v)
 {
     const int pitch = v->head_dim * 2 + 16;
-    const int ring = 2 * v->stages * v->block_n * pitch, merge = v->warps * 16 * (v->head_dim + 2) * 4;
+    const int kv_pitch = v->head_dim % 64 ? pitch : v->head_dim * 2;   /* swizzled K/V rows: no padding */
+    const int ring = 2 * v->stages * v->block_n * kv_pitch, merge = v->warps * 16 * (v->head_dim + 2) * 4;
     return 16 * pitch + (ring > merge ? ring : merge);
 }
 
-/* NOTE: four warps x 16 keys of each 64-key tile; three stages where two CTAs still fit an SM
- * (Hopper up to head_dim 128: 109 KB each), else two; two warps x 16 keys where even that does
- * not fit (head_dim 192 and 256 on 99 KB parts). Decode is bound by reading K and V: what
- * matters is bytes in flight per SM, not the MMAs. */
+/* NOTE: four warps x 16 keys of each 64-key tile; three stages where two CTAs still fit an SM,
+ * else two; two warps x 16 keys where even that does not fit (head_dim 192 and 256 on 99 KB
+ * parts). On Hopper up to head_dim 128, eight warps x 16 keys of 128-key tiles, two stages, one
+ * CTA an SM: 703 vs 711 us at B64 Sk 8k and 365 vs 373 us at B8 Sk 32k on an H100, where cuDNN
+ * took 706 and 367 (PERF_NOTES v4.4). Decode is bound by reading K and V: what matters is bytes
+ * in flight per SM and how they reach L2, not the MMAs. */
 static void decode_defaults(struct fc_variant *v)
 {
     v->block_m = 16;
+    if (v->arch >= 90 && v->arch < 100 && v->head_dim <= 128) {
+        v->block_n = 128;
+        v->warps = 8;
+        v->stages = 2;
+        return;
+    }
     v->block_n = 64;
     v->warps = 4;
     v->stages = 3;

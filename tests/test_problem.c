@@ -186,7 +186,7 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m192n128s2w16_sm_90a");
     p.seqlen_q = 4;   /* 4 query heads per K/V head x 4 rows fit one 16-row tile: split-KV decode */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "decode_bf16_d64_causal_m16n64s3w4_sm_90a");
+    assert_string_equal(info.kernel, "decode_bf16_d64_causal_m16n128s2w8_sm_90a");
     assert_non_null(strstr(info.reason, "16-row tile"));
     p.seqlen_q = 5;   /* 20 rows: not any more */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
@@ -244,7 +244,7 @@ static void test_forced_variants_keep_the_defaults_they_do_not_name(void **state
     assert_int_equal(fc_plan_override_parse("nope", &override), -1);
 }
 
-/* The decode family's splits on an H100/H200 (132 SMs, two 109 KB CTAs per SM at head_dim 128). */
+/* The decode family's splits on an H100/H200 (132 SMs, one 132 KB CTA per SM at head_dim 128). */
 static void test_decode_splits_fill_the_gpu(void **state)
 {
     (void)state;
@@ -254,9 +254,9 @@ static void test_decode_splits_fill_the_gpu(void **state)
     p.heads_kv = 8;
     p.head_dim = 128;
     const struct { int batch, seqlen_k, sm_count, splits, split_keys; } CASES[] = {
-        {64, 8192, 132, 1, 8192},    /* 512 CTAs: 97% of two waves already */
-        {8, 32768, 132, 4, 8192},    /* 64 CTAs: four splits make 256 of 264 slots */
-        {8, 32768, 0, 4, 8192},      /* SM count unknown: planned as 132 */
+        {64, 8192, 132, 1, 8192},    /* 512 CTAs: 97% of four waves already */
+        {8, 32768, 132, 2, 16384},   /* 64 CTAs: two splits make 128 of 132 slots */
+        {8, 32768, 0, 2, 16384},     /* SM count unknown: planned as 132 */
         {1, 100, 132, 1, 128},       /* too few keys to split */
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
@@ -290,7 +290,7 @@ static void test_decode_splits_can_be_forced(void **state)
         {8192, "decode:k8", 8, 1024},
         {8192, "decode:n128k3", 3, 2816},     /* 64 tiles of 128: 22 each, the last one 20 */
         {8192, "decode", 1, 8192},            /* not named: chosen */
-        {100, "decode:k8", 2, 64},            /* 2 tiles of 64 keys: one split each */
+        {100, "decode:n64w4k8", 2, 64},       /* 2 tiles of 64 keys: one split each */
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         p.seqlen_k = CASES[i].seqlen_k;
@@ -339,7 +339,7 @@ static void test_tuned_winner_replaces_the_heuristic(void **state)
     p.causal = 1;
     p.seqlen_q = 1;   /* decode-shaped: the split-KV kernel, not tuned */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "decode_f16_d128_causal_m16n64s3w4_sm_90a");
+    assert_string_equal(info.kernel, "decode_f16_d128_causal_m16n128s2w8_sm_90a");
     ctx->tuned.items = NULL;   /* not the context's to free */
     ctx->tuned.count = 0;
     fc_context_destroy(ctx);

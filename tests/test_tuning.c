@@ -496,7 +496,7 @@ static void test_variant_name_round_trip(void **state)
     fc_variant_name(&variants[7], name);
     assert_string_equal(name, "sm90_bf16_d256_m128n64s2w12_sm_90a");
     fc_variant_name(&variants[8], name);
-    assert_string_equal(name, "decode_f16_d128_m16n64s3w4_sm_90");
+    assert_string_equal(name, "decode_f16_d128_m16n128s2w8_sm_90");
     struct fc_variant parsed;
     assert_int_equal(fc_variant_parse_name(VARIANT_PINGPONG, &parsed), 0);
     assert_int_equal(parsed.family, FC_KERNEL_SM90);
