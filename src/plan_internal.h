@@ -17,7 +17,7 @@ struct fc_plan_override {
     int splits;                            /* decode family: CTAs per (batch, K/V head); 0: chosen */
 };
 
-/** Parses "reference", "sm80", "sm90:m128n128s2w12p1" or "decode:n64k8" (any of m, n, s, w, p0/p1 and k,
+/** Parses "reference", "sm80", "sm90:m128n128s2w12p1" or "decode:n64w4k8" (any of m, n, s, w, p0/p1 and k,
  * the decode family's split count, optional). 0 on success. */
 int fc_plan_override_parse(const char *text, struct fc_plan_override *out);
 

@@ -38,7 +38,7 @@ static const char USAGE[] =
     "            4 other error\n"
     "environment: FC_LOG=error|warn|info|debug, FC_DUMP_SOURCE=DIR, FC_DUMP_PTX=DIR,\n"
     "             FC_TEMPLATE_DIR=DIR,\n"
-    "             FC_FORCE_VARIANT=sm90|sm90:m128n64s2w12p1|sm80:m128n64w4|decode:n64k8|reference,\n"
+    "             FC_FORCE_VARIANT=sm90|sm90:m128n64s2w12p1|sm80:m128n64w4|decode:n64w4k8|reference,\n"
     "             FC_TUNING_DB=PATH, FC_NVRTC_LIBRARY=PATH, FC_CUDA_LIBRARY=PATH\n";
 
 int fcjit_parse_int(const char *command, const char *name, const char *text, long low, long high, int *out)
