@@ -2,7 +2,8 @@
 //
 // One CTA computes BLOCK_M query rows of one (batch, head). Each warp owns 16 * M_TILES rows.
 // Q is staged through shared memory once and kept in registers as mma A fragments; K and V tiles
-// of BLOCK_N keys stream through a two-stage cp.async double buffer. S = Q K^T and O += P V run on
+// of BLOCK_N keys stream through a two-stage cp.async double buffer (rows swizzled where they are
+// whole 128-byte lines, else padded). S = Q K^T and O += P V run on
 // mma.sync m16n8k16 with fp32 accumulation; P never leaves registers (the C fragment of S is the
 // A fragment of P V). The online softmax works in the exp2 domain; O is divided by the row sum
 // once at the end.
@@ -38,8 +39,22 @@ struct Sm80Forward {
     static constexpr int PITCH = HEAD_DIM * 2 + 16;          // bytes per shared-memory row
     static constexpr int STAGES = 2;
     static constexpr int Q_BYTES = BLOCK_M * PITCH;          // (BLOCK_M, HEAD_DIM) 16-bit, padded rows
-    static constexpr int KV_BYTES = BLOCK_N * PITCH;         // (BLOCK_N, HEAD_DIM) 16-bit, padded rows
-    static constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
+    // Q, K and V tiles when the threads tile whole rows (ROW_TILED): see load_rows.
+    static constexpr bool ROW_TILED = THREADS % CHUNKS == 0;
+    static constexpr int ROWS_PER_PASS = ROW_TILED ? THREADS / CHUNKS : 1;
+    // NOTE: K and V rows swizzled instead of padded (chunk c of row r at c ^ (r % 8)) where rows are
+    // whole 128-byte lines and each thread's rows share r % 8: each warp's cp.async then fills whole
+    // 128-byte lines of shared memory from whole lines of global memory, and L2 sees one request
+    // per line, not ~2.7 (fwd_decode.cuh, PERF_NOTES v4.4); +5-6% at head_dim 64 and 128 (v1.5).
+    // Not at head_dim 64 causal with 128-key tiles, where the XOR patterns cost the one register
+    // ptxas has left (a 4-byte spill); padded, it is still at least FlashAttention-2's speed.
+    static constexpr bool SWIZZLED = CHUNKS % 8 == 0 && ROW_TILED && ROWS_PER_PASS % 8 == 0 &&
+                                     !(CAUSAL && HEAD_DIM == 64 && BLOCK_N == 128);
+    static constexpr int KV_PITCH = SWIZZLED ? HEAD_DIM * 2 : PITCH;
+    static constexpr int KV_BYTES = BLOCK_N * KV_PITCH;      // (BLOCK_N, HEAD_DIM) 16-bit
+    // swizzled, K starts on a 128-byte boundary (the ldmatrix addresses XOR bits 4-6): up to 128
+    // bytes more. src/variant.c allocates the padded layout's size, which is at least this.
+    static constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES + (SWIZZLED ? 128 : 0);
     // NOTE: Q fragments stay in registers unless they and the O and S accumulators would pass 200
     // registers (head_dim 128 and 256; 64 with 128-key tiles): then each k-step re-reads its Q
     // fragment from shared memory. At head_dim 64, m128 n128 w4 spills 76-96 bytes with Q in
@@ -72,18 +87,22 @@ struct Sm80Forward {
     // `to` at its shared address, `left` = rows - first - r. NOTE: the caller steps one pointer per
     // tensor by a tile each iteration: no 64-bit multiply per pass, and no second pointer kept for
     // the zero-filled rows (cp.async with src-size 0 does not read the out-of-range address).
-    static constexpr bool ROW_TILED = THREADS % CHUNKS == 0;
-    static constexpr int ROWS_PER_PASS = ROW_TILED ? THREADS / CHUNKS : 1;
-
-    template <int ROWS>
+    template <int ROWS, int ROW_BYTES = PITCH>
     __device__ __forceinline__ void load_rows(unsigned to, const T *from, long long stride, int left)
     {
         const int r = threadIdx.x / CHUNKS;
 #pragma unroll
         for (int pass = 0; pass < (ROWS + ROWS_PER_PASS - 1) / ROWS_PER_PASS; pass++)
             if (ROWS % ROWS_PER_PASS == 0 || r + pass * ROWS_PER_PASS < ROWS)
-                cp_async_16(to + pass * ROWS_PER_PASS * PITCH, from + pass * ROWS_PER_PASS * stride,
+                cp_async_16(to + pass * ROWS_PER_PASS * ROW_BYTES, from + pass * ROWS_PER_PASS * stride,
                             pass * ROWS_PER_PASS < left);
+    }
+
+    // This thread's byte offset in a K or V tile (row-tiled copies: row r, chunk c).
+    __device__ __forceinline__ static unsigned kv_copy_offset(int tid)
+    {
+        const int r = tid / CHUNKS, c = tid % CHUNKS;
+        return r * KV_PITCH + (SWIZZLED ? c ^ (r % 8) : c) * 16;
     }
 
     // Copies rows [first, first + ROWS) of a [seq, head_dim] slice into padded shared rows;
@@ -114,8 +133,9 @@ struct Sm80Forward {
     __device__ __forceinline__ void lane_addresses(unsigned q_smem)
     {
         q_lane = q_smem + (warp * M_TILES * 16 + lane % 16) * PITCH + (lane / 16) * 16;
-        k_lane = (lane % 8 + 8 * (lane / 16)) * PITCH + ((lane / 8) % 2) * 16;
-        v_lane = (lane % 8 + 8 * ((lane / 8) % 2)) * PITCH + (lane / 16) * 16;
+        const int swizzle = SWIZZLED ? lane % 8 : 0;   // each ldmatrix row's r % 8
+        k_lane = (lane % 8 + 8 * (lane / 16)) * KV_PITCH + (((lane / 8) % 2) ^ swizzle) * 16;
+        v_lane = (lane % 8 + 8 * ((lane / 8) % 2)) * KV_PITCH + ((lane / 16) ^ swizzle) * 16;
     }
 
     // The A fragment of Q for m-tile m and k-step k.
@@ -147,7 +167,10 @@ struct Sm80Forward {
                 for (int i = 0; i < 4; i++)
                     s[m][n][i] = 0.f;
 #pragma unroll
-        for (int k = 0; k < K_STEPS; k++) {
+        for (int step = 0; step < K_STEPS; step++) {
+            // swizzled: the k-steps that share an XOR pattern (k % 4) run back to back
+            constexpr int GROUPS = K_STEPS % 4 == 0 ? K_STEPS / 4 : 1;
+            const int k = SWIZZLED ? step % GROUPS * 4 + step / GROUPS : step;
             const int f = Q_IN_REGISTERS ? k : 0;
             if (!Q_IN_REGISTERS)
 #pragma unroll
@@ -156,7 +179,11 @@ struct Sm80Forward {
 #pragma unroll
             for (int n = 0; n < N_TILES; n += 2) {   // two 8-key tiles per ldmatrix
                 unsigned b[4];
-                ldmatrix_x4(b, k_tile + n * 8 * PITCH + k * 32);
+                // swizzled: chunk 2k + b of a row r sits at (2k + b) ^ (r % 8) = 2k ^ (b ^ r % 8)
+                if (SWIZZLED)
+                    ldmatrix_x4(b, (k_tile ^ (k % 4 * 32)) + n * 8 * KV_PITCH + k / 4 * 128);
+                else
+                    ldmatrix_x4(b, k_tile + n * 8 * PITCH + k * 32);
 #pragma unroll
                 for (int m = 0; m < M_TILES; m++) {
                     MMA::run(s[m][n], q[m][f], b[0], b[1]);
@@ -180,7 +207,10 @@ struct Sm80Forward {
 #pragma unroll
             for (int d = 0; d < D_TILES; d += 2) {   // two 8-wide tiles of O per ldmatrix
                 unsigned b[4];
-                ldmatrix_x4_trans(b, v_tile + k * 16 * PITCH + d * 16);
+                if (SWIZZLED)
+                    ldmatrix_x4_trans(b, (v_tile ^ (d % 8 * 16)) + k * 16 * KV_PITCH + d / 8 * 128);
+                else
+                    ldmatrix_x4_trans(b, v_tile + k * 16 * PITCH + d * 16);
 #pragma unroll
                 for (int m = 0; m < M_TILES; m++) {
                     MMA::run(o[m][d], a[m], b[0], b[1]);
@@ -196,7 +226,8 @@ struct Sm80Forward {
         const T *k = static_cast<const T *>(args.k) + batch * args.k_stride[0] + kv_head * args.k_stride[2];
         const T *v = static_cast<const T *>(args.v) + batch * args.v_stride[0] + kv_head * args.v_stride[2];
         const unsigned q_smem = smem_address(smem);
-        const unsigned k_smem = q_smem + Q_BYTES, v_smem = k_smem + STAGES * KV_BYTES;
+        const unsigned k_smem = SWIZZLED ? (q_smem + Q_BYTES + 127) & ~127u : q_smem + Q_BYTES;
+        const unsigned v_smem = k_smem + STAGES * KV_BYTES;
         lane_addresses(q_smem);
 
         // Causal, bottom-right aligned: row i sees keys j <= i + seqlen_k - seqlen_q.
@@ -214,9 +245,9 @@ struct Sm80Forward {
         const T *v_next = v + kv_r * args.v_stride[1] + kv_c * 8;
         if (tiles > 0) {
             if (ROW_TILED) {
-                const unsigned to = kv_r * PITCH + kv_c * 16;
-                load_rows<BLOCK_N>(k_smem + to, k_next, args.k_stride[1], args.seqlen_k - kv_r);
-                load_rows<BLOCK_N>(v_smem + to, v_next, args.v_stride[1], args.seqlen_k - kv_r);
+                const unsigned to = kv_copy_offset(threadIdx.x);
+                load_rows<BLOCK_N, KV_PITCH>(k_smem + to, k_next, args.k_stride[1], args.seqlen_k - kv_r);
+                load_rows<BLOCK_N, KV_PITCH>(v_smem + to, v_next, args.v_stride[1], args.seqlen_k - kv_r);
             } else {
                 load_tile<BLOCK_N>(k_smem, k, args.k_stride[1], 0, args.seqlen_k);
                 load_tile<BLOCK_N>(v_smem, v, args.v_stride[1], 0, args.seqlen_k);
@@ -246,10 +277,10 @@ struct Sm80Forward {
                     k_next += BLOCK_N * args.k_stride[1];
                     v_next += BLOCK_N * args.v_stride[1];
                     const int tid = fresh_thread_index(), r = tid / CHUNKS;
-                    const unsigned to = next * KV_BYTES + r * PITCH + tid % CHUNKS * 16;
+                    const unsigned to = next * KV_BYTES + kv_copy_offset(tid);
                     const int left = args.seqlen_k - key0 - BLOCK_N - r;
-                    load_rows<BLOCK_N>(k_smem + to, k_next, args.k_stride[1], left);
-                    load_rows<BLOCK_N>(v_smem + to, v_next, args.v_stride[1], left);
+                    load_rows<BLOCK_N, KV_PITCH>(k_smem + to, k_next, args.k_stride[1], left);
+                    load_rows<BLOCK_N, KV_PITCH>(v_smem + to, v_next, args.v_stride[1], left);
                 } else {
                     load_tile<BLOCK_N>(k_smem + next * KV_BYTES, k, args.k_stride[1], key0 + BLOCK_N, args.seqlen_k);
                     load_tile<BLOCK_N>(v_smem + next * KV_BYTES, v, args.v_stride[1], key0 + BLOCK_N, args.seqlen_k);
