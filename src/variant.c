@@ -168,7 +168,7 @@ static void sm80_defaults(struct fc_variant *v)
         v->block_n = 64;
         /* 64: 128-key tiles (Q then read from shared memory per k-step), half the barriers per key,
          * +3% over 64 keys on an H100 (v1.5); only where two such CTAs fit in an SM's shared
-         * memory (not sm_80's 164 KB: one CTA an SM there would lose more than that). */
+         * memory (not in sm_80's 164 KB, where it would run one CTA an SM: not measured). */
         if (v->head_dim == 64) {
             v->block_n = 128;
             if (2 * sm80_smem_bytes(v) > fc_arch_smem_limit(v->arch))
