@@ -40,6 +40,7 @@ struct DecodeForward {
     static constexpr int MERGE_BYTES = WARPS * ROWS * (HEAD_DIM + 2) * 4;   // per warp: O, max, sum
     static constexpr int PIPE_BYTES = 2 * STAGES * KV_BYTES;
     static constexpr int SMEM_BYTES = Q_BYTES + (PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES);
+    static constexpr int MIN_BLOCKS = 1;   // __launch_bounds__: registers are not capped for a second CTA
     static_assert(HEAD_DIM % 16 == 0 && HEAD_DIM <= 256, "head_dim: a multiple of 16 up to 256");
     static_assert(KEYS == 16 || KEYS == 32, "16 or 32 keys of each tile per warp");
     static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages");

@@ -53,8 +53,9 @@ struct Sm80Forward {
     static constexpr int KV_PITCH = SWIZZLED ? HEAD_DIM * 2 : PITCH;
     static constexpr int KV_BYTES = BLOCK_N * KV_PITCH;      // (BLOCK_N, HEAD_DIM) 16-bit
     // swizzled, K starts on a 128-byte boundary (the ldmatrix addresses XOR bits 4-6): up to 128
-    // bytes more. src/variant.c allocates the padded layout's size, which is at least this.
+    // bytes more. src/family_sm80.c allocates the padded layout's size, which is at least this.
     static constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES + (SWIZZLED ? 128 : 0);
+    static constexpr int MIN_BLOCKS = 1;   // __launch_bounds__: registers are not capped for a second CTA
     // NOTE: Q fragments stay in registers unless they and the O and S accumulators would pass 200
     // registers (head_dim 128 and 256; 64 with 128-key tiles): then each k-step re-reads its Q
     // fragment from shared memory. At head_dim 64, m128 n128 w4 spills 76-96 bytes with Q in

@@ -73,7 +73,8 @@ struct Sm90Forward {
     static constexpr int N_TILES = BLOCK_N / 8, D_TILES = HEAD_DIM / 8;
     // setmaxnreg: the pool is what ptxas gives each thread at launch (65536 per SM shared by
     // MIN_BLOCKS CTAs, in multiples of 8); the producer keeps 24 and the consumers split the rest.
-    // = fc_variant_min_blocks: two CTAs per SM leave no room for head_dim 256's P V accumulators
+    // (the generated unit's __launch_bounds__ minimum): two CTAs per SM leave no room for head_dim
+    // 256's P V accumulators (the n256 P V WGMMA alone needs 158 registers, ptxas C7602)
     static constexpr int MIN_BLOCKS = SPECIALIZED && CONSUMERS == 1 && HEAD_DIM <= 128 ? 2 : 1;
     static constexpr int LAUNCH_REGISTERS = 65536 / (THREADS * MIN_BLOCKS) / 8 * 8 > 248
                                                 ? 248 : 65536 / (THREADS * MIN_BLOCKS) / 8 * 8;

@@ -29,6 +29,8 @@ struct ReferenceKernel {
         unsigned k[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) 16-bit pairs, padded rows
         unsigned v[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) 16-bit pairs, padded rows
     };
+    static constexpr int SMEM_BYTES = sizeof(Shared);
+    static constexpr int MIN_BLOCKS = 1;
 
     const fc_kernel_args &args;
     Shared &smem;

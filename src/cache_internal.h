@@ -74,7 +74,7 @@ struct fc_tuning_identity {
     char gpu_name[128];
     int sm_count;
     char driver[32];       /* "13.0" */
-    char kernel_set[17];   /* XXH3-64 of every embedded kernel template, hex */
+    char kernel_set[FC_KEY_HEX];   /* fc_jit_kernel_set_hash: every template the JIT compiles from */
 };
 
 struct fc_tuning_row {

@@ -7,6 +7,7 @@
 
 #include "context_internal.h"
 #include "embedded_internal.h"
+#include "family_internal.h"
 
 #define KERNEL_TABLE_START 64   /* a power of two */
 
@@ -63,17 +64,17 @@ static enum fc_status open_device(struct fc_context *ctx, char *msg, size_t size
     if ((r = cu->cuDeviceGet(&ctx->cu_device, ctx->device)) ||
         (r = cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx->cu_device)) ||
         (r = cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->cu_device)) ||
-        (r = cu->cuDeviceGetAttribute(&ctx->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx->cu_device)) ||
+        (r = cu->cuDeviceGetAttribute(&ctx->target.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx->cu_device)) ||
         (r = cu->cuDeviceGetName(ctx->gpu_name, sizeof ctx->gpu_name, ctx->cu_device)) ||
         (r = cu->cuDevicePrimaryCtxRetain(&ctx->cu_context, ctx->cu_device))) {
         enum fc_status status = fc_cuda_fail(cu, r, "opening the device", msg, size);
         ctx->cuda = NULL;
         return status;
     }
-    ctx->arch = major * 10 + minor;
-    ctx->arch_specific = ctx->arch == 90;   /* Hopper: build for sm_90a (wgmma, setmaxnreg) */
-    fc_log(&ctx->logger, FC_LOG_INFO, "device %d: %s, sm_%d%s, %d SMs, driver %d", ctx->device,
-           ctx->gpu_name, ctx->arch, ctx->arch_specific ? "a" : "", ctx->sm_count, cu->driver_version);
+    ctx->target.arch = major * 10 + minor;
+    ctx->target.arch_specific = ctx->target.arch == 90;   /* Hopper: build for sm_90a (wgmma, setmaxnreg) */
+    fc_log(&ctx->logger, FC_LOG_INFO, "device %d: %s, sm_%d%s, %d SMs, driver %d", ctx->device, ctx->gpu_name,
+           ctx->target.arch, ctx->target.arch_specific ? "a" : "", ctx->target.sm_count, cu->driver_version);
     return FC_OK;
 }
 
@@ -104,10 +105,10 @@ void fc_context_tuning_identity(const struct fc_context *ctx, struct fc_tuning_i
 {
     memset(id, 0, sizeof *id);
     snprintf(id->gpu_name, sizeof id->gpu_name, "%s", ctx->gpu_name);
-    id->sm_count = ctx->sm_count;
+    id->sm_count = ctx->target.sm_count;
     const int driver = ctx->cuda ? ctx->cuda->driver_version : 0;
     snprintf(id->driver, sizeof id->driver, "%d.%d", driver / 1000, driver % 1000 / 10);
-    fc_kernel_set_hash(id->kernel_set);
+    fc_jit_kernel_set_hash(ctx->jit, id->kernel_set);   /* the templates this context compiles */
 }
 
 /* The tuned winners for this GPU; FC_TUNED=0 leaves the selector's heuristic alone. A database
@@ -120,7 +121,7 @@ static void load_tuned(struct fc_context *ctx)
         return;
     const struct fc_embedded_file *shipped = fc_embedded_find(fc_embedded_data, "winners.tsv");
     char msg[512];
-    if (fc_tuned_load(&ctx->tuned, ctx->cache, &ctx->tuning_id, ctx->arch, ctx->arch_specific,
+    if (fc_tuned_load(&ctx->tuned, ctx->cache, &ctx->tuning_id, ctx->target.arch, ctx->target.arch_specific,
                       shipped ? shipped->text : NULL, msg, sizeof msg) != FC_OK)
         fc_log(&ctx->logger, FC_LOG_WARN, "tuned winners not read, the heuristic decides: %s", msg);
     fc_log(&ctx->logger, FC_LOG_DEBUG, "%zu tuned buckets for %s", ctx->tuned.count, ctx->gpu_name);
@@ -140,8 +141,8 @@ enum fc_status fc_context_create(int device, const struct fc_options *options, s
     pthread_mutex_init(&ctx->kernels_lock, NULL);
     ctx->serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
     ctx->device = device;
-    ctx->arch = 90;            /* what a device-less context plans for */
-    ctx->arch_specific = 1;
+    ctx->target.arch = 90;            /* what a device-less context plans for */
+    ctx->target.arch_specific = 1;
     ctx->logger.level = o->log_level != FC_LOG_OFF ? o->log_level : fc_log_level_from_env(FC_LOG_OFF);
     ctx->logger.fn = o->log_fn;
     ctx->logger.user = o->log_user;
@@ -283,11 +284,11 @@ static enum fc_status load_module(struct fc_context *ctx, const struct fc_plan *
         cu->cuModuleUnload(out->module);
         return fc_cuda_fail(cu, r, "preparing the kernel", msg, FC_MESSAGE_MAX);
     }
-    out->combine = NULL;
-    if (plan->variant.family == FC_KERNEL_DECODE &&
-        (r = cu->cuModuleGetFunction(&out->combine, out->module, FC_COMBINE_ENTRY))) {
+    out->second = NULL;
+    const char *second = fc_family_of(plan->variant.family)->second_entry;
+    if (second && (r = cu->cuModuleGetFunction(&out->second, out->module, second))) {
         cu->cuModuleUnload(out->module);
-        return fc_cuda_fail(cu, r, "preparing the combine kernel", msg, FC_MESSAGE_MAX);
+        return fc_cuda_fail(cu, r, "preparing the module's second kernel", msg, FC_MESSAGE_MAX);
     }
     out->variant = plan->variant;
     out->occupied = 1;

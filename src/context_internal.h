@@ -7,20 +7,12 @@
 #include "cache_internal.h"
 #include "cuda_api_internal.h"
 #include "jit_internal.h"
+#include "launch_internal.h"
 #include "log_internal.h"
 #include "plan_internal.h"
 #include "tuning_internal.h"
 
 #define FC_MESSAGE_MAX 8192
-
-/** A loaded kernel: the in-memory level of the two-level cache. */
-struct fc_kernel {
-    struct fc_variant variant;
-    CUmodule module;
-    CUfunction function;
-    CUfunction combine;   /* decode family: merges the splits; else NULL */
-    int occupied;
-};
 
 struct fc_context {
     unsigned long long serial;        /* unique per process: tells apart contexts at one address */
@@ -28,7 +20,7 @@ struct fc_context {
     const struct fc_cuda_api *cuda;   /* NULL without a device */
     CUdevice cu_device;
     CUcontext cu_context;             /* the device's primary context (shared with the runtime API) */
-    int arch, arch_specific, sm_count;
+    struct fc_target target;          /* what plans are made for: the device, or sm_90a without one */
     char gpu_name[128];
 
     struct fc_plan_override override;   /* FC_FORCE_VARIANT, read once at creation */
@@ -53,8 +45,9 @@ void fc_context_tuning_identity(const struct fc_context *ctx, struct fc_tuning_i
 char *fc_context_message(const struct fc_context *ctx);
 
 /**
- * Validates params and plans the launch fc_attention_forward makes for them: the selector, then
- * the tuned winner of the nearest bucket unless a variant is forced or the plan is a decode one.
+ * Checks the shape rules of params and plans the launch fc_attention_forward makes for them on
+ * this context's target (fc_plan_make with its forced variant and tuned winners). Reads no
+ * tensor: the forward call checks the tensor rules after it.
  * @param msg FC_MESSAGE_MAX bytes for the reason of a failure
  */
 enum fc_status fc_context_plan(struct fc_context *ctx, const struct fc_attention_params *params,

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "embedded_internal.h"
+#include "family_internal.h"
 #include "jit_internal.h"
 #include "log_internal.h"
 #include "nvrtc_internal.h"
@@ -194,58 +195,34 @@ static int mark_includes(const struct fc_jit *jit, const char *text, int used[],
 
 /* ---- source and keys ---- */
 
-static const char *storage_type(enum fc_dtype dtype)
-{
-    return dtype == FC_BF16 ? "fc::bfloat16_t" : "fc::half_t";
-}
-
-/* The template and the instantiation a family's kernel is made of. */
-static int instantiation(const struct fc_variant *v, char *out, size_t size)
-{
-    const char *causal = v->causal ? "true" : "false";
-    if (v->family == FC_KERNEL_SM90)
-        return snprintf(out, size, "#include \"fwd_sm90.cuh\"\n@fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s>",
-                        storage_type(v->dtype), v->head_dim, causal, v->block_m, v->block_n, v->stages, v->warps,
-                        v->pingpong ? "true" : "false");
-    if (v->family == FC_KERNEL_DECODE)
-        return snprintf(out, size, "#include \"fwd_decode.cuh\"\n@fc::DecodeForward<%s, %d, %s, %d, %d, %d>",
-                        storage_type(v->dtype), v->head_dim, causal, v->block_n, v->stages, v->warps);
-    if (v->family == FC_KERNEL_SM80)
-        return snprintf(out, size, "#include \"fwd_sm80.cuh\"\n@fc::Sm80Forward<%s, %d, %s, %d, %d, %d>",
-                        storage_type(v->dtype), v->head_dim, causal, v->block_m, v->block_n, v->warps);
-    return snprintf(out, size, "#include \"reference.cuh\"\n@fc::ReferenceKernel<%s, %d, %s, %d, %d>",
-                    storage_type(v->dtype), v->head_dim, causal, v->block_m, v->warps);
-}
-
+/* The unit: the family's template, its kernel type checked against what the host launches it with
+ * (threads, and at most the shared memory the host gives it), one extern "C" entry, and the
+ * family's second entry if it has one. The launch bounds are the template's own. */
 int fc_jit_generate_source(const struct fc_variant *v, char *out, size_t size)
 {
-    char name[FC_VARIANT_NAME_MAX], parts[512];
-    fc_variant_name(v, name);
-    if (instantiation(v, parts, sizeof parts) >= (int)sizeof parts)
+    const struct fc_family *family = fc_family_of(v->family);
+    char name[FC_VARIANT_NAME_MAX], type[256];
+    if (!family || family->kernel_type(v, type, sizeof type) >= (int)sizeof type)
         return -1;
-    char *type = strchr(parts, '@');   /* "<include line>@<kernel type>" */
-    *type++ = 0;
+    fc_variant_name(v, name);
+    const int threads = v->warps * 32, smem = fc_variant_smem_bytes(v);
     int n = snprintf(out, size,
         "// FlashCore generated translation unit: %s\n"
-        "%s"
-        "extern \"C\" __global__ void __launch_bounds__(%d, %d)\n"
+        "#include \"%s\"\n"
+        "using FcKernel = %s;\n"
+        "static_assert(FcKernel::THREADS == %d, \"the host launches %d threads\");\n"
+        "static_assert(FcKernel::SMEM_BYTES <= %d, \"the host gives %d bytes of shared memory\");\n"
+        "extern \"C\" __global__ void __launch_bounds__(FcKernel::THREADS, FcKernel::MIN_BLOCKS)\n"
         "%s(const __grid_constant__ %s args)\n"
         "{\n"
         "    extern __shared__ __align__(16) char fc_shared[];\n"
-        "    %s(args, fc_shared).run();\n"
+        "    FcKernel(args, fc_shared).run();\n"
         "}\n",
-        name, parts, v->warps * 32, fc_variant_min_blocks(v), FC_KERNEL_ENTRY,
-        v->family == FC_KERNEL_SM90 ? "fc_sm90_args" : "fc_kernel_args", type);
+        name, family->template_file, type, threads, threads, smem, smem, FC_KERNEL_ENTRY, family->args_type);
     if (n < 0 || (size_t)n >= size)
         return -1;
-    if (v->family == FC_KERNEL_DECODE) {   /* the module's second kernel: merges the splits */
-        int more = snprintf(out + n, size - (size_t)n,
-            "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-            "%s(const __grid_constant__ fc_kernel_args args)\n"
-            "{\n"
-            "    fc::combine_splits<%s, %d>(args);\n"
-            "}\n",
-            FC_COMBINE_THREADS, FC_COMBINE_ENTRY, storage_type(v->dtype), v->head_dim);
+    if (family->second_source) {
+        int more = family->second_source(v, out + n, size - (size_t)n);
         if (more < 0 || (size_t)more >= size - (size_t)n)
             return -1;
         n += more;

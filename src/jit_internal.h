@@ -8,10 +8,8 @@
 #include "log_internal.h"
 #include "variant_internal.h"
 
-/* Every generated translation unit defines exactly this kernel. */
+/* Every generated translation unit defines this kernel (and its family's second entry, if any). */
 #define FC_KERNEL_ENTRY "fc_attention_kernel"
-#define FC_COMBINE_ENTRY "fc_combine_kernel"   /* the decode family's second kernel */
-#define FC_COMBINE_THREADS 128
 #define FC_SOURCE_MAX 2048
 
 struct fc_jit;
@@ -59,7 +57,8 @@ enum fc_status fc_jit_get_cubin(struct fc_jit *jit, const struct fc_variant *var
 
 void fc_cubin_free(struct fc_cubin *cubin);
 
-/** Hash of every template file: identifies the kernel set (tuning results are keyed by it). */
+/** Hash of every template file the JIT compiles from (embedded, or FC_TEMPLATE_DIR's): identifies
+ *  the kernel set; tuning results are keyed by it. */
 void fc_jit_kernel_set_hash(const struct fc_jit *jit, char out[FC_KEY_HEX]);
 
 /** The compile options used for an arch, NULL-terminated, e.g. for display. */

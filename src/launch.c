@@ -1,47 +1,68 @@
-/* The kernel argument of a plan: the common fields, and for the Hopper kernel its TMA maps. */
+/* Launching: the common kernel argument, one cuLaunchKernel, and the call a family makes of them. */
 #include <string.h>
 
+#include "family_internal.h"
 #include "launch_internal.h"
-#include "tma_internal.h"
+#include "plan_internal.h"
 
-#define TMA_COLUMN_BLOCK 64   /* elements: one 128-byte swizzle span of 16-bit values */
-#define ELEMENT_BYTES 2
-#define SM90_Q_BOX_ROWS 64    /* each warpgroup's Q rows arrive as one box */
-
-/* A 4-D view (head_dim, seq, head, batch) of one tensor, boxes of (64, rows, 1, 1). */
-static enum fc_status encode(const struct fc_cuda_api *cuda, struct fc_tensor_map *map, const void *base,
-                             const int64_t stride[3], int head_dim, int seqlen, int heads, int batch,
-                             int box_rows, int is_bf16, char *msg, size_t size)
+void fc_launch_common_args(const struct fc_problem *p, const struct fc_plan *plan, struct fc_kernel_args *a)
 {
-    struct fc_tma_desc desc = {
-        4,
-        {(uint64_t)head_dim, (uint64_t)seqlen, (uint64_t)heads, (uint64_t)batch},
-        {(uint64_t)stride[1] * ELEMENT_BYTES, (uint64_t)stride[2] * ELEMENT_BYTES, (uint64_t)stride[0] * ELEMENT_BYTES},
-        {TMA_COLUMN_BLOCK, (uint32_t)box_rows, 1, 1},
-        128,
-    };
-    return fc_tma_encode(cuda, (CUtensorMap *)map, base, is_bf16, &desc, msg, size);
+    static const float LOG2E = 1.4426950408889634f;
+    memset(a, 0, sizeof *a);
+    a->q = p->q;
+    a->k = p->k;
+    a->v = p->v;
+    a->o = p->out;
+    a->lse = p->lse;
+    for (int i = 0; i < 3; i++) {
+        a->q_stride[i] = p->q_stride[i];
+        a->k_stride[i] = p->k_stride[i];
+        a->v_stride[i] = p->v_stride[i];
+        a->o_stride[i] = p->o_stride[i];
+    }
+    a->batch = p->batch;
+    a->seqlen_q = p->seqlen_q;
+    a->seqlen_k = p->seqlen_k;
+    a->heads_q = p->heads_q;
+    a->heads_kv = p->heads_kv;
+    a->q_per_kv = p->heads_q / p->heads_kv;
+    a->scale_log2 = p->softmax_scale * LOG2E;
+    a->m_blocks = plan->m_blocks;
+    a->splits = plan->splits > 0 ? plan->splits : 1;
+    a->split_keys = plan->split_keys;
 }
 
-enum fc_status fc_launch_args_build(const struct fc_cuda_api *cuda, const struct fc_plan *plan,
-                                    const struct fc_problem *p, struct fc_launch_args *out, char *msg, size_t size)
+_Static_assert(sizeof(struct fc_kernel_args) <= FC_LAUNCH_ARGS_BYTES, "fc_launch_args holds fc_kernel_args");
+
+enum fc_status fc_launch_plain_args(const struct fc_launch *l, struct fc_launch_args *args)
 {
-    if (plan->variant.family != FC_KERNEL_SM90) {
-        fc_plan_kernel_args(p, plan, &out->arg.common);
-        out->params[0] = &out->arg.common;
-        return FC_OK;
-    }
-    struct fc_sm90_args *a = &out->arg.sm90;
-    fc_plan_kernel_args(p, plan, &a->base);
-    const int bf16 = p->dtype == FC_BF16, block_n = plan->variant.block_n;
-    enum fc_status status;
-    if ((status = encode(cuda, &a->q_map, p->q, p->q_stride, p->head_dim, p->seqlen_q, p->heads_q, p->batch,
-                         SM90_Q_BOX_ROWS, bf16, msg, size)) ||
-        (status = encode(cuda, &a->k_map, p->k, p->k_stride, p->head_dim, p->seqlen_k, p->heads_kv, p->batch,
-                         block_n, bf16, msg, size)) ||
-        (status = encode(cuda, &a->v_map, p->v, p->v_stride, p->head_dim, p->seqlen_k, p->heads_kv, p->batch,
-                         block_n, bf16, msg, size)))
-        return status;
-    out->params[0] = a;
+    struct fc_kernel_args *a = (struct fc_kernel_args *)args->bytes;
+    fc_launch_common_args(l->problem, l->plan, a);
+    args->params[0] = a;
     return FC_OK;
+}
+
+enum fc_status fc_launch_args_build(const struct fc_launch *l, struct fc_launch_args *args)
+{
+    return fc_family_of(l->plan->variant.family)->kernel_args(l, args);
+}
+
+enum fc_status fc_launch_kernel(const struct fc_launch *l, CUfunction function, unsigned grid, unsigned threads,
+                                unsigned smem_bytes, void **params, const char *what)
+{
+    CUresult r = l->cuda->cuLaunchKernel(function, grid, 1, 1, threads, 1, 1, smem_bytes, l->stream, params, NULL);
+    return r == CUDA_SUCCESS ? FC_OK : fc_cuda_fail(l->cuda, r, what, l->msg, l->msg_size);
+}
+
+enum fc_status fc_launch_run(const struct fc_launch *l)
+{
+    const struct fc_family *family = fc_family_of(l->plan->variant.family);
+    if (family->launch)
+        return family->launch(l);
+    struct fc_launch_args args;
+    enum fc_status status = family->kernel_args(l, &args);
+    if (status != FC_OK)
+        return status;
+    return fc_launch_kernel(l, l->kernel->function, l->plan->grid, l->plan->threads, l->plan->smem_bytes,
+                            args.params, "cuLaunchKernel");
 }

@@ -1,4 +1,5 @@
-/* Internal: a plan's kernel argument (TMA maps encoded per call for the Hopper kernel). */
+/* Internal: launching a plan's kernel. The families fill their kernel's argument and may launch
+ * more than one kernel (src/family_*.c); this holds what they share. */
 #ifndef FC_LAUNCH_INTERNAL_H
 #define FC_LAUNCH_INTERNAL_H
 
@@ -6,22 +7,54 @@
 
 #include "cuda_api_internal.h"
 #include "fc_args.h"
-#include "plan_internal.h"
+#include "problem_internal.h"
+#include "variant_internal.h"
+
+struct fc_plan;
+
+/** A loaded kernel: the in-memory level of the two-level cache. */
+struct fc_kernel {
+    struct fc_variant variant;
+    CUmodule module;
+    CUfunction function;
+    CUfunction second;    /* the family's second entry (decode: the combine), else NULL */
+    int occupied;
+};
+
+/** Room for any family's kernel argument (the largest, sm90's, is TMA maps + fc_kernel_args). */
+#define FC_LAUNCH_ARGS_BYTES 1024
 
 struct fc_launch_args {
-    union {
-        struct fc_kernel_args common;
-        struct fc_sm90_args sm90;
-    } arg;
+    _Alignas(64) unsigned char bytes[FC_LAUNCH_ARGS_BYTES];   /* the family's argument struct */
     void *params[1];   /* cuLaunchKernel's kernelParams: the one by-value argument */
 };
 
-/**
- * Fills the argument the plan's kernel takes. For the Hopper kernel this encodes TMA maps of Q,
- * K and V (a few hundred ns of host time); FC_ERR_UNSUPPORTED if TMA cannot describe a tensor.
- */
-enum fc_status fc_launch_args_build(const struct fc_cuda_api *cuda, const struct fc_plan *plan,
-                                    const struct fc_problem *problem, struct fc_launch_args *out,
-                                    char *msg, size_t msg_size);
+/** One forward call's launch: everything a family's launch needs. */
+struct fc_launch {
+    const struct fc_cuda_api *cuda;
+    const struct fc_plan *plan;
+    const struct fc_problem *problem;
+    const struct fc_kernel *kernel;   /* NULL while only building arguments */
+    CUstream stream;
+    char *msg;
+    size_t msg_size;
+};
+
+/** The fields every kernel argument starts from, from a validated problem and its plan. */
+void fc_launch_common_args(const struct fc_problem *problem, const struct fc_plan *plan, struct fc_kernel_args *args);
+
+/** A family's kernel_args for kernels that take fc_kernel_args alone. */
+enum fc_status fc_launch_plain_args(const struct fc_launch *launch, struct fc_launch_args *args);
+
+/** Builds the plan's kernel argument (the family's kernel_args); for the Hopper kernel this
+ *  encodes TMA maps (a few hundred ns); FC_ERR_UNSUPPORTED if TMA cannot describe a tensor. */
+enum fc_status fc_launch_args_build(const struct fc_launch *launch, struct fc_launch_args *args);
+
+/** cuLaunchKernel of one function on the launch's stream, its failure in the launch's message. */
+enum fc_status fc_launch_kernel(const struct fc_launch *launch, CUfunction function, unsigned grid,
+                                unsigned threads, unsigned smem_bytes, void **params, const char *what);
+
+/** The whole call: the family's launch, or its kernel once with plan->grid CTAs. */
+enum fc_status fc_launch_run(const struct fc_launch *launch);
 
 #endif

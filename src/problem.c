@@ -1,13 +1,15 @@
-/* Validation: fc_attention_params -> fc_problem, one rule and one message per field. */
+/* Validation: fc_attention_params -> fc_problem, one rule and one message per field. The shape
+ * rules first (no pointer is read), then the tensor rules. Size arithmetic is 64-bit and checked. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "dtype_internal.h"
 #include "problem_internal.h"
 
-#define POINTER_ALIGN_BYTES 16    /* 16-byte vector loads, TMA */
-#define STRIDE_ALIGN_ELEMENTS 8   /* 16 bytes of 16-bit elements */
+#define POINTER_ALIGN_BYTES 16   /* 16-byte vector loads, TMA */
+#define STRIDE_ALIGN_BYTES 16    /* every row starts on a 16-byte boundary */
 #define HEAD_DIM_MIN 8
 #define HEAD_DIM_MAX 256
 
@@ -44,25 +46,17 @@ static enum fc_status check_sizes(const struct fc_attention_params *p, char *msg
     return FC_OK;
 }
 
-static enum fc_status check_pointer(const char *name, const void *pointer, unsigned align, char *msg,
-                                    size_t size)
-{
-    if (!pointer)
-        return fail(FC_ERR_INVALID_ARG, msg, size, "%s is NULL", name);
-    if ((uintptr_t)pointer % align)
-        return fail(FC_ERR_INVALID_ARG, msg, size, "%s (%p) must be %u-byte aligned", name, pointer, align);
-    return FC_OK;
-}
-
 /* Resolves packed strides, checks alignment, and checks that the furthest element's byte offset
  * fits in int64 (kernels index in 64 bits). */
-static enum fc_status check_strides(const char *name, const int64_t given[3], int batch, int seqlen,
-                                    int heads, int head_dim, int64_t out[3], char *msg, size_t size)
+static enum fc_status check_strides(const char *name, const int64_t given[3], int batch, int seqlen, int heads,
+                                    int head_dim, int element_bytes, int64_t out[3], char *msg, size_t size)
 {
+    const int64_t align = STRIDE_ALIGN_BYTES / element_bytes;
     if (given[0] == 0 && given[1] == 0 && given[2] == 0) {
         out[2] = head_dim;
-        out[1] = (int64_t)heads * head_dim;
-        out[0] = (int64_t)seqlen * out[1];   /* fits: sizes are positive ints */
+        out[1] = (int64_t)heads * head_dim;   /* below 2^39: sizes are positive ints */
+        if (__builtin_mul_overflow((int64_t)seqlen, out[1], &out[0]))
+            return fail(FC_ERR_INVALID_ARG, msg, size, "%s: its strides and sizes overflow 64-bit offsets", name);
     } else {
         static const char *const DIMS[3] = {"batch", "seq", "head"};
         for (int i = 0; i < 3; i++) {
@@ -70,10 +64,10 @@ static enum fc_status check_strides(const char *name, const int64_t given[3], in
                 return fail(FC_ERR_INVALID_ARG, msg, size,
                             "%s_stride[%d] (%s) is %lld: strides are all positive, or all 0 for packed",
                             name, i, DIMS[i], (long long)given[i]);
-            if (given[i] % STRIDE_ALIGN_ELEMENTS)
+            if (given[i] % align)
                 return fail(FC_ERR_INVALID_ARG, msg, size,
-                            "%s_stride[%d] (%s) is %lld: it must be a multiple of %d elements (16 bytes)",
-                            name, i, DIMS[i], (long long)given[i], STRIDE_ALIGN_ELEMENTS);
+                            "%s_stride[%d] (%s) is %lld: it must be a multiple of %lld elements (16 bytes)",
+                            name, i, DIMS[i], (long long)given[i], (long long)align);
             out[i] = given[i];
         }
     }
@@ -82,13 +76,57 @@ static enum fc_status check_strides(const char *name, const int64_t given[3], in
     for (int i = 0; i < 3; i++)
         if (__builtin_mul_overflow(counts[i] - 1, out[i], &term) || __builtin_add_overflow(last, term, &last))
             return fail(FC_ERR_INVALID_ARG, msg, size, "%s: its strides and sizes overflow 64-bit offsets", name);
-    if (__builtin_mul_overflow(last, (int64_t)2, &term))
+    if (__builtin_mul_overflow(last, (int64_t)element_bytes, &term))
         return fail(FC_ERR_INVALID_ARG, msg, size, "%s: its strides and sizes overflow 64-bit offsets", name);
     return FC_OK;
 }
 
-static enum fc_status check_tensors(const struct fc_attention_params *p, struct fc_problem *out,
-                                    char *msg, size_t size)
+enum fc_status fc_problem_shape(const struct fc_attention_params *p, struct fc_problem *out, char *msg, size_t size)
+{
+    if (!p)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "params is NULL");
+    memset(out, 0, sizeof *out);
+    const struct fc_dtype_traits *dtype = fc_dtype_traits(p->dtype);
+    if (!dtype)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "dtype %d is not an enum fc_dtype value", (int)p->dtype);
+    if (!dtype->has_kernels)
+        return fail(FC_ERR_UNSUPPORTED, msg, size, "dtype FC_E4M3 is not supported yet (FC_F16 and FC_BF16 are)");
+    if (p->causal != 0 && p->causal != 1)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "causal must be 0 or 1 (got %d)", p->causal);
+    if (!isfinite(p->softmax_scale))
+        return fail(FC_ERR_INVALID_ARG, msg, size, "softmax_scale must be finite (0 selects 1/sqrt(head_dim))");
+    enum fc_status status = check_sizes(p, msg, size);
+    if (status != FC_OK)
+        return status;
+    const int bytes = dtype->bytes, d = p->head_dim;
+    if ((status = check_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
+        (status = check_strides("k", p->k_stride, p->batch, p->seqlen_k, p->heads_kv, d, bytes, out->k_stride, msg, size)) ||
+        (status = check_strides("v", p->v_stride, p->batch, p->seqlen_k, p->heads_kv, d, bytes, out->v_stride, msg, size)) ||
+        (status = check_strides("out", p->o_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
+        return status;
+    out->dtype = p->dtype;
+    out->batch = p->batch;
+    out->seqlen_q = p->seqlen_q;
+    out->seqlen_k = p->seqlen_k;
+    out->heads_q = p->heads_q;
+    out->heads_kv = p->heads_kv;
+    out->head_dim = p->head_dim;
+    out->causal = p->causal;
+    out->softmax_scale = p->softmax_scale != 0.f ? p->softmax_scale : 1.f / sqrtf((float)p->head_dim);
+    return FC_OK;
+}
+
+static enum fc_status check_pointer(const char *name, const void *pointer, unsigned align, char *msg, size_t size)
+{
+    if (!pointer)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "%s is NULL", name);
+    if ((uintptr_t)pointer % align)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "%s (%p) must be %u-byte aligned", name, pointer, align);
+    return FC_OK;
+}
+
+enum fc_status fc_problem_tensors(const struct fc_attention_params *p, struct fc_problem *out, char *msg,
+                                  size_t size)
 {
     enum fc_status status;
     if ((status = check_pointer("q", p->q, POINTER_ALIGN_BYTES, msg, size)) ||
@@ -99,49 +137,26 @@ static enum fc_status check_tensors(const struct fc_attention_params *p, struct 
     if (p->lse && (status = check_pointer("lse", p->lse, sizeof(float), msg, size)))
         return status;
     int64_t rows;
-    if (p->lse && (__builtin_mul_overflow((int64_t)p->batch * p->heads_q, (int64_t)p->seqlen_q, &rows) ||
+    if (p->lse && (__builtin_mul_overflow((int64_t)p->batch, (int64_t)p->heads_q, &rows) ||
+                   __builtin_mul_overflow(rows, (int64_t)p->seqlen_q, &rows) ||
                    __builtin_mul_overflow(rows, (int64_t)sizeof(float), &rows)))
         return fail(FC_ERR_INVALID_ARG, msg, size, "lse: batch * heads_q * seqlen_q overflows 64-bit offsets");
-    if ((status = check_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, p->head_dim, out->q_stride, msg, size)) ||
-        (status = check_strides("k", p->k_stride, p->batch, p->seqlen_k, p->heads_kv, p->head_dim, out->k_stride, msg, size)) ||
-        (status = check_strides("v", p->v_stride, p->batch, p->seqlen_k, p->heads_kv, p->head_dim, out->v_stride, msg, size)) ||
-        (status = check_strides("out", p->o_stride, p->batch, p->seqlen_q, p->heads_q, p->head_dim, out->o_stride, msg, size)))
-        return status;
-    return FC_OK;
-}
-
-enum fc_status fc_problem_from_params(const struct fc_attention_params *p, struct fc_problem *out,
-                                      char *msg, size_t size)
-{
-    if (!p)
-        return fail(FC_ERR_INVALID_ARG, msg, size, "params is NULL");
-    memset(out, 0, sizeof *out);
-    if (p->dtype != FC_F16 && p->dtype != FC_BF16 && p->dtype != FC_E4M3)
-        return fail(FC_ERR_INVALID_ARG, msg, size, "dtype %d is not an enum fc_dtype value", (int)p->dtype);
-    if (p->dtype == FC_E4M3)
-        return fail(FC_ERR_UNSUPPORTED, msg, size, "dtype FC_E4M3 is not supported yet (FC_F16 and FC_BF16 are)");
-    if (p->causal != 0 && p->causal != 1)
-        return fail(FC_ERR_INVALID_ARG, msg, size, "causal must be 0 or 1 (got %d)", p->causal);
-    if (!isfinite(p->softmax_scale))
-        return fail(FC_ERR_INVALID_ARG, msg, size, "softmax_scale must be finite (0 selects 1/sqrt(head_dim))");
-    enum fc_status status = check_sizes(p, msg, size);
-    if (status == FC_OK)
-        status = check_tensors(p, out, msg, size);
-    if (status != FC_OK)
-        return status;
-    out->dtype = p->dtype;
-    out->batch = p->batch;
-    out->seqlen_q = p->seqlen_q;
-    out->seqlen_k = p->seqlen_k;
-    out->heads_q = p->heads_q;
-    out->heads_kv = p->heads_kv;
-    out->head_dim = p->head_dim;
-    out->causal = p->causal;
     out->q = p->q;
     out->k = p->k;
     out->v = p->v;
     out->out = p->out;
     out->lse = p->lse;
-    out->softmax_scale = p->softmax_scale != 0.f ? p->softmax_scale : 1.f / sqrtf((float)p->head_dim);
     return FC_OK;
+}
+
+enum fc_status fc_problem_from_params(const struct fc_attention_params *p, struct fc_problem *out, char *msg,
+                                      size_t size)
+{
+    enum fc_status status = fc_problem_shape(p, out, msg, size);
+    return status == FC_OK ? fc_problem_tensors(p, out, msg, size) : status;
+}
+
+struct fc_mask fc_problem_mask(const struct fc_problem *p)
+{
+    return (struct fc_mask){p->seqlen_q, p->seqlen_k, p->causal};
 }

@@ -1,4 +1,6 @@
-/* Internal: a validated attention problem. */
+/* Internal: a validated attention problem. Validation is in two halves: the shape rules (sizes,
+ * dtype, strides, scale: enough to plan, so fc_attention_plan, fcjit and the tuner need no
+ * tensors) and the tensor rules (pointers and their alignment: what a launch adds). */
 #ifndef FC_PROBLEM_INTERNAL_H
 #define FC_PROBLEM_INTERNAL_H
 
@@ -6,12 +8,13 @@
 #include <stdint.h>
 
 #include "flashcore.h"
+#include "mask_internal.h"
 
 /** fc_attention_params after every rule is checked: strides resolved, scale resolved. */
 struct fc_problem {
     enum fc_dtype dtype;
     int batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal;
-    const void *q, *k, *v;
+    const void *q, *k, *v;   /* NULL until the tensor rules are checked */
     void *out;
     float *lse;
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
@@ -19,11 +22,26 @@ struct fc_problem {
 };
 
 /**
- * Checks every parameter before anything is compiled or launched; the message names the field
- * and the rule. Needs no GPU.
+ * The shape rules: every size, the dtype, causality, the scale, and the strides (resolved; every
+ * element's byte offset fits in 64 bits). Reads no pointer. Needs no GPU.
  * @return FC_OK, FC_ERR_INVALID_ARG (a rule is broken) or FC_ERR_UNSUPPORTED (valid, no kernel)
  */
+enum fc_status fc_problem_shape(const struct fc_attention_params *params, struct fc_problem *out, char *msg,
+                                size_t msg_size);
+
+/**
+ * The tensor rules, after fc_problem_shape: q, k, v and out present and 16-byte aligned, lse
+ * (optional) 4-byte aligned with its rows addressable; copies the pointers into *problem.
+ * @return FC_OK or FC_ERR_INVALID_ARG
+ */
+enum fc_status fc_problem_tensors(const struct fc_attention_params *params, struct fc_problem *problem, char *msg,
+                                  size_t msg_size);
+
+/** Both halves: everything is checked before anything is compiled or launched. */
 enum fc_status fc_problem_from_params(const struct fc_attention_params *params, struct fc_problem *out,
                                       char *msg, size_t msg_size);
+
+/** The problem's mask (which keys each query row sees). */
+struct fc_mask fc_problem_mask(const struct fc_problem *problem);
 
 #endif

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "mask_internal.h"
 #include "reference_cpu_internal.h"
 
 #define ERROR_FACTOR 2.0       /* BENCH.md: within twice PyTorch's own error ... */
@@ -117,24 +118,24 @@ static float element(const struct fc_host_problem *p, const uint16_t *t, int hea
 
 /* PyTorch's math path in the dtype, emulated: S = q @ k^T (fp32 accumulate, rounded), times the
  * scale (rounded), softmax computed in fp32 and rounded, P @ V (fp32 accumulate, rounded). */
-static void native_row(const struct fc_host_problem *p, int b, int kv, int last,
+static void native_row(const struct fc_host_problem *p, int b, int kv, struct fc_key_range keys,
                        const float *dots, float *weights, double *out)
 {
     const float scale = fc_round_to(p->dtype, p->softmax_scale);
     float max_score = -INFINITY, sum = 0.f;
-    for (int j = 0; j <= last; j++) {
+    for (int j = keys.begin; j < keys.end; j++) {
         weights[j] = fc_round_to(p->dtype, fc_round_to(p->dtype, dots[j]) * scale);
         max_score = fmaxf(max_score, weights[j]);
     }
-    for (int j = 0; j <= last; j++) {
+    for (int j = keys.begin; j < keys.end; j++) {
         weights[j] = expf(weights[j] - max_score);
         sum += weights[j];
     }
-    for (int j = 0; j <= last; j++)
+    for (int j = keys.begin; j < keys.end; j++)
         weights[j] = fc_round_to(p->dtype, weights[j] / sum);
     for (int d = 0; d < p->head_dim; d++) {
         float acc = 0.f;
-        for (int j = 0; j <= last; j++)
+        for (int j = keys.begin; j < keys.end; j++)
             acc += weights[j] * element(p, p->v, p->heads_kv, p->seqlen_k, b, j, kv, d);
         out[d] = fc_round_to(p->dtype, acc);
     }
@@ -144,10 +145,9 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
                       struct fc_row_reference *row, double *scratch)
 {
     const int kv = h / (p->heads_q / p->heads_kv), D = p->head_dim;
-    int last = p->seqlen_k - 1;   /* causal, bottom-right aligned */
-    if (p->causal && i + p->seqlen_k - p->seqlen_q < last)
-        last = i + p->seqlen_k - p->seqlen_q;
-    row->visible_keys = last + 1 > 0 ? last + 1 : 0;
+    const struct fc_mask mask = {p->seqlen_q, p->seqlen_k, p->causal};
+    const struct fc_key_range keys = fc_mask_keys(&mask, i, i + 1);
+    row->visible_keys = keys.end - keys.begin;
     for (int d = 0; d < D; d++)
         row->out[d] = row->native[d] = 0.0;
     row->lse = -INFINITY;
@@ -157,7 +157,7 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
     float *dots = (float *)(scratch + p->seqlen_k);            /* [seqlen_k] fp32 */
     float *weights = dots + p->seqlen_k;                       /* [seqlen_k] fp32 */
     double max_score = -INFINITY, sum = 0.0;
-    for (int j = 0; j <= last; j++) {
+    for (int j = keys.begin; j < keys.end; j++) {
         double dot = 0.0;
         float dot32 = 0.f;
         for (int d = 0; d < D; d++) {
@@ -170,15 +170,15 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
         dots[j] = dot32;
         max_score = fmax(max_score, scores[j]);
     }
-    for (int j = 0; j <= last; j++)
+    for (int j = keys.begin; j < keys.end; j++)
         sum += exp(scores[j] - max_score);
     row->lse = max_score + log(sum);
-    for (int j = 0; j <= last; j++) {
+    for (int j = keys.begin; j < keys.end; j++) {
         double weight = exp(scores[j] - max_score) / sum;
         for (int d = 0; d < D; d++)
             row->out[d] += weight * element(p, p->v, p->heads_kv, p->seqlen_k, b, j, kv, d);
     }
-    native_row(p, b, kv, last, dots, weights, row->native);
+    native_row(p, b, kv, keys, dots, weights, row->native);
 }
 
 void fc_error_accumulate(struct fc_error_stats *stats, const struct fc_host_problem *p,

@@ -3,7 +3,6 @@
 
 #include "tma_internal.h"
 
-#define ELEMENT_BYTES 2
 #define GLOBAL_ALIGN 16          /* bytes, without interleave */
 #define STRIDE_MULTIPLE 16       /* bytes */
 #define STRIDE_LIMIT (1ull << 40)
@@ -15,7 +14,8 @@ static enum fc_status unsupported(char *msg, size_t size, const char *rule, unsi
     return FC_ERR_UNSUPPORTED;
 }
 
-static enum fc_status check(const void *global, const struct fc_tma_desc *d, char *msg, size_t size)
+static enum fc_status check(const void *global, int element_bytes, const struct fc_tma_desc *d, char *msg,
+                            size_t size)
 {
     if (d->rank < 1 || d->rank > FC_TMA_RANK_MAX)
         return unsupported(msg, size, "rank must be 1 to 5", (unsigned long long)d->rank);
@@ -30,10 +30,10 @@ static enum fc_status check(const void *global, const struct fc_tma_desc *d, cha
         if (d->box[i] == 0 || d->box[i] > BOX_LIMIT)
             return unsupported(msg, size, "each box dimension must be 1 to 256", d->box[i]);
     }
-    if ((d->box[0] * ELEMENT_BYTES) % 16)
-        return unsupported(msg, size, "the inner box must be a multiple of 16 bytes", d->box[0] * ELEMENT_BYTES);
-    if (d->swizzle_bytes && d->box[0] * ELEMENT_BYTES > (unsigned)d->swizzle_bytes)
-        return unsupported(msg, size, "the inner box must fit the swizzle span", d->box[0] * ELEMENT_BYTES);
+    if ((d->box[0] * element_bytes) % 16)
+        return unsupported(msg, size, "the inner box must be a multiple of 16 bytes", d->box[0] * element_bytes);
+    if (d->swizzle_bytes && d->box[0] * element_bytes > (unsigned)d->swizzle_bytes)
+        return unsupported(msg, size, "the inner box must fit the swizzle span", d->box[0] * element_bytes);
     return FC_OK;
 }
 
@@ -48,11 +48,14 @@ static CUtensorMapSwizzle swizzle_mode(int bytes)
 }
 
 enum fc_status fc_tma_encode(const struct fc_cuda_api *cuda, CUtensorMap *map, const void *global,
-                             int is_bf16, const struct fc_tma_desc *d, char *msg, size_t size)
+                             enum fc_dtype dtype, const struct fc_tma_desc *d, char *msg, size_t size)
 {
+    const struct fc_dtype_traits *element = fc_dtype_traits(dtype);
+    if (!element)
+        return unsupported(msg, size, "the dtype must be an enum fc_dtype value", (unsigned long long)dtype);
     if (d->swizzle_bytes != 0 && d->swizzle_bytes != 32 && d->swizzle_bytes != 64 && d->swizzle_bytes != 128)
         return unsupported(msg, size, "swizzle must be 0, 32, 64 or 128 bytes", (unsigned long long)d->swizzle_bytes);
-    enum fc_status status = check(global, d, msg, size);
+    enum fc_status status = check(global, element->bytes, d, msg, size);
     if (status != FC_OK)
         return status;
     cuuint64_t dims[FC_TMA_RANK_MAX], strides[FC_TMA_RANK_MAX - 1];
@@ -65,7 +68,7 @@ enum fc_status fc_tma_encode(const struct fc_cuda_api *cuda, CUtensorMap *map, c
             strides[i] = d->strides[i];
     }
     CUresult r = cuda->cuTensorMapEncodeTiled(
-        map, is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, (cuuint32_t)d->rank,
+        map, (CUtensorMapDataType)element->tma_type, (cuuint32_t)d->rank,
         (void *)global, dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
         swizzle_mode(d->swizzle_bytes), CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? FC_OK : fc_cuda_fail(cuda, r, "cuTensorMapEncodeTiled", msg, size);

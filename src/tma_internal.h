@@ -6,10 +6,11 @@
 #include <stdint.h>
 
 #include "cuda_api_internal.h"
+#include "dtype_internal.h"
 
 #define FC_TMA_RANK_MAX 5
 
-/** A tiled view of a 16-bit tensor: dims[0] is the innermost (contiguous) dimension. */
+/** A tiled view of a tensor: dims[0] is the innermost (contiguous) dimension. */
 struct fc_tma_desc {
     int rank;
     uint64_t dims[FC_TMA_RANK_MAX];          /* elements */
@@ -20,10 +21,10 @@ struct fc_tma_desc {
 
 /**
  * Checks the rules of cuTensorMapEncodeTiled (alignment, stride multiples, box limits, the
- * swizzle span) and encodes a map of 16-bit elements. Shapes TMA cannot describe get
+ * swizzle span) and encodes a map of dtype elements. Shapes TMA cannot describe get
  * FC_ERR_UNSUPPORTED and the rule, so callers can fall back to another kernel.
  */
 enum fc_status fc_tma_encode(const struct fc_cuda_api *cuda, CUtensorMap *map, const void *global,
-                             int is_bf16, const struct fc_tma_desc *desc, char *msg, size_t msg_size);
+                             enum fc_dtype dtype, const struct fc_tma_desc *desc, char *msg, size_t msg_size);
 
 #endif

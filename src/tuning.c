@@ -1,14 +1,9 @@
-/* Tuned winners: bucket names, the kernel-set hash, the in-memory table a context looks up. */
+/* Tuned winners: bucket names, the TSV row format, the in-memory table a context looks up. */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
-#include <xxhash.h>
-
-#include "embedded_internal.h"
 #include "tuning_internal.h"
 
 void fc_bucket_name(const struct fc_tune_problem *b, char out[FC_BUCKET_NAME_MAX])
@@ -45,26 +40,6 @@ struct fc_tune_problem fc_bucket_of(const struct fc_problem *p)
     b.gqa = p->heads_q / p->heads_kv;
     b.seqlen = p->seqlen_q > p->seqlen_k ? p->seqlen_q : p->seqlen_k;
     return b;
-}
-
-static char kernel_set[17];
-static pthread_once_t kernel_set_once = PTHREAD_ONCE_INIT;
-
-static void hash_kernel_set(void)
-{
-    XXH3_state_t state;
-    XXH3_64bits_reset(&state);
-    for (const struct fc_embedded_file *f = fc_embedded_templates; f->name; f++) {
-        XXH3_64bits_update(&state, f->name, strlen(f->name) + 1);
-        XXH3_64bits_update(&state, f->text, f->length);
-    }
-    snprintf(kernel_set, sizeof kernel_set, "%016llx", (unsigned long long)XXH3_64bits_digest(&state));
-}
-
-void fc_kernel_set_hash(char out[17])
-{
-    pthread_once(&kernel_set_once, hash_kernel_set);   /* the templates are fixed at build time */
-    memcpy(out, kernel_set, sizeof kernel_set);
 }
 
 void fc_tuning_row_format(const struct fc_tuning_row *r, char *out, size_t size)

@@ -3,7 +3,7 @@
  * A bucket is (dtype, head_dim, causal, GQA ratio, sequence length); a problem takes the winner
  * of the bucket with its dtype, head_dim, causality and GQA ratio whose sequence length is
  * nearest its own on a log scale. Winners come from the user's database, measured on this GPU
- * (name and SM count) with these kernel templates (the kernel-set hash), else from the shipped
+ * (name and SM count) with these kernel templates (the JIT's kernel-set hash), else from the shipped
  * layer (tuning_db/winners.tsv, embedded), measured on the same GPU model. */
 #ifndef FC_TUNING_INTERNAL_H
 #define FC_TUNING_INTERNAL_H
@@ -25,9 +25,6 @@ int fc_bucket_parse(const char *name, struct fc_tune_problem *bucket);
 /** The bucket key a problem is measured and looked up under (its own sequence length: the
  *  longer of seqlen_q and seqlen_k). */
 struct fc_tune_problem fc_bucket_of(const struct fc_problem *problem);
-
-/** XXH3-64 over every embedded kernel template, names and text, as 16 hex digits. */
-void fc_kernel_set_hash(char out[17]);
 
 struct fc_tuned {
     struct fc_tune_problem bucket;

@@ -4,9 +4,11 @@
 
 #include <stddef.h>
 
+#include "dtype_internal.h"
 #include "flashcore.h"
 
-/** The kernel templates a variant can be made from. Values are stored in the cache: never reuse. */
+/** Ids of the kernel families (src/families.c is their table, src/family_<name>.c each one).
+ *  Values are stored in the cache: never reuse. */
 enum fc_kernel_family {
     FC_KERNEL_REFERENCE = 0,   /* kernel_templates/reference.cuh: simple, obviously correct */
     FC_KERNEL_SM80 = 1,        /* kernel_templates/fwd_sm80.cuh: mma.sync tensor cores, sm_80+ */
@@ -43,9 +45,6 @@ const char *fc_kernel_family_name(enum fc_kernel_family family);
 /** Returns 0 and sets *family for a known name ("reference"), else -1. */
 int fc_kernel_family_parse(const char *name, enum fc_kernel_family *family);
 
-const char *fc_dtype_name(enum fc_dtype dtype);   /* "f16", "bf16", "e4m3" */
-int fc_dtype_parse(const char *name, enum fc_dtype *dtype);
-
 /** Readable, unique name, e.g. "reference_f16_d128_causal_m16n32w4_sm_90a". */
 void fc_variant_name(const struct fc_variant *variant, char out[FC_VARIANT_NAME_MAX]);
 
@@ -55,16 +54,12 @@ int fc_variant_parse_name(const char *name, struct fc_variant *variant);
 /** Fills the family's default tile, stage and warp choices for variant->head_dim. */
 void fc_variant_defaults(struct fc_variant *variant);
 
-/** Checks a variant is one the family can compile (sizes, shared memory); 0 if so, else -1 and a
- *  reason in why. */
+/** Checks a variant is one its family can compile (sizes, shared memory): the family-independent
+ *  rules, then the family's; 0 if so, else -1 and a reason in why. */
 int fc_variant_check(const struct fc_variant *variant, char *why, size_t why_size);
 
-/** 1, or 2 where the kernel's registers must leave room for two CTAs per SM (the minimum in its
- *  __launch_bounds__, which the kernel's setmaxnreg counts are derived from). */
-int fc_variant_min_blocks(const struct fc_variant *variant);
-
-/** 1 if the variant is the warp-specialized sm90 schedule (a producer warpgroup). */
-int fc_variant_specialized(const struct fc_variant *variant);
+/** Writes a reason (printf-style) into why (may be NULL) and returns -1: for the checks. */
+int fc_variant_fail(char *why, size_t size, const char *format, ...) __attribute__((format(printf, 3, 4)));
 
 /** The largest dynamic shared memory one CTA may opt into on the arch, in bytes. */
 int fc_arch_smem_limit(int arch);

@@ -135,7 +135,7 @@ static int run_matrix(struct fc_context *context, int hopper_dims, int max_head_
 static void test_decode_kernel_matches_reference_over_awkward_shapes(void **state)
 {
     (void)state;
-    if (ctx->arch < 80)
+    if (ctx->target.arch < 80)
         skip();
     int failures = 0;
     for (int i = 0; i < 2; i++) {
@@ -323,7 +323,7 @@ static int setup(void **state)
     (void)state;
     if (create(&ctx, NULL) || create(&reference_ctx, "reference"))
         return -1;
-    if (ctx->arch == 90) {
+    if (ctx->target.arch == 90) {
         for (size_t i = 0; i < SM90_FORCED_COUNT; i++)
             if (create(&sm90_ctx[i], SM90_FORCED[i].variant))
                 return -1;

@@ -1,5 +1,6 @@
 /* Validation: every broken rule gets its status and a message naming the field; the public API
  * answers misuse without a GPU and without crashing. */
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include "problem_internal.h"
 
 static _Alignas(16) char device_memory[64];   /* stands in for device pointers: never read */
+static const struct fc_target H100 = {90, 1, 132};
 
 static struct fc_attention_params valid_params(void)
 {
@@ -219,7 +221,7 @@ static const char *forced_kernel(const char *text, int head_dim, char name[FC_VA
     name[0] = 0;
     if (fc_problem_from_params(&p, &problem, msg, sizeof msg) == FC_OK &&
         fc_plan_override_parse(text, &override) == 0 &&
-        fc_plan_select(&problem, 90, 1, 132, &override, &plan, msg, sizeof msg) == FC_OK)
+        fc_plan_make(&problem, &H100, &override, NULL, &plan, msg, sizeof msg) == FC_OK)
         fc_variant_name(&plan.variant, name);
     return name;
 }
@@ -266,7 +268,7 @@ static void test_decode_splits_fill_the_gpu(void **state)
         struct fc_plan plan;
         char msg[512];
         assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
-        assert_int_equal(fc_plan_select(&problem, 90, 1, CASES[i].sm_count, NULL, &plan, msg, sizeof msg), FC_OK);
+        assert_int_equal(fc_plan_make(&problem, &(struct fc_target){90, 1, CASES[i].sm_count}, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
         assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
         assert_int_equal(plan.splits, CASES[i].splits);
         assert_int_equal(plan.split_keys, CASES[i].split_keys);
@@ -300,7 +302,7 @@ static void test_decode_splits_can_be_forced(void **state)
         char msg[512];
         assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
         assert_int_equal(fc_plan_override_parse(CASES[i].forced, &override), 0);
-        assert_int_equal(fc_plan_select(&problem, 90, 1, 132, &override, &plan, msg, sizeof msg), FC_OK);
+        assert_int_equal(fc_plan_make(&problem, &H100, &override, NULL, &plan, msg, sizeof msg), FC_OK);
         assert_int_equal(plan.splits, CASES[i].splits);
         assert_int_equal(plan.split_keys, CASES[i].split_keys);
         assert_int_equal(plan.grid, CASES[i].splits * 8 * 64);
@@ -343,6 +345,68 @@ static void test_tuned_winner_replaces_the_heuristic(void **state)
     ctx->tuned.items = NULL;   /* not the context's to free */
     ctx->tuned.count = 0;
     fc_context_destroy(ctx);
+}
+
+/* Planning reads no tensor: fc_attention_plan answers without pointers; the forward call still
+ * checks them (before it looks for a GPU). */
+static void test_plan_needs_no_tensors(void **state)
+{
+    (void)state;
+    struct fc_context *ctx = compile_only_context();
+    struct fc_attention_params p = valid_params();
+    p.q = p.k = p.v = p.out = NULL;
+    struct fc_plan_info info;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d64_m64n128s2w4_sm_90a");
+    assert_int_equal(fc_attention_forward(ctx, &p, NULL), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "q is NULL"));
+    fc_context_destroy(ctx);
+}
+
+/* Sizes at the int limits: every product is checked in 64 bits (no undefined behaviour), and what
+ * does not fit one launch is refused with the reason. */
+static void test_sizes_at_the_int_limits(void **state)
+{
+    (void)state;
+    struct fc_problem problem;
+    struct fc_plan plan;
+    char msg[512];
+    struct fc_attention_params p = valid_params();
+    p.batch = p.seqlen_q = p.seqlen_k = p.heads_q = p.heads_kv = INT_MAX;
+    p.head_dim = 256;   /* 2^31 x 2^31 x 2^31 x 256 elements: past 64-bit offsets */
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(msg, "overflow 64-bit offsets"));
+    p = valid_params();
+    p.seqlen_q = p.seqlen_k = INT_MAX;   /* 2^24 row blocks of 128 x 8 heads x 2: one launch takes it */
+    p.head_dim = 128;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.m_blocks, (INT_MAX + 127LL) / 128);
+    p.batch = 1 << 20;   /* 2^24 x 8 x 2^20 CTAs: more than a grid */
+    p.seqlen_q = p.seqlen_k = 1 << 20;
+    p.heads_q = p.heads_kv = 1 << 10;
+    p.head_dim = 64;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "more than one launch takes"));
+    p.seqlen_q = 1;   /* decode-shaped: its own grid, batch x heads_kv x splits */
+    p.seqlen_k = 64;
+    p.heads_q = 1 << 12;
+    p.heads_kv = 1 << 10;
+    p.batch = INT_MAX;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "more than one launch takes"));
+    p.lse = (float *)device_memory;   /* LSE rows: batch x heads_q x seqlen_q x 4 bytes */
+    p.seqlen_q = INT_MAX;
+    p.heads_q = p.heads_kv = INT_MAX;
+    p.head_dim = 8;
+    p.q_stride[0] = p.o_stride[0] = 8;   /* strides that keep q and out addressable on their own */
+    p.q_stride[1] = p.o_stride[1] = 8;
+    p.q_stride[2] = p.o_stride[2] = 8;
+    p.k_stride[0] = p.v_stride[0] = p.k_stride[1] = p.v_stride[1] = p.k_stride[2] = p.v_stride[2] = 8;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(msg, "lse"));
 }
 
 static void test_context_create_failures_keep_a_message(void **state)
@@ -394,6 +458,8 @@ int main(void)
         cmocka_unit_test(test_decode_splits_fill_the_gpu),
         cmocka_unit_test(test_decode_splits_can_be_forced),
         cmocka_unit_test(test_tuned_winner_replaces_the_heuristic),
+        cmocka_unit_test(test_plan_needs_no_tensors),
+        cmocka_unit_test(test_sizes_at_the_int_limits),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "cache_internal.h"
+#include "jit_internal.h"
 #include "config_internal.h"
 #include "embedded_internal.h"
 #include "problem_internal.h"
@@ -101,6 +102,16 @@ static struct fc_variant default_variant(enum fc_kernel_family family, enum fc_d
     v.arch_specific = arch_specific;
     fc_variant_defaults(&v);
     return v;
+}
+
+/* The kernel-set hash of the embedded templates: what a context without FC_TEMPLATE_DIR keys by. */
+static void embedded_kernel_set(char out[FC_KEY_HEX])
+{
+    struct fc_jit *jit;
+    char msg[256];
+    assert_int_equal(fc_jit_create(NULL, NULL, &jit, msg, sizeof msg), FC_OK);
+    fc_jit_kernel_set_hash(jit, out);
+    fc_jit_destroy(jit);
 }
 
 static struct fc_tuning_identity identity(const char *gpu_name, const char *kernel_set)
@@ -704,8 +715,8 @@ static void test_tuning_row_rejects_bad_rows(void **state)
 static void test_store_resume_and_winner(void **state)
 {
     struct temp *t = *state;
-    char kernel_set[17];
-    fc_kernel_set_hash(kernel_set);
+    char kernel_set[FC_KEY_HEX];
+    embedded_kernel_set(kernel_set);
     const struct fc_tuning_identity id = identity(GPU_A, kernel_set);
     /* The fastest failed its check: it must not win. */
     const struct fc_tuning_row rows[] = {
@@ -762,8 +773,8 @@ static void test_store_resume_and_winner(void **state)
 static void test_incumbent_keeps_a_win_within_the_margin(void **state)
 {
     struct temp *t = *state;
-    char kernel_set[17];
-    fc_kernel_set_hash(kernel_set);
+    char kernel_set[FC_KEY_HEX];
+    embedded_kernel_set(kernel_set);
     const struct fc_tuning_identity id = identity(GPU_A, kernel_set);
     const struct fc_tuning_row rows[] = {
         tuning_row(&id, BUCKET, VARIANT_PINGPONG, 1.00, 1),
@@ -812,8 +823,8 @@ static void put_winner(struct fc_cache *cache, const struct fc_tuning_identity *
 static void test_lookup_takes_the_nearest_bucket(void **state)
 {
     struct temp *t = *state;
-    char kernel_set[17];
-    fc_kernel_set_hash(kernel_set);
+    char kernel_set[FC_KEY_HEX];
+    embedded_kernel_set(kernel_set);
     const struct fc_tuning_identity id = identity(GPU_A, kernel_set);
     put_winner(t->cache, &id, BUCKET_1K, VARIANT_PINGPONG, 0.25);
     put_winner(t->cache, &id, BUCKET_16K, VARIANT_ONE_CONSUMER, 20.);
@@ -870,8 +881,8 @@ static void shipped_layer(char *out, size_t size)
 static void test_database_over_shipped_layer(void **state)
 {
     struct temp *t = *state;
-    char kernel_set[17], shipped[8 * LINE_MAX_BYTES];
-    fc_kernel_set_hash(kernel_set);
+    char kernel_set[FC_KEY_HEX], shipped[8 * LINE_MAX_BYTES];
+    embedded_kernel_set(kernel_set);
     const struct fc_tuning_identity id = identity(GPU_A, kernel_set);
     put_winner(t->cache, &id, BUCKET_1K, VARIANT_PINGPONG, 0.25);
     put_winner(t->cache, &id, BUCKET_16K, VARIANT_ONE_CONSUMER, 20.);
@@ -904,8 +915,8 @@ static void test_database_over_shipped_layer(void **state)
 static void test_newest_other_driver_then_own_driver(void **state)
 {
     struct temp *t = *state;
-    char kernel_set[17];
-    fc_kernel_set_hash(kernel_set);
+    char kernel_set[FC_KEY_HEX];
+    embedded_kernel_set(kernel_set);
     const struct fc_tuning_identity id = identity(GPU_A, kernel_set);
     struct fc_tuning_identity old_driver = id, newer_driver = id;
     snprintf(old_driver.driver, sizeof old_driver.driver, "12.8");
@@ -978,8 +989,8 @@ static void test_shipped_winners_parse_and_load(void **state)
 static void test_rows_for_another_setup_are_left_out(void **state)
 {
     struct temp *t = *state;
-    char kernel_set[17];
-    fc_kernel_set_hash(kernel_set);
+    char kernel_set[FC_KEY_HEX];
+    embedded_kernel_set(kernel_set);
     const struct fc_tuning_identity id = identity(GPU_A, kernel_set);
     const struct fc_tuning_identity stale = identity(GPU_A, "0123456789abcdef");
     const struct fc_tuning_identity gpu_b = identity(GPU_B, kernel_set);

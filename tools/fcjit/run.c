@@ -147,9 +147,6 @@ int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g)
     struct fc_context *ctx = fcjit_open_context(g, FC_DEVICE_NONE, &status);
     if (!ctx)
         return fcjit_exit_for(status);
-    /* Placeholders that pass the pointer checks: plan reads no memory. */
-    static _Alignas(16) char dummy[16];
-    o.params.q = o.params.k = o.params.v = o.params.out = dummy;
     struct fc_plan_info info;
     status = fc_attention_plan(ctx, &o.params, &info);
     if (status != FC_OK)
@@ -184,36 +181,33 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
     struct fc_context *ctx = fcjit_open_context(g, device, &status);
     if (!ctx)
         return fcjit_exit_for(status);
-    static _Alignas(16) char dummy[16];
-    o.params.q = o.params.k = o.params.v = o.params.out = dummy;
-    struct fc_plan_info info;
     struct fc_problem problem;
-    struct fc_plan heuristic;
-    char msg[FC_MESSAGE_MAX], heuristic_name[FC_VARIANT_NAME_MAX] = "", bucket[FC_BUCKET_NAME_MAX] = "";
-    status = fc_attention_plan(ctx, &o.params, &info);
-    if (status == FC_OK && fc_problem_from_params(&o.params, &problem, msg, sizeof msg) == FC_OK &&
-        fc_plan_select(&problem, ctx->arch, ctx->arch_specific, ctx->sm_count, &ctx->override, &heuristic, msg,
-                       sizeof msg) == FC_OK) {
-        fc_variant_name(&heuristic.variant, heuristic_name);
-        const struct fc_tuned *tuned = ctx->override.active ? NULL : fc_tuned_find(&ctx->tuned, &problem);
-        if (tuned)
-            fc_bucket_name(&tuned->bucket, bucket);
+    struct fc_plan plan;
+    char reason[sizeof ((struct fc_plan_info *)0)->reason], kernel[FC_VARIANT_NAME_MAX] = "";
+    char heuristic_name[FC_VARIANT_NAME_MAX] = "", bucket[FC_BUCKET_NAME_MAX] = "";
+    status = fc_context_plan(ctx, &o.params, &problem, &plan, fc_context_message(ctx));
+    if (status == FC_OK) {   /* the plan the forward call makes, with the heuristic's choice beside it */
+        fc_variant_name(&plan.variant, kernel);
+        fc_plan_explain(&plan, reason, sizeof reason);
+        fc_variant_name(&plan.heuristic, heuristic_name);
+        if (plan.tuned)
+            fc_bucket_name(&plan.tuned->bucket, bucket);
     }
     char arch[FC_ARCH_NAME_MAX];
-    fc_arch_name(ctx->arch, ctx->arch_specific, arch);
+    fc_arch_name(ctx->target.arch, ctx->target.arch_specific, arch);
     const char *gpu = device == FC_DEVICE_NONE ? "no GPU" : ctx->gpu_name;
     if (status != FC_OK) {
         fprintf(stderr, "fcjit explain: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
     } else if (g->json) {
         printf("{\"gpu\": \"%s\", \"arch\": \"%s\", \"kernel\": \"%s\", \"splits\": %d, \"reason\": \"%s\", "
-               "\"tuned_bucket\": \"%s\", \"tuned_buckets\": %zu, \"heuristic\": \"%s\"}\n", gpu, arch, info.kernel,
-               info.splits, info.reason, bucket, ctx->tuned.count, heuristic_name);
+               "\"tuned_bucket\": \"%s\", \"tuned_buckets\": %zu, \"heuristic\": \"%s\"}\n", gpu, arch, kernel,
+               plan.splits, reason, bucket, ctx->tuned.count, heuristic_name);
     } else {
         print_shape(&o.params);
-        printf(" on %s (%s)\n  kernel:    %s\n", gpu, arch, info.kernel);
-        if (info.splits > 1)
-            printf("  splits:    %d CTAs along the keys per (batch, K/V head), then a combine kernel\n", info.splits);
-        printf("  why:       %s\n", info.reason);
+        printf(" on %s (%s)\n  kernel:    %s\n", gpu, arch, kernel);
+        if (plan.splits > 1)
+            printf("  splits:    %d CTAs along the keys per (batch, K/V head), then a combine kernel\n", plan.splits);
+        printf("  why:       %s\n", reason);
         if (bucket[0])
             printf("  bucket:    %s (nearest of %zu tuned on this GPU)\n", bucket, ctx->tuned.count);
         else if (device == FC_DEVICE_NONE)
@@ -305,7 +299,8 @@ static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const
         fc_context_kernel(ctx, &plan, &problem, &kernel))
         return FCJIT_EXIT_ERROR;
     struct fc_launch_args launch;
-    if (fc_launch_args_build(cu, &plan, &problem, &launch, msg, sizeof msg))
+    const struct fc_launch call = {cu, &plan, &problem, &kernel, NULL, msg, sizeof msg};
+    if (fc_problem_tensors(&o->params, &problem, msg, sizeof msg) || fc_launch_args_build(&call, &launch))
         return FCJIT_EXIT_ERROR;
     double *api = calloc((size_t)o->host_calls, sizeof *api), *raw = calloc((size_t)o->host_calls, sizeof *raw);
     if (!api || !raw)

@@ -256,9 +256,8 @@ static void heuristic_name(const struct fc_context *ctx, const struct bucket_wor
     struct fc_plan plan;
     char msg[FC_MESSAGE_MAX];
     name[0] = 0;
-    params.q = params.k = params.v = params.out = (void *)16;   /* validation wants pointers */
-    if (fc_problem_from_params(&params, &problem, msg, sizeof msg) == FC_OK &&
-        fc_plan_select(&problem, ctx->arch, ctx->arch_specific, ctx->sm_count, NULL, &plan, msg, sizeof msg) == FC_OK)
+    if (fc_problem_shape(&params, &problem, msg, sizeof msg) == FC_OK &&
+        fc_plan_make(&problem, &ctx->target, NULL, NULL, &plan, msg, sizeof msg) == FC_OK)
         fc_variant_name(&plan.variant, name);
 }
 
@@ -451,10 +450,10 @@ int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
     if (!ctx)
         return fcjit_exit_for(status);
     struct work w;
-    status = plan_work(&o, ctx->arch, ctx->arch_specific, &w);
+    status = plan_work(&o, ctx->target.arch, ctx->target.arch_specific, &w);
     if (status == FC_OK && w.bucket_count == 0) {
-        fprintf(stderr, "fcjit tune: no candidate of the spec runs on this GPU (sm_%d%s)\n", ctx->arch,
-                ctx->arch_specific ? "a" : "");
+        fprintf(stderr, "fcjit tune: no candidate of the spec runs on this GPU (sm_%d%s)\n", ctx->target.arch,
+                ctx->target.arch_specific ? "a" : "");
         status = FC_ERR_CONFIG;
     }
     const double start = fcjit_seconds_now();

@@ -1,0 +1,211 @@
+/* The decode family: split-KV for a few query rows against many keys, sm_80 and later,
+ * kernel_templates/fwd_decode.cuh. The query heads of a K/V head and their rows share one 16-row
+ * tile; keys are split across CTAs by wave efficiency, each writing fp32 partials to a
+ * stream-ordered scratch buffer that the module's second kernel combines. */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "family_internal.h"
+#include "mask_internal.h"
+
+#define ROWS 16              /* (query heads per K/V head) x seqlen_q up to this: one m-tile */
+#define DEFAULT_SM_COUNT 132 /* H100 SXM, H200 */
+#define MAX_SPLITS 128
+#define MIN_SPLIT_TILES 4    /* keys per split: at least this many tiles, to amortize the prologue */
+#define WAVE_EFFICIENCY 0.85 /* the fewest splits whose last wave is this near the best */
+#define COMBINE_THREADS 128
+#define GRID_X_MAX INT_MAX
+#define CHUNK_BYTES 16
+
+/* 16 packed rows of Q (padded), the K/V ring (its space reused for the warps' merge). */
+static int smem_bytes(const struct fc_variant *v)
+{
+    const int row_bytes = v->head_dim * fc_dtype_bytes(v->dtype);
+    const int pitch = row_bytes + CHUNK_BYTES;
+    const int kv_pitch = row_bytes % 128 ? pitch : row_bytes;   /* swizzled K/V rows: no padding */
+    const int ring = 2 * v->stages * v->block_n * kv_pitch, merge = v->warps * ROWS * (v->head_dim + 2) * 4;
+    return ROWS * pitch + (ring > merge ? ring : merge);
+}
+
+/* NOTE: four warps x 16 keys of each 64-key tile; three stages where two CTAs still fit an SM,
+ * else two; two warps x 16 keys where even that does not fit (head_dim 192 and 256 on 99 KB
+ * parts). On Hopper up to head_dim 128, eight warps x 16 keys of 128-key tiles, two stages, one
+ * CTA an SM: 703 vs 711 us at B64 Sk 8k and 365 vs 373 us at B8 Sk 32k on an H100, where cuDNN
+ * took 706 and 367 (PERF_NOTES v4.4). Decode is bound by reading K and V: what matters is bytes
+ * in flight per SM and how they reach L2, not the MMAs. */
+static void defaults(struct fc_variant *v)
+{
+    v->block_m = ROWS;
+    if (v->arch >= 90 && v->arch < 100 && v->head_dim <= 128) {
+        v->block_n = 128;
+        v->warps = 8;
+        v->stages = 2;
+        return;
+    }
+    v->block_n = 64;
+    v->warps = 4;
+    v->stages = 3;
+    if (2 * smem_bytes(v) > fc_arch_smem_limit(v->arch))
+        v->stages = 2;
+    if (smem_bytes(v) > fc_arch_smem_limit(v->arch)) {   /* 99 KB parts, head_dim 192/256 */
+        v->warps = 2;
+        v->block_n = 32;
+    }
+}
+
+static int check(const struct fc_variant *v, char *why, size_t size)
+{
+    if (v->arch < 80)
+        return fc_variant_fail(why, size, "mma.sync m16n8k16 with bf16 needs sm_80 or later, not sm_%d", v->arch);
+    if (v->head_dim % 16)
+        return fc_variant_fail(why, size, "the decode kernel takes head_dim in multiples of 16, not %d", v->head_dim);
+    if (v->block_m != ROWS)
+        return fc_variant_fail(why, size, "the decode kernel packs 16 rows (block_m 16), not %d", v->block_m);
+    if (v->warps != 2 && v->warps != 4 && v->warps != 8)
+        return fc_variant_fail(why, size, "the decode kernel takes 2, 4 or 8 warps, not %d", v->warps);
+    if (v->block_n != 16 * v->warps && v->block_n != 32 * v->warps)
+        return fc_variant_fail(why, size, "the decode kernel takes block_n of 16 or 32 keys per warp, not %d",
+                               v->block_n);
+    if (v->stages < 2 || v->stages > 4)
+        return fc_variant_fail(why, size, "the decode kernel takes 2 to 4 stages, not %d", v->stages);
+    if (smem_bytes(v) > fc_arch_smem_limit(v->arch))
+        return fc_variant_fail(why, size, "needs %d bytes of shared memory, more than the arch allows", smem_bytes(v));
+    return 0;
+}
+
+static const char *select_for(const struct fc_problem *problem, const struct fc_target *target,
+                              struct fc_variant *v, const char **why_not)
+{
+    (void)why_not;   /* many query rows are not a reason worth a word */
+    const long long packed_rows = (long long)problem->seqlen_q * (problem->heads_q / problem->heads_kv);
+    if (target->arch < 80 || problem->head_dim % 16 || packed_rows > ROWS)
+        return NULL;
+    defaults(v);
+    if (fc_variant_check(v, NULL, 0))
+        return NULL;
+    return "decode kernel: the query heads of a K/V head and their rows fit one 16-row tile, so each K/V "
+           "element read serves them all; keys split across CTAs to fill the GPU";
+}
+
+/* Splits: the fewest whose last wave of CTAs is nearly as full as the best (FlashAttention's
+ * wave-efficiency rule), with at least MIN_SPLIT_TILES tiles of keys each. */
+static void choose_splits(const struct fc_problem *problem, const struct fc_target *target, struct fc_plan *plan)
+{
+    const struct fc_variant *v = &plan->variant;
+    const int smem = smem_bytes(v), limit = fc_arch_smem_limit(v->arch);
+    const int per_sm = smem > 0 && limit / smem > 1 ? limit / smem : 1;
+    const long long slots = (long long)(target->sm_count > 0 ? target->sm_count : DEFAULT_SM_COUNT) * per_sm;
+    const long long blocks = (long long)problem->batch * problem->heads_kv;
+    const struct fc_mask mask = fc_problem_mask(problem);
+    const int keys = fc_mask_keys(&mask, 0, problem->seqlen_q).end;   /* what any packed row sees */
+    const int tiles = (int)(((long long)keys + v->block_n - 1) / v->block_n);
+    int most = tiles / MIN_SPLIT_TILES;
+    most = most < 1 ? 1 : most > MAX_SPLITS ? MAX_SPLITS : most;
+    double efficiency[MAX_SPLITS + 1], best = 0.;
+    for (int s = 1; s <= most; s++) {
+        const long long ctas = blocks * s, waves = (ctas + slots - 1) / slots;
+        efficiency[s] = (double)ctas / (double)(waves * slots);
+        best = efficiency[s] > best ? efficiency[s] : best;
+    }
+    int splits = 1;
+    while (splits < most && efficiency[splits] < WAVE_EFFICIENCY * best)
+        splits++;
+    if (plan->requested_splits > 0)   /* forced: as asked, but no split without a tile */
+        splits = plan->requested_splits < tiles ? plan->requested_splits : tiles > 0 ? tiles : 1;
+    const int tiles_each = (tiles + splits - 1) / splits;
+    plan->split_keys = tiles_each * v->block_n;
+    plan->splits = tiles_each > 0 ? (tiles + tiles_each - 1) / tiles_each : 1;   /* no empty split */
+}
+
+static enum fc_status launch_shape(const struct fc_problem *problem, const struct fc_target *target,
+                                   struct fc_plan *plan, char *msg, size_t size)
+{
+    choose_splits(problem, target, plan);
+    const long long grid = (long long)plan->splits * problem->heads_kv * problem->batch;
+    if (grid > GRID_X_MAX) {   /* splits <= 128, so no overflow in 64 bits */
+        snprintf(msg, size, "batch * heads_kv * splits = %lld blocks: more than one launch takes (%d)", grid,
+                 GRID_X_MAX);
+        return FC_ERR_UNSUPPORTED;
+    }
+    plan->grid = (unsigned)grid;
+    plan->m_blocks = 1;
+    return FC_OK;
+}
+
+static int kernel_type(const struct fc_variant *v, char *out, size_t size)
+{
+    return snprintf(out, size, "fc::DecodeForward<%s, %d, %s, %d, %d, %d>", fc_dtype_traits(v->dtype)->device_type,
+                    v->head_dim, v->causal ? "true" : "false", v->block_n, v->stages, v->warps);
+}
+
+/* The module's second kernel: merges the splits' partials into out and lse. */
+static int second_source(const struct fc_variant *v, char *out, size_t size)
+{
+    return snprintf(out, size,
+        "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+        "fc_combine_kernel(const __grid_constant__ fc_kernel_args args)\n"
+        "{\n"
+        "    fc::combine_splits<%s, %d>(args);\n"
+        "}\n",
+        COMBINE_THREADS, fc_dtype_traits(v->dtype)->device_type, v->head_dim);
+}
+
+/* One split: the kernel writes out and lse itself. Several: the splits' fp32 partial O and LSE go
+ * to a stream-ordered scratch buffer (from the device's memory pool: no synchronization, and
+ * legal inside a CUDA graph capture), then the combine kernel merges them, and the buffer goes
+ * back to the pool. */
+static enum fc_status launch(const struct fc_launch *l)
+{
+    const struct fc_plan *plan = l->plan;
+    const struct fc_problem *p = l->problem;
+    struct fc_launch_args args;
+    fc_launch_plain_args(l, &args);
+    struct fc_kernel_args *a = (struct fc_kernel_args *)args.bytes;
+    if (plan->splits <= 1)
+        return fc_launch_kernel(l, l->kernel->function, plan->grid, plan->threads, plan->smem_bytes, args.params,
+                                "cuLaunchKernel");
+    const size_t rows = (size_t)p->batch * (size_t)p->heads_q * (size_t)p->seqlen_q;
+    if (rows > INT_MAX) {
+        snprintf(l->msg, l->msg_size, "batch * heads_q * seqlen_q = %zu rows: more than one combine launch takes",
+                 rows);
+        return FC_ERR_UNSUPPORTED;
+    }
+    const size_t o_bytes = (size_t)plan->splits * rows * (size_t)p->head_dim * sizeof(float);
+    const size_t bytes = o_bytes + (size_t)plan->splits * rows * sizeof(float);
+    const struct fc_cuda_api *cu = l->cuda;
+    CUdeviceptr scratch;
+    CUresult r = cu->cuMemAllocAsync(&scratch, bytes, l->stream);
+    if (r != CUDA_SUCCESS)
+        return fc_cuda_fail(cu, r, "cuMemAllocAsync (split-KV scratch)", l->msg, l->msg_size);
+    a->o_partial = (float *)(uintptr_t)scratch;
+    a->lse_partial = (float *)(uintptr_t)(scratch + o_bytes);
+    enum fc_status status = fc_launch_kernel(l, l->kernel->function, plan->grid, plan->threads, plan->smem_bytes,
+                                             args.params, "cuLaunchKernel");
+    if (status == FC_OK)
+        status = fc_launch_kernel(l, l->kernel->second, (unsigned)rows, COMBINE_THREADS, 0, args.params,
+                                  "cuLaunchKernel (combine)");
+    r = cu->cuMemFreeAsync(scratch, l->stream);
+    if (r != CUDA_SUCCESS && status == FC_OK)
+        status = fc_cuda_fail(cu, r, "cuMemFreeAsync (split-KV scratch)", l->msg, l->msg_size);
+    return status;
+}
+
+const struct fc_family fc_family_decode = {
+    .id = FC_KERNEL_DECODE,
+    .name = "decode",
+    .template_file = "fwd_decode.cuh",
+    .args_type = "fc_kernel_args",
+    .second_entry = "fc_combine_kernel",
+    .tuned = 0,   /* not tuned: its splits follow the GPU's size, not a bucket */
+    .splits_option = 1,
+    .defaults = defaults,
+    .check = check,
+    .smem_bytes = smem_bytes,
+    .select = select_for,
+    .launch_shape = launch_shape,
+    .kernel_type = kernel_type,
+    .second_source = second_source,
+    .kernel_args = fc_launch_plain_args,
+    .launch = launch,
+};

@@ -1,0 +1,168 @@
+/* The sm90 family: Hopper (sm_90a), TMA + WGMMA, kernel_templates/fwd_sm90.cuh. Its tiles, what it
+ * takes, its shared memory, its source, and its argument (TMA maps of Q, K and V). */
+#include <stdio.h>
+
+#include "family_internal.h"
+#include "tma_internal.h"
+
+#define SHORT_KEYS 1024      /* up to this many keys, causal head_dim 128 takes the small tiles */
+#define LONG_KEYS_D64 8192   /* from this many keys, head_dim 64 takes three consumer warpgroups */
+#define STATIC_SMEM 256      /* the kernel's mbarriers */
+#define SWIZZLE_BYTES 128    /* every tile is 128B-swizzled: rows of 128 bytes */
+#define Q_BOX_ROWS 64        /* each consumer warpgroup's Q rows arrive as one box */
+
+/* The warp-specialized schedule: a producer warpgroup beside block_m / 64 consumer warpgroups. */
+static int specialized(const struct fc_variant *v)
+{
+    return v->warps == v->block_m / 16 + 4;
+}
+
+/* Q, then the stages of K and V, 128B-swizzled, plus 1 KB to align them. */
+static int smem_bytes(const struct fc_variant *v)
+{
+    return 1024 + (v->block_m + 2 * v->stages * v->block_n) * v->head_dim * fc_dtype_bytes(v->dtype);
+}
+
+/* NOTE: from the H200 tile sweeps (docs/PERF_NOTES.md, v2 and v3): head_dim 64, the plain schedule
+ * with one warpgroup of 64 rows and 128-key tiles (several CTAs per SM); 128, 192 and 256, the
+ * warp-specialized schedule with two consumer warpgroups (661 vs 574 TF/s at head_dim 128, 16k;
+ * 678 vs 622 at 256), taking turns on the tensor cores, 128-key tiles up to head_dim 128 and 64
+ * above (128 would need 246 / 296 KB of shared memory). */
+static void defaults(struct fc_variant *v)
+{
+    v->stages = 2;
+    if (v->head_dim <= 64) {
+        v->block_m = 64;
+        v->warps = 4;
+        v->block_n = 128;
+        return;
+    }
+    v->block_m = 128;
+    v->warps = 12;   /* two consumer warpgroups and the producer's */
+    v->block_n = v->head_dim <= 128 ? 128 : 64;
+    v->pingpong = 1;   /* +0-4% over letting the two interleave freely (H200, v3.1) */
+}
+
+static int check(const struct fc_variant *v, char *why, size_t size)
+{
+    if (v->arch != 90 || !v->arch_specific)
+        return fc_variant_fail(why, size, "WGMMA and TMA need the sm_90a target, not sm_%d", v->arch);
+    if (v->head_dim % 64 || v->head_dim > 256)
+        return fc_variant_fail(why, size, "the sm90 kernel takes head_dim 64, 128, 192 or 256 so far, not %d",
+                               v->head_dim);
+    if (v->block_n != 64 && v->block_n != 128)
+        return fc_variant_fail(why, size, "the sm90 kernel takes block_n 64 or 128, not %d", v->block_n);
+    if (v->block_m != 64 && v->block_m != 128 && v->block_m != 192)
+        return fc_variant_fail(why, size, "the sm90 kernel takes one to three warpgroups of 64 rows, not block_m %d",
+                               v->block_m);
+    if (specialized(v)) {
+        if (v->stages < 2 || v->stages > 4)
+            return fc_variant_fail(why, size, "the warp-specialized sm90 kernel takes 2 to 4 stages, not %d",
+                                   v->stages);
+        if (v->pingpong && v->block_m < 128)
+            return fc_variant_fail(why, size, "ping-pong needs two or more consumer warpgroups, not block_m %d",
+                                   v->block_m);
+    } else if (v->warps != v->block_m / 16 || v->stages != 2 || v->block_m > 128 || v->pingpong) {
+        return fc_variant_fail(why, size, "the sm90 kernel takes 4 warps per 64 rows (plus 4 for a producer "
+                               "warpgroup), and 2 stages and no ping-pong without one; not %d warps", v->warps);
+    }
+    if (smem_bytes(v) + STATIC_SMEM > fc_arch_smem_limit(v->arch))
+        return fc_variant_fail(why, size, "needs %d bytes of shared memory, more than the arch allows",
+                               smem_bytes(v));
+    return 0;
+}
+
+static const char *select_for(const struct fc_problem *problem, const struct fc_target *target,
+                              struct fc_variant *v, const char **why_not)
+{
+    const int d = problem->head_dim;
+    if (target->arch != 90 || !target->arch_specific)
+        return NULL;
+    if (d % 64 || d > 256) {   /* 64-wide swizzle blocks */
+        *why_not = "the Hopper kernel takes multiples of 64 only, so far";
+        return NULL;
+    }
+    defaults(v);
+    if (check(v, NULL, 0) == 0 && d == 128 && problem->causal && problem->seqlen_k <= SHORT_KEYS) {
+        /* NOTE: few causal key tiles leave too little to hide a 165 KB CTA's prologue: one
+         * consumer warpgroup x 64 keys (82 KB, two CTAs per SM) measured faster on the H200
+         * at 512 keys (264 vs 226 TF/s) and 1k (357 vs 341); slower from 2k on (428 vs 451). */
+        v->block_m = 64;
+        v->warps = 8;
+        v->block_n = 64;
+        v->pingpong = 0;   /* one consumer: nobody to take turns with */
+    } else if (d == 64 && problem->seqlen_k >= LONG_KEYS_D64 && problem->seqlen_q >= 1024) {
+        /* NOTE: three consumer warpgroups sharing each K/V tile: faster from 8k keys on (H200,
+         * 16k: 520 vs 486 TF/s non-causal, 489 vs 463 causal), slower below (2k: 428 vs 455). */
+        v->block_m = 192;
+        v->warps = 16;
+        v->block_n = 128;
+        v->pingpong = 0;
+    }
+    if (fc_variant_check(v, NULL, 0))
+        return NULL;
+    return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128 (1.3-2.6x the sm80 kernel in the H200 "
+           "sweep)";
+}
+
+/* The default ping-pong stays only where it still applies: warp-specialized, two or more consumers. */
+static void fit_forced(struct fc_variant *v)
+{
+    v->pingpong = v->pingpong && specialized(v) && v->block_m >= 128;
+}
+
+static int kernel_type(const struct fc_variant *v, char *out, size_t size)
+{
+    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s>", fc_dtype_traits(v->dtype)->device_type,
+                    v->head_dim, v->causal ? "true" : "false", v->block_m, v->block_n, v->stages, v->warps,
+                    v->pingpong ? "true" : "false");
+}
+
+/* A 4-D view (head_dim, seq, head, batch) of one tensor, boxes of one swizzle row x box_rows. */
+static enum fc_status encode(const struct fc_launch *l, struct fc_tensor_map *map, const void *base,
+                             const int64_t stride[3], int seqlen, int heads, int box_rows)
+{
+    const struct fc_problem *p = l->problem;
+    const uint64_t bytes = (uint64_t)fc_dtype_bytes(p->dtype);
+    struct fc_tma_desc desc = {
+        4,
+        {(uint64_t)p->head_dim, (uint64_t)seqlen, (uint64_t)heads, (uint64_t)p->batch},
+        {(uint64_t)stride[1] * bytes, (uint64_t)stride[2] * bytes, (uint64_t)stride[0] * bytes},
+        {(uint32_t)(SWIZZLE_BYTES / bytes), (uint32_t)box_rows, 1, 1},
+        SWIZZLE_BYTES,
+    };
+    return fc_tma_encode(l->cuda, (CUtensorMap *)map, base, p->dtype, &desc, l->msg, l->msg_size);
+}
+
+_Static_assert(sizeof(struct fc_sm90_args) <= FC_LAUNCH_ARGS_BYTES, "fc_launch_args holds fc_sm90_args");
+
+static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_args *args)
+{
+    const struct fc_problem *p = l->problem;
+    struct fc_sm90_args *a = (struct fc_sm90_args *)args->bytes;
+    fc_launch_common_args(p, l->plan, &a->base);
+    const int block_n = l->plan->variant.block_n;
+    enum fc_status status;
+    if ((status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS)) ||
+        (status = encode(l, &a->k_map, p->k, p->k_stride, p->seqlen_k, p->heads_kv, block_n)) ||
+        (status = encode(l, &a->v_map, p->v, p->v_stride, p->seqlen_k, p->heads_kv, block_n)))
+        return status;
+    args->params[0] = a;
+    return FC_OK;
+}
+
+const struct fc_family fc_family_sm90 = {
+    .id = FC_KERNEL_SM90,
+    .name = "sm90",
+    .template_file = "fwd_sm90.cuh",
+    .args_type = "fc_sm90_args",
+    .tuned = 1,
+    .pingpong_option = 1,
+    .defaults = defaults,
+    .check = check,
+    .smem_bytes = smem_bytes,
+    .select = select_for,
+    .fit_forced = fit_forced,
+    .kernel_type = kernel_type,
+    .kernel_args = kernel_args,
+};
