@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "context_internal.h"
 #include "jit_internal.h"
 #include "nvrtc_internal.h"
 
@@ -419,6 +420,32 @@ static void test_kernel_set_hash_follows_templates(void **state)
     assert_string_not_equal(added, changed);
 }
 
+/* Tuning results are keyed by the kernel set a context compiles: with FC_TEMPLATE_DIR, the
+ * folder's templates, not the embedded ones (they once were keyed by the embedded set). */
+static void test_tuning_identity_follows_the_template_dir(void **state)
+{
+    const struct templates *t = *state;
+    flip_one_byte(t, INCLUDED_TEMPLATE);
+    char embedded[FC_KEY_HEX], folder[FC_KEY_HEX];
+    struct fc_jit *jit = make_jit(NULL);
+    fc_jit_kernel_set_hash(jit, embedded);
+    fc_jit_destroy(jit);
+    jit = make_jit(t->dir);
+    fc_jit_kernel_set_hash(jit, folder);
+    fc_jit_destroy(jit);
+    struct fc_options options;
+    fc_options_init(&options);
+    options.no_disk_cache = 1;
+    options.template_dir = t->dir;
+    struct fc_context *ctx;
+    assert_int_equal(fc_context_create(FC_DEVICE_NONE, &options, &ctx), FC_OK);
+    struct fc_tuning_identity id;
+    fc_context_tuning_identity(ctx, &id);
+    fc_context_destroy(ctx);
+    assert_string_equal(id.kernel_set, folder);
+    assert_string_not_equal(id.kernel_set, embedded);
+}
+
 /* ---- compiling ---- */
 
 static void test_invalid_variant_is_unsupported(void **state)
@@ -486,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_missing_template_dir_is_config_error),
         WITH_TEMPLATES(test_empty_template_dir_is_config_error),
         WITH_TEMPLATES(test_kernel_set_hash_follows_templates),
+        WITH_TEMPLATES(test_tuning_identity_follows_the_template_dir),
         cmocka_unit_test(test_invalid_variant_is_unsupported),
         cmocka_unit_test(test_compile_without_cache),
     };
