@@ -38,26 +38,6 @@ __device__ __forceinline__ BlockCoordinates block_coordinates(const fc_kernel_ar
     return block_coordinates<CAUSAL>(args, block_m, blockIdx.x);
 }
 
-// Masks keys past seqlen_k and, if causal (bottom-right aligned), above the diagonal; with a
-// negative softmax scale also scales (the softmax then gets factor 1, see softmax.cuh).
-template <bool CAUSAL, int M_TILES, int N_TILES>
-__device__ __forceinline__ void mask_scores(float (&s)[M_TILES][N_TILES][4], const fc_kernel_args &args,
-                                            int first_row, int key0, bool masked, float prescale)
-{
-    const int lane = threadIdx.x % WARP_SIZE, diagonal = args.seqlen_k - args.seqlen_q;
-#pragma unroll
-    for (int m = 0; m < M_TILES; m++)
-#pragma unroll
-        for (int n = 0; n < N_TILES; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int row = first_row + m * 16 + lane / 4 + 8 * (i / 2);
-                const int key = key0 + n * 8 + 2 * (lane % 4) + i % 2;
-                const bool hidden = key >= args.seqlen_k || (CAUSAL && key > row + diagonal);
-                s[m][n][i] = masked && hidden ? -infinity() : s[m][n][i] * prescale;
-            }
-}
-
 // O (divided by the row sums) and the LSE of this thread's rows; rows past seqlen_q are skipped.
 template <typename T, int M_TILES, int D_TILES, int N_TILES>
 __device__ __forceinline__ void store_output(const fc_kernel_args &args, int batch, int head, int first_row,

@@ -12,7 +12,10 @@
 #pragma once
 
 #include "attention_common.cuh"
+#include "element.cuh"
 #include "fc_args.h"
+#include "kv_source.cuh"
+#include "mask.cuh"
 #include "ptx/cp_async.cuh"
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mma.cuh"
@@ -23,19 +26,20 @@ namespace fc {
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS>
 struct DecodeForward {
+    using E = Element<T>;
     static constexpr int ROWS = 16;                     // one m-tile of packed (head, query) rows
     static constexpr int THREADS = WARPS * WARP_SIZE;
     static constexpr int KEYS = BLOCK_N / WARPS;        // keys of each tile per warp
-    static constexpr int N_TILES = KEYS / 8, D_TILES = HEAD_DIM / 8, K_STEPS = HEAD_DIM / 16;
-    static constexpr int CHUNKS = HEAD_DIM / 8;         // 16-byte chunks per row
-    static constexpr int PITCH = HEAD_DIM * 2 + 16;     // padded Q rows: conflict-free ldmatrix (fwd_sm80.cuh)
+    static constexpr int N_TILES = KEYS / 8, D_TILES = HEAD_DIM / 8, K_STEPS = HEAD_DIM / E::MMA_K;
+    static constexpr int CHUNKS = HEAD_DIM / E::PER_CHUNK;   // 16-byte chunks per row
+    static constexpr int PITCH = HEAD_DIM * E::BYTES + 16;   // padded Q rows: conflict-free ldmatrix (fwd_sm80.cuh)
     // NOTE: K and V rows are not padded but swizzled where a row is whole 128-byte lines (chunk c
     // of row r at c ^ (r % 8)): each warp's cp.async then fills whole 128-byte lines of shared
     // memory from whole lines of global memory, and L2 sees one 4-sector request per line. Into
     // padded rows, the same copies reached L2 as 2.7 requests per line and 1.5x the sectors
     // (Nsight Compute, PERF_NOTES v4.4), which held DRAM at 88% of its peak.
     static constexpr bool SWIZZLED = CHUNKS % 8 == 0;
-    static constexpr int KV_PITCH = SWIZZLED ? HEAD_DIM * 2 : PITCH;
+    static constexpr int KV_PITCH = SWIZZLED ? HEAD_DIM * E::BYTES : PITCH;
     static constexpr int Q_BYTES = ROWS * PITCH, KV_BYTES = BLOCK_N * KV_PITCH;
     static constexpr int MERGE_BYTES = WARPS * ROWS * (HEAD_DIM + 2) * 4;   // per warp: O, max, sum
     static constexpr int PIPE_BYTES = 2 * STAGES * KV_BYTES;
@@ -74,13 +78,13 @@ struct DecodeForward {
     }
 
     // Keys [first, first + BLOCK_N) of K or V into a tile; keys at or past `end` are zeros.
-    __device__ __forceinline__ void load_tile(unsigned dst, const T *src, long long stride, int first, int end)
+    __device__ __forceinline__ void load_tile(unsigned dst, const StridedRows<T> &rows, int first, int end)
     {
 #pragma unroll
         for (int i = threadIdx.x; i < BLOCK_N * CHUNKS; i += THREADS) {
             const int r = i / CHUNKS, c = i % CHUNKS;
             const bool valid = first + r < end;
-            cp_async_16_stream(dst + kv_offset(r, c), valid ? src + (first + r) * stride + c * 8 : src, valid);
+            cp_async_16_stream(dst + kv_offset(r, c), valid ? rows.row(first + r) + c * E::PER_CHUNK : rows.base, valid);
         }
     }
 
@@ -90,7 +94,8 @@ struct DecodeForward {
         for (int i = threadIdx.x; i < ROWS * CHUNKS; i += THREADS) {
             const int r = i / CHUNKS, c = i % CHUNKS;
             const bool valid = r < rows;
-            const T *from = valid ? q + row_head(r) * args.q_stride[2] + row_query(r) * args.q_stride[1] + c * 8 : q;
+            const T *from =
+                valid ? q + row_head(r) * args.q_stride[2] + row_query(r) * args.q_stride[1] + c * E::PER_CHUNK : q;
             cp_async_16(dst + r * PITCH + c * 16, from, valid);
         }
     }
@@ -133,40 +138,38 @@ struct DecodeForward {
         }
     }
 
-    // Hides keys past seqlen_k and, if causal (bottom-right), past each row's diagonal; with a
-    // negative scale also scales (see softmax.cuh).
-    __device__ __forceinline__ void mask(float (&s)[1][N_TILES][4], int key0, bool masked, float prescale)
+    // Hides the keys each packed row does not see (mask.cuh's rule on its query row); with a negative
+    // scale also scales (see softmax.cuh).
+    __device__ __forceinline__ void mask_packed(float (&s)[1][N_TILES][4], const KeyMask<CAUSAL> &mask, int key0,
+                                                bool masked, float prescale)
     {
-        const int diagonal = args.seqlen_k - args.seqlen_q;
 #pragma unroll
         for (int n = 0; n < N_TILES; n++)
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int r = lane / 4 + 8 * (i / 2);
                 const int key = key0 + warp * KEYS + n * 8 + 2 * (lane % 4) + i % 2;
-                const bool hidden = key >= args.seqlen_k || (CAUSAL && key > row_query(r) + diagonal);
+                const bool hidden = mask.hidden(row_query(r), key);   // NOTE: not in the condition: see mask.cuh
                 s[0][n][i] = masked && hidden ? -infinity() : s[0][n][i] * prescale;
             }
     }
 
     __device__ void run()
     {
-        const T *k = static_cast<const T *>(args.k) + batch * args.k_stride[0] + kv_head * args.k_stride[2];
-        const T *v = static_cast<const T *>(args.v) + batch * args.v_stride[0] + kv_head * args.v_stride[2];
+        const StridedRows<T> k(args.k, args.k_stride, batch, kv_head), v(args.v, args.v_stride, batch, kv_head);
+        const KeyMask<CAUSAL> mask(args);
         const unsigned q_smem = smem_address(smem), k_smem = q_smem + Q_BYTES, v_smem = k_smem + STAGES * KV_BYTES;
         const int key_begin = split * args.split_keys;
         const int key_end = min(args.seqlen_k, key_begin + args.split_keys);
         const int tiles = key_end > key_begin ? (key_end - key_begin + BLOCK_N - 1) / BLOCK_N : 0;
-        // Causal: the first query row sees keys up to seqlen_k - seqlen_q; past that, mask per row.
-        const int unmasked_end = CAUSAL ? key_end - (args.seqlen_q - 1) : key_end;
 
         load_q(q_smem);
         cp_async_commit();
 #pragma unroll
         for (int t = 0; t < STAGES - 1; t++) {   // the ring's first STAGES - 1 tiles, one group each
             if (t < tiles) {
-                load_tile(k_smem + t * KV_BYTES, k, args.k_stride[1], key_begin + t * BLOCK_N, key_end);
-                load_tile(v_smem + t * KV_BYTES, v, args.v_stride[1], key_begin + t * BLOCK_N, key_end);
+                load_tile(k_smem + t * KV_BYTES, k, key_begin + t * BLOCK_N, key_end);
+                load_tile(v_smem + t * KV_BYTES, v, key_begin + t * BLOCK_N, key_end);
             }
             cp_async_commit();
         }
@@ -189,8 +192,8 @@ struct DecodeForward {
             const int ahead = t + STAGES - 1;
             if (ahead < tiles) {
                 const int stage = ahead % STAGES;
-                load_tile(k_smem + stage * KV_BYTES, k, args.k_stride[1], key_begin + ahead * BLOCK_N, key_end);
-                load_tile(v_smem + stage * KV_BYTES, v, args.v_stride[1], key_begin + ahead * BLOCK_N, key_end);
+                load_tile(k_smem + stage * KV_BYTES, k, key_begin + ahead * BLOCK_N, key_end);
+                load_tile(v_smem + stage * KV_BYTES, v, key_begin + ahead * BLOCK_N, key_end);
             }
             cp_async_commit();   // possibly empty: keeps one group per tile
             if (t == 0)
@@ -201,10 +204,11 @@ struct DecodeForward {
             const int stage = t % STAGES, key0 = key_begin + t * BLOCK_N;
             float s[1][N_TILES][4];
             qk(s, q_frag, k_smem + stage * KV_BYTES);
-            // rows past `rows` hold zeros: their scores are finite, and they are never written
-            const bool masked = key0 + BLOCK_N > unmasked_end;
+            // rows past `rows` hold zeros: their scores are finite, and they are never written. Every
+            // packed row is a query row from 0 on: the tile is partial if it is for row 0.
+            const bool masked = mask.partial(0, key0, BLOCK_N);
             if (masked || !fold_scale)
-                mask(s, key0, masked, prescale);
+                mask_packed(s, mask, key0, masked, prescale);
             float correction[1][2];
             softmax.update(s, correction, factor);
             rescale_output(o, correction);

@@ -15,7 +15,10 @@
 #pragma once
 
 #include "attention_common.cuh"
+#include "element.cuh"
 #include "fc_args.h"
+#include "kv_source.cuh"
+#include "mask.cuh"
 #include "ptx/cp_async.cuh"
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mma.cuh"
@@ -27,18 +30,19 @@ namespace fc {
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int WARPS>
 struct Sm80Forward {
+    using E = Element<T>;
     static constexpr int THREADS = WARPS * WARP_SIZE;
     static constexpr int M_TILES = BLOCK_M / (16 * WARPS);   // 16-row mma tiles per warp
     static constexpr int N_TILES = BLOCK_N / 8;              // 8-key tiles of S per warp
     static constexpr int D_TILES = HEAD_DIM / 8;             // 8-wide tiles of O per warp
-    static constexpr int K_STEPS = HEAD_DIM / 16;            // k-steps of Q K^T
-    static constexpr int PV_STEPS = BLOCK_N / 16;            // k-steps of P V
-    static constexpr int CHUNKS = HEAD_DIM / 8;              // 16-byte chunks per row
+    static constexpr int K_STEPS = HEAD_DIM / E::MMA_K;      // k-steps of Q K^T
+    static constexpr int PV_STEPS = BLOCK_N / E::MMA_K;      // k-steps of P V
+    static constexpr int CHUNKS = HEAD_DIM / E::PER_CHUNK;   // 16-byte chunks per row
     // NOTE: rows are padded by one 16-byte chunk: CHUNKS + 1 is odd, so the 8 rows an ldmatrix
     // reads fall on 8 distinct chunk positions of the 128-byte bank window, for any head_dim.
-    static constexpr int PITCH = HEAD_DIM * 2 + 16;          // bytes per shared-memory row
+    static constexpr int PITCH = HEAD_DIM * E::BYTES + 16;   // bytes per shared-memory row
     static constexpr int STAGES = 2;
-    static constexpr int Q_BYTES = BLOCK_M * PITCH;          // (BLOCK_M, HEAD_DIM) 16-bit, padded rows
+    static constexpr int Q_BYTES = BLOCK_M * PITCH;          // (BLOCK_M, HEAD_DIM) T, padded rows
     // Q, K and V tiles when the threads tile whole rows (ROW_TILED): see load_rows.
     static constexpr bool ROW_TILED = THREADS % CHUNKS == 0;
     static constexpr int ROWS_PER_PASS = ROW_TILED ? THREADS / CHUNKS : 1;
@@ -50,8 +54,8 @@ struct Sm80Forward {
     // ptxas has left (a 4-byte spill); padded, it is still at least FlashAttention-2's speed.
     static constexpr bool SWIZZLED = CHUNKS % 8 == 0 && ROW_TILED && ROWS_PER_PASS % 8 == 0 &&
                                      !(CAUSAL && HEAD_DIM == 64 && BLOCK_N == 128);
-    static constexpr int KV_PITCH = SWIZZLED ? HEAD_DIM * 2 : PITCH;
-    static constexpr int KV_BYTES = BLOCK_N * KV_PITCH;      // (BLOCK_N, HEAD_DIM) 16-bit
+    static constexpr int KV_PITCH = SWIZZLED ? HEAD_DIM * E::BYTES : PITCH;
+    static constexpr int KV_BYTES = BLOCK_N * KV_PITCH;      // (BLOCK_N, HEAD_DIM) T
     // swizzled, K starts on a 128-byte boundary (the ldmatrix addresses XOR bits 4-6): up to 128
     // bytes more. src/family_sm80.c allocates the padded layout's size, which is at least this.
     static constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES + (SWIZZLED ? 128 : 0);
@@ -106,21 +110,22 @@ struct Sm80Forward {
         return r * KV_PITCH + (SWIZZLED ? c ^ (r % 8) : c) * 16;
     }
 
-    // Copies rows [first, first + ROWS) of a [seq, head_dim] slice into padded shared rows;
-    // rows at or past `rows` are zero-filled (they are masked, but must not hold NaN).
+    // Copies rows [first, first + ROWS) of a (batch, head)'s rows into padded shared rows; rows at or
+    // past `count` are zero-filled (they are masked, but must not hold NaN).
     template <int ROWS>
-    __device__ __forceinline__ void load_tile(unsigned dst, const T *src, long long stride, int first, int rows)
+    __device__ __forceinline__ void load_tile(unsigned dst, const StridedRows<T> &src, int first, int count)
     {
         if (ROW_TILED) {
             const int c = threadIdx.x % CHUNKS, r = threadIdx.x / CHUNKS;
-            load_rows<ROWS>(dst + r * PITCH + c * 16, src + (first + r) * stride + c * 8, stride, rows - first - r);
+            load_rows<ROWS>(dst + r * PITCH + c * 16, src.row(first + r) + c * E::PER_CHUNK, src.stride(),
+                            count - first - r);
             return;
         }
 #pragma unroll
         for (int i = threadIdx.x; i < ROWS * CHUNKS; i += THREADS) {
             const int r = i / CHUNKS, c = i % CHUNKS;
-            const bool valid = first + r < rows;
-            const T *from = valid ? src + (first + r) * stride + c * 8 : src;
+            const bool valid = first + r < count;
+            const T *from = valid ? src.row(first + r) + c * E::PER_CHUNK : src.base;
             cp_async_16(dst + r * PITCH + c * 16, from, valid);
         }
     }
@@ -223,35 +228,31 @@ struct Sm80Forward {
 
     __device__ void run()
     {
-        const T *q = static_cast<const T *>(args.q) + batch * args.q_stride[0] + head * args.q_stride[2];
-        const T *k = static_cast<const T *>(args.k) + batch * args.k_stride[0] + kv_head * args.k_stride[2];
-        const T *v = static_cast<const T *>(args.v) + batch * args.v_stride[0] + kv_head * args.v_stride[2];
+        const StridedRows<T> q(args.q, args.q_stride, batch, head);   // Q's rows: the same layout as K's
+        const StridedRows<T> k(args.k, args.k_stride, batch, kv_head), v(args.v, args.v_stride, batch, kv_head);
         const unsigned q_smem = smem_address(smem);
         const unsigned k_smem = SWIZZLED ? (q_smem + Q_BYTES + 127) & ~127u : q_smem + Q_BYTES;
         const unsigned v_smem = k_smem + STAGES * KV_BYTES;
         lane_addresses(q_smem);
 
-        // Causal, bottom-right aligned: row i sees keys j <= i + seqlen_k - seqlen_q.
-        const int diagonal = args.seqlen_k - args.seqlen_q;
-        int key_end = args.seqlen_k;
-        if (CAUSAL)
-            key_end = min(key_end, row0 + BLOCK_M + diagonal);
+        const KeyMask<CAUSAL> mask(args);
+        const int key_end = mask.key_end(row0 + BLOCK_M);
         const int tiles = key_end > 0 ? (key_end + BLOCK_N - 1) / BLOCK_N : 0;
 
-        load_tile<BLOCK_M>(q_smem, q, args.q_stride[1], row0, args.seqlen_q);
+        load_tile<BLOCK_M>(q_smem, q, row0, args.seqlen_q);
         cp_async_commit();
         // ROW_TILED: this thread's K and V pointers into the tile being loaded (row r, chunk c).
         const int kv_r = ROW_TILED ? threadIdx.x / CHUNKS : 0, kv_c = ROW_TILED ? threadIdx.x % CHUNKS : 0;
-        const T *k_next = k + kv_r * args.k_stride[1] + kv_c * 8;
-        const T *v_next = v + kv_r * args.v_stride[1] + kv_c * 8;
+        const T *k_next = k.row(kv_r) + kv_c * E::PER_CHUNK;
+        const T *v_next = v.row(kv_r) + kv_c * E::PER_CHUNK;
         if (tiles > 0) {
             if (ROW_TILED) {
                 const unsigned to = kv_copy_offset(threadIdx.x);
-                load_rows<BLOCK_N, KV_PITCH>(k_smem + to, k_next, args.k_stride[1], args.seqlen_k - kv_r);
-                load_rows<BLOCK_N, KV_PITCH>(v_smem + to, v_next, args.v_stride[1], args.seqlen_k - kv_r);
+                load_rows<BLOCK_N, KV_PITCH>(k_smem + to, k_next, k.stride(), args.seqlen_k - kv_r);
+                load_rows<BLOCK_N, KV_PITCH>(v_smem + to, v_next, v.stride(), args.seqlen_k - kv_r);
             } else {
-                load_tile<BLOCK_N>(k_smem, k, args.k_stride[1], 0, args.seqlen_k);
-                load_tile<BLOCK_N>(v_smem, v, args.v_stride[1], 0, args.seqlen_k);
+                load_tile<BLOCK_N>(k_smem, k, 0, args.seqlen_k);
+                load_tile<BLOCK_N>(v_smem, v, 0, args.seqlen_k);
             }
         }
         cp_async_commit();
@@ -275,16 +276,16 @@ struct Sm80Forward {
             if (t + 1 < tiles) {   // prefetch the next tile into the other stage
                 const int next = (t + 1) % STAGES;
                 if (ROW_TILED) {
-                    k_next += BLOCK_N * args.k_stride[1];
-                    v_next += BLOCK_N * args.v_stride[1];
+                    k_next += BLOCK_N * k.stride();
+                    v_next += BLOCK_N * v.stride();
                     const int tid = fresh_thread_index(), r = tid / CHUNKS;
                     const unsigned to = next * KV_BYTES + kv_copy_offset(tid);
                     const int left = args.seqlen_k - key0 - BLOCK_N - r;
-                    load_rows<BLOCK_N, KV_PITCH>(k_smem + to, k_next, args.k_stride[1], left);
-                    load_rows<BLOCK_N, KV_PITCH>(v_smem + to, v_next, args.v_stride[1], left);
+                    load_rows<BLOCK_N, KV_PITCH>(k_smem + to, k_next, k.stride(), left);
+                    load_rows<BLOCK_N, KV_PITCH>(v_smem + to, v_next, v.stride(), left);
                 } else {
-                    load_tile<BLOCK_N>(k_smem + next * KV_BYTES, k, args.k_stride[1], key0 + BLOCK_N, args.seqlen_k);
-                    load_tile<BLOCK_N>(v_smem + next * KV_BYTES, v, args.v_stride[1], key0 + BLOCK_N, args.seqlen_k);
+                    load_tile<BLOCK_N>(k_smem + next * KV_BYTES, k, key0 + BLOCK_N, args.seqlen_k);
+                    load_tile<BLOCK_N>(v_smem + next * KV_BYTES, v, key0 + BLOCK_N, args.seqlen_k);
                 }
                 cp_async_commit();
                 cp_async_wait<1>();
@@ -297,9 +298,9 @@ struct Sm80Forward {
 
             float s[M_TILES][N_TILES][4];
             qk(s, q_frag, k_smem + stage * KV_BYTES + k_lane);
-            const bool masked = key0 + BLOCK_N > args.seqlen_k || (CAUSAL && key0 + BLOCK_N - 1 > row0 + diagonal);
+            const bool masked = mask.partial(row0, key0, BLOCK_N);
             if (masked || !fold_scale)
-                mask_scores<CAUSAL>(s, args, row0 + warp * M_TILES * 16, key0, masked, prescale);
+                mask_scores(s, mask, row0 + warp * M_TILES * 16, key0, masked, prescale);
             float correction[M_TILES][2];
             softmax.update(s, correction, factor);
             rescale_output(o, correction);

@@ -23,7 +23,10 @@
 #pragma once
 
 #include "attention_common.cuh"
+#include "element.cuh"
 #include "fc_args.h"
+#include "kv_source.cuh"
+#include "mask.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/registers.cuh"
 #include "ptx/smem.cuh"
@@ -60,13 +63,18 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
           bool PINGPONG = false>
 struct Sm90Forward {
+    using E = Element<T>;
     static constexpr int CONSUMERS = BLOCK_M / 64;                   // warpgroups, 64 rows each
     static constexpr bool SPECIALIZED = WARPS == 4 * (CONSUMERS + 1);   // plus a producer warpgroup
     static constexpr int THREADS = 32 * WARPS, CONSUMER_THREADS = 128 * CONSUMERS;
     static constexpr int SWIZZLE_BYTES = 128, SWIZZLE_ALIGN = 1024;
-    static constexpr int COLUMN_BLOCKS = HEAD_DIM / 64;             // 64-wide swizzled column blocks
-    static constexpr int Q_BLOCK_BYTES = 64 * SWIZZLE_BYTES;         // (64 rows, 64) 16-bit, 128B swizzle
-    static constexpr int KV_BLOCK_BYTES = BLOCK_N * SWIZZLE_BYTES;   // (BLOCK_N rows, 64), 128B swizzle
+    static constexpr int COLUMNS = E::PER_LINE;                      // columns of a block: one 128-byte line
+    static constexpr int COLUMN_BLOCKS = HEAD_DIM / COLUMNS;         // swizzled column blocks of a row
+    static constexpr int Q_BLOCK_BYTES = 64 * SWIZZLE_BYTES;         // (64 rows, COLUMNS) T, 128B swizzle
+    static constexpr int KV_BLOCK_BYTES = BLOCK_N * SWIZZLE_BYTES;   // (BLOCK_N rows, COLUMNS) T, 128B swizzle
+    static constexpr int K_STEPS = HEAD_DIM / E::MMA_K;              // k-steps of Q K^T, 32 bytes each
+    static constexpr int STEPS_PER_BLOCK = SWIZZLE_BYTES / (E::MMA_K * E::BYTES);   // k-steps per column block
+    static constexpr int STEP_DESCRIPTOR = E::MMA_K * E::BYTES / 16;   // a k-step in descriptor units (16 B)
     static constexpr int Q_BYTES = CONSUMERS * COLUMN_BLOCKS * Q_BLOCK_BYTES;   // per warpgroup: its blocks
     static constexpr int KV_BYTES = COLUMN_BLOCKS * KV_BLOCK_BYTES;  // one K or V tile
     static constexpr int SMEM_BYTES = SWIZZLE_ALIGN + Q_BYTES + 2 * STAGES * KV_BYTES;
@@ -82,7 +90,7 @@ struct Sm90Forward {
     static constexpr int CONSUMER_REGISTERS_POOL =
         (LAUNCH_REGISTERS * (CONSUMERS + 1) - PRODUCER_REGISTERS) / CONSUMERS / 8 * 8;
     static constexpr int CONSUMER_REGISTERS = CONSUMER_REGISTERS_POOL > 240 ? 240 : CONSUMER_REGISTERS_POOL;
-    static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 256, "head_dim 64, 128, 192 or 256 (64-wide swizzle blocks)");
+    static_assert(HEAD_DIM % COLUMNS == 0 && HEAD_DIM <= 256, "head_dim: whole 128-byte lines, up to 256");
     static_assert(BLOCK_N == 64 || BLOCK_N == 128, "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T)");
     static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "one to three warpgroups of 64 rows");
     static_assert(WARPS == 4 * CONSUMERS || SPECIALIZED, "4 warps per consumer warpgroup, plus 4 for a producer");
@@ -92,10 +100,11 @@ struct Sm90Forward {
 
     const fc_sm90_args &args;
     const fc_kernel_args &base;
+    const KeyMask<CAUSAL> mask;
     char *smem;   // 1024-byte aligned: Q, then K stages, then V stages
     int batch, head, kv_head, row0, warp, group;   // group: this thread's warpgroup
 
-    __device__ Sm90Forward(const fc_sm90_args &a, char *shared) : args(a), base(a.base)
+    __device__ Sm90Forward(const fc_sm90_args &a, char *shared) : args(a), base(a.base), mask(a.base)
     {
         const unsigned address = smem_address(shared);
         smem = shared + (SWIZZLE_ALIGN - address % SWIZZLE_ALIGN) % SWIZZLE_ALIGN;
@@ -115,12 +124,10 @@ struct Sm90Forward {
     __device__ __forceinline__ unsigned k_tile(int stage) const { return q_tile() + Q_BYTES + stage * KV_BYTES; }
     __device__ __forceinline__ unsigned v_tile(int stage) const { return k_tile(STAGES) + stage * KV_BYTES; }
 
-    // Keys this CTA sees, in tiles: causal rows stop at the diagonal.
+    // Keys this CTA sees, in tiles.
     __device__ __forceinline__ int key_tiles() const
     {
-        int key_end = base.seqlen_k;
-        if (CAUSAL)
-            key_end = min(key_end, row0 + BLOCK_M + base.seqlen_k - base.seqlen_q);
+        const int key_end = mask.key_end(row0 + BLOCK_M);
         return key_end > 0 ? (key_end + BLOCK_N - 1) / BLOCK_N : 0;
     }
 
@@ -130,17 +137,17 @@ struct Sm90Forward {
         mbarrier_arrive_expect_tx(bar, Q_BYTES);
         for (int g = 0; g < CONSUMERS; g++)
             for (int j = 0; j < COLUMN_BLOCKS; j++)
-                tma_load_4d(q_tile(g) + j * Q_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.q_map), 64 * j,
-                            row0 + 64 * g, head, batch, bar);
+                tma_load_4d(q_tile(g) + j * Q_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.q_map),
+                            COLUMNS * j, row0 + 64 * g, head, batch, bar);
     }
 
     // One thread: K or V (map) of tile t into the slot at dst; rows past seqlen_k arrive as zeros
     // (TMA out-of-bounds fill).
     __device__ __forceinline__ void load_tile(const fc_tensor_map &map, unsigned dst, int t, unsigned bar)
     {
+        const StridedTmaRows rows{kv_head, batch};
         for (int j = 0; j < COLUMN_BLOCKS; j++)
-            tma_load_4d(dst + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), 64 * j, t * BLOCK_N,
-                        kv_head, batch, bar);
+            rows.load(dst + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), COLUMNS * j, t * BLOCK_N, bar);
     }
 
     // Thread 0 (plain schedule): K and V of tile t into its stage, on one barrier.
@@ -152,15 +159,16 @@ struct Sm90Forward {
         load_tile(args.v_map, v_tile(stage), t, bar);
     }
 
-    // Issues S = Q K^T: HEAD_DIM / 16 k-steps; step k reads 32 bytes into column block k / 4.
+    // Issues S = Q K^T: K_STEPS k-steps; step k reads 32 bytes of column block k / STEPS_PER_BLOCK.
     __device__ __forceinline__ void qk_issue(float (&s)[1][N_TILES][4], int stage)
     {
         float(&d)[BLOCK_N / 2] = reinterpret_cast<float(&)[BLOCK_N / 2]>(s);
         wgmma_fence();
 #pragma unroll
-        for (int k = 0; k < HEAD_DIM / 16; k++) {
-            const unsigned long long dq = wgmma_descriptor_sw128(q_tile(group) + k / 4 * Q_BLOCK_BYTES) + 2 * (k % 4);
-            const unsigned long long dk = wgmma_descriptor_sw128(k_tile(stage) + k / 4 * KV_BLOCK_BYTES) + 2 * (k % 4);
+        for (int k = 0; k < K_STEPS; k++) {
+            const int block = k / STEPS_PER_BLOCK, step = STEP_DESCRIPTOR * (k % STEPS_PER_BLOCK);
+            const unsigned long long dq = wgmma_descriptor_sw128(q_tile(group) + block * Q_BLOCK_BYTES) + step;
+            const unsigned long long dk = wgmma_descriptor_sw128(k_tile(stage) + block * KV_BLOCK_BYTES) + step;
             wgmma_ss<BLOCK_N, T>(d, dq, dk, k > 0);
         }
         wgmma_commit();
@@ -213,10 +221,9 @@ struct Sm90Forward {
         const bool fold_scale = base.scale_log2 > 0.f;
         const float factor = fold_scale ? base.scale_log2 : 1.f, prescale = fold_scale ? 1.f : base.scale_log2;
         const int key0 = t * BLOCK_N;
-        const bool masked = key0 + BLOCK_N > base.seqlen_k ||
-                            (CAUSAL && key0 + BLOCK_N - 1 > row0 + base.seqlen_k - base.seqlen_q);
+        const bool masked = mask.partial(row0, key0, BLOCK_N);
         if (masked || !fold_scale)
-            mask_scores<CAUSAL>(s, base, row0 + warp * 16, key0, masked, prescale);
+            mask_scores(s, mask, row0 + warp * 16, key0, masked, prescale);
         softmax.update(s, correction, factor);
     }
 

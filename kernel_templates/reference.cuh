@@ -5,7 +5,10 @@
 // dim per lane for P V, online softmax in fp32 (exp2, scale folded into Q).
 #pragma once
 
+#include "element.cuh"
 #include "fc_args.h"
+#include "kv_source.cuh"
+#include "mask.cuh"
 #include "ptx/convert.cuh"
 #include "ptx/math.cuh"
 #include "ptx/warp.cuh"
@@ -18,7 +21,8 @@ struct ReferenceKernel {
     static constexpr int THREADS = WARPS * WARP_SIZE;
     static constexpr int ROWS = BLOCK_M / WARPS;                 // query rows per warp
     static constexpr int DIMS_PER_LANE = (HEAD_DIM + WARP_SIZE - 1) / WARP_SIZE;
-    static constexpr int WORDS_PER_ROW = HEAD_DIM / 2;           // two 16-bit values per word
+    using E = Element<T>;
+    static constexpr int WORDS_PER_ROW = HEAD_DIM / E::PER_WORD;    // 32-bit words of a row
     // NOTE: one spare word per K/V row puts lane j's row on bank j: Q K^T reads are conflict-free.
     static constexpr int PITCH_WORDS = WORDS_PER_ROW + 1;
     static_assert(HEAD_DIM % 8 == 0 && HEAD_DIM <= 256, "head_dim: a multiple of 8 up to 256");
@@ -26,8 +30,8 @@ struct ReferenceKernel {
 
     struct Shared {
         float q[BLOCK_M * HEAD_DIM];              // (BLOCK_M, HEAD_DIM) fp32, scaled by scale*log2(e)
-        unsigned k[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) 16-bit pairs, padded rows
-        unsigned v[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) 16-bit pairs, padded rows
+        unsigned k[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) T, packed in words, padded rows
+        unsigned v[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) T, packed in words, padded rows
     };
     static constexpr int SMEM_BYTES = sizeof(Shared);
     static constexpr int MIN_BLOCKS = 1;
@@ -59,33 +63,25 @@ struct ReferenceKernel {
     // Rows past seqlen_k are zero-filled: they are masked, but must not hold NaN bit patterns.
     __device__ void load_kv(int key0)
     {
-        const T *k = static_cast<const T *>(args.k) + batch * args.k_stride[0] + kv_head * args.k_stride[2];
-        const T *v = static_cast<const T *>(args.v) + batch * args.v_stride[0] + kv_head * args.v_stride[2];
+        const StridedRows<T> k(args.k, args.k_stride, batch, kv_head), v(args.v, args.v_stride, batch, kv_head);
         for (int i = threadIdx.x; i < BLOCK_N * WORDS_PER_ROW; i += THREADS) {
             const int j = i / WORDS_PER_ROW, w = i % WORDS_PER_ROW, key = key0 + j;
             unsigned kw = 0, vw = 0;
             if (key < args.seqlen_k) {
-                kw = reinterpret_cast<const unsigned *>(k + key * args.k_stride[1])[w];
-                vw = reinterpret_cast<const unsigned *>(v + key * args.v_stride[1])[w];
+                kw = reinterpret_cast<const unsigned *>(k.row(key))[w];
+                vw = reinterpret_cast<const unsigned *>(v.row(key))[w];
             }
             smem.k[j * PITCH_WORDS + w] = kw;
             smem.v[j * PITCH_WORDS + w] = vw;
         }
     }
 
-    // Causal, bottom-right aligned: row i sees keys j <= i + seqlen_k - seqlen_q.
-    __device__ bool visible(int row, int key) const
-    {
-        return key < args.seqlen_k && (!CAUSAL || key <= row + args.seqlen_k - args.seqlen_q);
-    }
-
     __device__ void run()
     {
         const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
         const int my_row0 = row0 + warp * ROWS;
-        int key_end = args.seqlen_k;   // keys past the block's last visible one are skipped
-        if (CAUSAL)
-            key_end = min(key_end, row0 + BLOCK_M + args.seqlen_k - args.seqlen_q);
+        const KeyMask<CAUSAL> mask(args);
+        const int key_end = mask.key_end(row0 + BLOCK_M);   // keys past the block's last visible one are skipped
 
         float row_max[ROWS], row_sum[ROWS], acc[ROWS][DIMS_PER_LANE];
         for (int r = 0; r < ROWS; r++) {
@@ -117,7 +113,7 @@ struct ReferenceKernel {
             // Online softmax: new running max, rescale what was accumulated, P = exp2(S - max).
             float p[ROWS];
             for (int r = 0; r < ROWS; r++) {
-                const float score = visible(my_row0 + r, key0 + lane) ? s[r] : -infinity();
+                const float score = mask.visible(my_row0 + r, key0 + lane) ? s[r] : -infinity();
                 const float new_max = fmaxf(row_max[r], warp_max(score));
                 const bool none_yet = new_max == -infinity();   // exp2(-inf - -inf) would be NaN
                 p[r] = none_yet ? 0.f : exp2_approx(score - new_max);
@@ -129,13 +125,14 @@ struct ReferenceKernel {
             }
 
             // O += P V: this lane's head dims, every key of the tile.
-            const unsigned short *v_tile = reinterpret_cast<const unsigned short *>(smem.v);
+            using Bits = decltype(T::bits);   // the raw storage of one element
+            const Bits *v_tile = reinterpret_cast<const Bits *>(smem.v);
             for (int j = 0; j < BLOCK_N; j++) {
                 float vj[DIMS_PER_LANE];
                 for (int i = 0; i < DIMS_PER_LANE; i++) {
                     const int d = lane + i * WARP_SIZE;
                     T x;
-                    x.bits = d < HEAD_DIM ? v_tile[j * 2 * PITCH_WORDS + d] : 0;
+                    x.bits = d < HEAD_DIM ? v_tile[j * E::PER_WORD * PITCH_WORDS + d] : 0;
                     vj[i] = to_float(x);
                 }
                 for (int r = 0; r < ROWS; r++) {
