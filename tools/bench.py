@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # also run as `python3 -m tools.bench`
+import package_path  # noqa: E402
+
+package_path.use_repository_package_if_built()
 import flashcore  # noqa: E402
 
 SWEEP_TOKENS = 16 * 1024
@@ -200,6 +203,7 @@ def collect_metadata(device, with_ours):
         "cudnn": torch.backends.cudnn.version(),
         "triton": triton.__version__,
         "flashcore": flashcore.version() if with_ours else None,
+        "flashcore_library": str(flashcore.library_path()) if with_ours else None,
         "nvidia_smi_start": nvidia_smi(device),
     }
 
@@ -257,7 +261,7 @@ def run_ours(context, q, k, v, problem, peer_outputs):
         launch()
         torch.cuda.synchronize(q.device)
         check, relative = check_ours(launch.out, peer_outputs)
-        kernel, _reason = context.plan(q, k, v, causal=problem.causal)
+        kernel = context.plan(q, k, v, causal=problem.causal)[0]
         return check, relative, {"ms": measure_ms(launch), "kernel": kernel}
     except flashcore.FlashCoreError as error:
         return "error", None, {"error": first_line(error)}
