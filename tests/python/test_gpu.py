@@ -292,6 +292,6 @@ def test_plan_for_the_gpu_names_its_arch(cuda):
     major, minor = torch.cuda.get_device_capability()
     assert plan.device == torch.cuda.current_device()
     assert plan.arch.startswith(f"sm_{major}{minor}"), plan
-    assert flashcore.info()["gpu"].startswith(f"cuda:0 (sm_")
+    assert flashcore.info()["gpu"].startswith("cuda:0 (sm_")
     text = flashcore.explain(q, k, v, causal=True)
     assert f"on cuda:{plan.device} ({plan.arch})" in text and plan.kernel in text
