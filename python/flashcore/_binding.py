@@ -24,6 +24,7 @@ LOG_LEVELS = {"off": 0, "error": 1, "warn": 2, "info": 3, "debug": 4}
 
 PLAN_KERNEL_CHARS = 96
 PLAN_REASON_CHARS = 256
+LAUNCH_TEMPLATES_MAX = 512   # parameter structs kept per context for launch(), by problem
 LIBRARY_NAME = "libflashcore.so"
 POINTER_ALIGN_BYTES = 16
 
@@ -319,6 +320,7 @@ class Context:
                                              ctypes.byref(handle))
         # Like sqlite3_open, the context is set even on failure: it holds the message.
         self._handle = handle.value
+        self._templates = {}   # launch(): problem key -> AttentionParams without pointers
         if status != FC_OK:
             error = self._error(status)
             self.close()
@@ -391,6 +393,32 @@ class Context:
         self._check(status, fallback_message=info.reason.decode(errors="replace"))
         return (info.kernel.decode(errors="replace"), info.reason.decode(errors="replace"),
                 info.splits)
+
+    def launch(self, q, k, v, out, lse, causal, softmax_scale, stream):
+        """Launches attention of checked tensors on stream: the op's path, with less host work.
+
+        The caller has checked what attention() checks (torch tensors of one dtype on this
+        context's device, matching shapes) and allocated out (and lse, or None). The parameter
+        struct of each new problem (sizes, strides, dtype, causal, scale, lse or not) is built
+        once and kept; a call copies it and sets the pointers. The library validates every call.
+        """
+        key = (q.dtype, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(),
+               out.stride(), causal, softmax_scale, lse is None)
+        template = self._templates.get(key)
+        if template is None:
+            template = self._params(q, k, v, fc_dtype(q.dtype), causal, softmax_scale)
+            template.o_stride = Strides(*_element_strides(out, "out"))
+            if len(self._templates) >= LAUNCH_TEMPLATES_MAX:
+                self._templates.clear()
+            self._templates[key] = template
+        params = AttentionParams.from_buffer_copy(template)
+        params.q, params.k, params.v, params.out = (q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                                                    out.data_ptr())
+        if lse is not None:
+            params.lse = lse.data_ptr()
+        status = self._lib.fc_attention_forward(self._live_handle(), ctypes.byref(params), stream)
+        if status != FC_OK:
+            raise self._error(status)
 
     def _params(self, q, k, v, dtype, causal, softmax_scale):
         """AttentionParams for the sizes, strides and options, with no pointers set."""

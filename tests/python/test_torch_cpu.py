@@ -201,3 +201,21 @@ def test_bad_inputs_fail_at_trace_time_under_compile(torch):
     with pytest.raises(Exception) as caught:
         torch.compile(call, fullgraph=True, backend="eager")(q, kv, kv)
     assert "must both be [2, seqlen_k, heads_kv, 64]" in str(caught.value)
+
+
+def test_launch_keeps_one_struct_per_problem_and_the_library_checks_every_call(torch):
+    """The op's path (Context.launch): parameters built once per problem, pointers per call."""
+    context = flashcore.Context(flashcore.FC_DEVICE_NONE, no_disk_cache=True)
+    q = torch.zeros(1, 128, 8, 64, dtype=torch.float16)
+    k = torch.zeros(1, 128, 2, 64, dtype=torch.float16)
+    for _ in range(3):
+        with pytest.raises(flashcore.FlashCoreError) as caught:
+            context.launch(q, k, k, torch.empty_like(q), None, True, None, 0)
+        assert caught.value.status == "FC_ERR_NO_DEVICE"   # validated, then refused: no GPU
+    assert len(context._templates) == 1
+    bad = torch.zeros(1, 128, 7, 64, dtype=torch.float16)
+    for _ in range(2):
+        with pytest.raises(flashcore.FlashCoreError, match=r"heads_q \(7\) must be a multiple"):
+            context.launch(bad, k, k, torch.empty_like(bad), None, True, None, 0)
+    assert len(context._templates) == 2
+    context.close()
