@@ -219,3 +219,10 @@ def test_launch_keeps_one_struct_per_problem_and_the_library_checks_every_call(t
             context.launch(bad, k, k, torch.empty_like(bad), None, True, None, 0)
     assert len(context._templates) == 2
     context.close()
+
+
+def test_forward_only_backward_says_so(torch):
+    q = meta(torch, (1, 128, 8, 64)).requires_grad_()
+    out = flashcore.attention(q, q, q)
+    with pytest.raises(RuntimeError, match="no autograd formula was registered"):
+        out.sum().backward()
