@@ -61,7 +61,7 @@ class Nvml:
         if uuid:
             try:
                 handle = pynvml.nvmlDeviceGetHandleByUUID(uuid)
-            except pynvml.NVMLError:
+            except Exception:   # an NVMLError, or an old pynvml that wants bytes
                 handle = None
         if handle is None:
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)

@@ -106,3 +106,24 @@ def test_nvml_without_a_driver_says_why():
     if nvml.error is None:
         pytest.skip(f"this machine has NVML ({nvml.source})")
     assert "NVML" in nvml.error
+
+
+def test_nvml_through_pynvml(monkeypatch):
+    """The pynvml path with a stand-in module: UUID first, milliwatts to watts, clock kinds."""
+    import types
+
+    calls = []
+    fake = types.ModuleType("pynvml")
+    fake.__version__ = "0.0"
+    fake.NVMLError = type("NVMLError", (Exception,), {})
+    fake.nvmlInit = lambda: calls.append("init")
+    fake.nvmlDeviceGetHandleByUUID = lambda uuid: ("handle", uuid)
+    fake.nvmlDeviceGetHandleByIndex = lambda index: ("index", index)
+    fake.nvmlDeviceGetPowerUsage = lambda handle: 612_345
+    fake.nvmlDeviceGetClockInfo = lambda handle, kind: {bench_report.NVML_CLOCK_SM: 1755,
+                                                         bench_report.NVML_CLOCK_MEM: 2619}[kind]
+    fake.nvmlDeviceGetTemperature = lambda handle, sensor: 61
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    nvml = bench_report.Nvml(0, "GPU-1234")
+    assert nvml.error is None and nvml.source == "pynvml 0.0" and calls == ["init"]
+    assert nvml.read() == (612.345, 1755, 2619, 61)
