@@ -135,7 +135,11 @@ def info(device=0):
     facts["library"] = str(_binding.load_library().fc_path)
     facts["package"] = os.path.dirname(os.path.abspath(__file__))
     torch = sys.modules.get("torch")
-    facts["torch"] = torch.__version__ if torch is not None else "not installed (or not imported)"
+    missing = getattr(sys.modules.get(__package__), "_TORCH_MISSING", None)
+    if missing:
+        facts["torch"] = f"none: {missing}"
+    else:
+        facts["torch"] = torch.__version__ if torch is not None else "not imported"
     try:
         gpu_plan = plan(_PROBE_SHAPE, _PROBE_SHAPE, _PROBE_SHAPE, dtype="float16", device=device)
         facts["gpu"] = f"cuda:{device} ({gpu_plan.arch})"
