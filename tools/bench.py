@@ -9,6 +9,7 @@ output, so that a wrong kernel's speed is never reported silently ("MISMATCH").
     python3 tools/bench.py                 # the FlashAttention-3 sweep plus small/GQA/decode shapes
     python3 tools/bench.py --quick         # d64/d128 f16 at 1k/4k/16k
     python3 tools/bench.py --no-ours       # peers only
+    python3 tools/bench.py --report DIR    # also JSON, PNG plots and NVML power per result in DIR
 
 Prints progress, then the header (GPU, driver, clocks, versions, ceilings) and the table last.
 """
@@ -23,6 +24,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # also run as `python3 -m tools.bench`
+import bench_report  # noqa: E402
+import package_path  # noqa: E402
+
+package_path.use_repository_package_if_built()
 import flashcore  # noqa: E402
 
 SWEEP_TOKENS = 16 * 1024
@@ -128,6 +133,25 @@ def measure_ms(fn):
     return triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
 
 
+class Power(NamedTuple):
+    """NVML power sampling after each timing (--report): fn runs `seconds` more while sampled."""
+
+    nvml: object
+    seconds: float
+
+
+def measure_entry(fn, power=None):
+    """A result entry for fn: its median ms and, with power, NVML power, clocks and temperature
+    while it ran (bench_report.power_while_running)."""
+    import torch
+
+    entry = {"ms": measure_ms(fn)}
+    if power is not None:
+        entry.update(bench_report.power_while_running(fn, power.nvml, power.seconds, entry["ms"],
+                                                      torch.cuda.synchronize))
+    return entry
+
+
 def matmul_tflops():
     """TFLOP/s of a large fp16 matmul on random data (the tensor-core ceiling)."""
     import torch
@@ -166,13 +190,19 @@ def measure_ceilings():
     return ceilings
 
 
-def nvidia_smi(device):
-    """SM clock, its maximum and the driver version from nvidia-smi, or {} if it cannot tell."""
+def gpu_uuid(device):
+    """"GPU-<uuid>" of torch's device, or "" if torch does not say."""
     import torch
 
     # NOTE: the UUID names the same GPU as torch's ordinal whatever CUDA_VISIBLE_DEVICES says.
     uuid = str(getattr(torch.cuda.get_device_properties(device), "uuid", "") or "")
-    ids = ([uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"] if uuid else []) + [str(device)]
+    return uuid if not uuid or uuid.startswith("GPU-") else f"GPU-{uuid}"
+
+
+def nvidia_smi(device):
+    """SM clock, its maximum and the driver version from nvidia-smi, or {} if it cannot tell."""
+    uuid = gpu_uuid(device)
+    ids = ([uuid] if uuid else []) + [str(device)]
     for gpu in ids:
         try:
             result = subprocess.run(
@@ -200,6 +230,7 @@ def collect_metadata(device, with_ours):
         "cudnn": torch.backends.cudnn.version(),
         "triton": triton.__version__,
         "flashcore": flashcore.version() if with_ours else None,
+        "flashcore_library": str(flashcore.library_path()) if with_ours else None,
         "nvidia_smi_start": nvidia_smi(device),
     }
 
@@ -215,7 +246,7 @@ def sdpa_reasons(caught_warnings, limit=2):
     return reasons[:limit]
 
 
-def run_peer(name, q, k, v, problem):
+def run_peer(name, q, k, v, problem, power=None):
     """SDPA restricted to one backend on [B, H, S, D] views of q, k, v: (output, result entry)."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -234,7 +265,7 @@ def run_peer(name, q, k, v, problem):
                 out = call()
             except (RuntimeError, ValueError) as error:
                 return None, {"error": "; ".join(sdpa_reasons(caught) + [first_line(error)])}
-        return out, {"ms": measure_ms(call)}
+        return out, measure_entry(call, power)
 
 
 def check_ours(ours, peer_outputs):
@@ -248,7 +279,7 @@ def check_ours(ours, peer_outputs):
     return "unchecked", None
 
 
-def run_ours(context, q, k, v, problem, peer_outputs):
+def run_ours(context, q, k, v, problem, peer_outputs, power=None):
     """(check, relative diff, result entry) of one FlashCore context on the tensors."""
     import torch
 
@@ -257,13 +288,13 @@ def run_ours(context, q, k, v, problem, peer_outputs):
         launch()
         torch.cuda.synchronize(q.device)
         check, relative = check_ours(launch.out, peer_outputs)
-        kernel, _reason = context.plan(q, k, v, causal=problem.causal)
-        return check, relative, {"ms": measure_ms(launch), "kernel": kernel}
+        kernel = context.plan(q, k, v, causal=problem.causal)[0]
+        return check, relative, {**measure_entry(launch, power), "kernel": kernel}
     except flashcore.FlashCoreError as error:
         return "error", None, {"error": first_line(error)}
 
 
-def run_problem(context, problem, device, untuned=None):
+def run_problem(context, problem, device, untuned=None, power=None):
     """Times the peers and ours (and ours without tuned winners, if asked) on one set of tensors;
     returns the problem's JSON row."""
     import torch
@@ -276,21 +307,22 @@ def run_problem(context, problem, device, untuned=None):
     v = torch.randn_like(k)
     results, peer_outputs = {}, {}
     for name in PEERS:
-        peer_outputs[name], results[name] = run_peer(name, q, k, v, problem)
+        peer_outputs[name], results[name] = run_peer(name, q, k, v, problem, power)
 
     row = {**problem._asdict(), "flops": problem.flops(), "kv_bytes": problem.kv_bytes(),
            "check": "-", "check_relative_diff": None}
     if context is not None:
-        row["check"], row["check_relative_diff"], results["ours"] = run_ours(context, q, k, v, problem,
-                                                                            peer_outputs)
+        row["check"], row["check_relative_diff"], results["ours"] = run_ours(
+            context, q, k, v, problem, peer_outputs, power)
     if untuned is not None:
-        check, _, results["untuned"] = run_ours(untuned, q, k, v, problem, peer_outputs)
+        check, _, results["untuned"] = run_ours(untuned, q, k, v, problem, peer_outputs, power)
         row["check_untuned"] = check
 
     for entry in results.values():
         if "ms" in entry:
             entry["tflops"] = problem.flops() / entry["ms"] / 1e9
             entry["gbps"] = problem.kv_bytes() / entry["ms"] / 1e6
+            bench_report.add_efficiency(entry)
     ours_ms = results.get("ours", {}).get("ms")
     for name in PEERS + (("untuned",) if untuned is not None else ()):
         peer_ms = results[name].get("ms")
@@ -387,6 +419,12 @@ def parse_args(argv):
     parser.add_argument("--extra", action=argparse.BooleanOptionalAction, default=True,
                         help="also the small, GQA prefill and decode shapes (default on)")
     parser.add_argument("--json", metavar="PATH", help="write the metadata and rows here")
+    parser.add_argument("--report", metavar="DIR",
+                        help="write DIR/bench.json, PNG plots and report.md (tools/bench_report.py), "
+                             "with NVML power, clocks and temperature per result")
+    parser.add_argument("--power-seconds", type=float, default=1.0,
+                        help="with --report: how long each result runs again while NVML is "
+                             "sampled (default 1.0; 0: no power)")
     parser.add_argument("--no-ours", action="store_true", help="time the peers only")
     parser.add_argument("--untuned", action="store_true",
                         help="also time FlashCore with its tuned winners ignored (FC_TUNED=0): the "
@@ -408,6 +446,14 @@ def main(argv=None):
         causal_modes, QUICK_SEQLENS if args.quick else SWEEP_SEQLENS, args.extra)
 
     meta = collect_metadata(args.device, not args.no_ours)
+    power = None
+    if args.report and args.power_seconds > 0:
+        nvml = bench_report.Nvml(args.device, gpu_uuid(args.device))
+        meta["power_source"], meta["power_error"] = nvml.source, nvml.error
+        if nvml.error:
+            print(f"no power readings: {nvml.error}", flush=True)
+        else:
+            power = Power(nvml, args.power_seconds)
     print("measuring ceilings", flush=True)
     ceilings = measure_ceilings()
     print(f"ceilings: {ceilings}", flush=True)
@@ -423,7 +469,7 @@ def main(argv=None):
     rows = []
     try:
         for index, problem in enumerate(problems):
-            row = run_problem(context, problem, device, untuned)
+            row = run_problem(context, problem, device, untuned, power)
             rows.append(row)
             times = ", ".join(f"{name} {format_time(entry.get('ms'), problem.unit)}"
                               for name, entry in row["results"].items())
@@ -441,6 +487,10 @@ def main(argv=None):
         Path(args.json).write_text(json.dumps({"meta": meta, "ceilings": ceilings, "rows": rows},
                                               indent=1) + "\n")
     report(meta, ceilings, rows)
+    if args.report:
+        written = bench_report.write_report({"meta": meta, "ceilings": ceilings, "rows": rows},
+                                            args.report, table_lines(rows, ceilings))
+        print(f"report: {', '.join(str(path) for path in written)}")
     return 0
 
 

@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # also run as `python3 -m tools.check`
+import package_path  # noqa: E402
+
+package_path.use_repository_package_if_built()
 import flashcore  # noqa: E402
 
 HEAD_DIMS = (64, 96, 128, 192, 256)
@@ -329,7 +332,8 @@ def main(argv=None):
     torch.manual_seed(args.seed)
     head_dims = args.head_dims or (QUICK_HEAD_DIMS if args.quick else HEAD_DIMS)
     cases = build_cases(head_dims, args.quick)
-    print(f"FlashCore {flashcore.version()} on {torch.cuda.get_device_name(args.device)}, "
+    print(f"FlashCore {flashcore.version()} ({flashcore.library_path()}) on "
+          f"{torch.cuda.get_device_name(args.device)}, "
           f"torch {torch.__version__}: {len(cases)} cases, {args.repeats} runs each", flush=True)
 
     rows = []

@@ -18,6 +18,9 @@
 #   tools/gpu-host.sh sm90     the Hopper kernel: gpu suite, probes, sanitizer, tiles, quick bench
 #   tools/gpu-host.sh variants the sm90 variants in $CHECK_VARIANTS: tools/check.py forced onto each,
 #                              sanitizer on $SANITIZE_VARIANT, tile sweep, quick bench on each
+#   tools/gpu-host.sh python   the flashcore package from python/ on the carried library (no pip):
+#                              the GPU pytest suite, host time per call (op, ctypes, C, peers),
+#                              `bench.py --report` on three rows into $OUT/report-smoke, the CPU suite
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OUT=${OUT:-/tmp/flashcore-out}
@@ -25,6 +28,8 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export FLASHCORE_LIB="$PWD/.carry/lib/libflashcore.so" PYTHONUNBUFFERED=1 FC_SOURCE_ROOT="$PWD"
 export FCJIT="$PWD/.carry/bin/fcjit" DB=/tmp/flashcore-gpu-host.db
+# The flashcore package straight from the checkout: it loads $FLASHCORE_LIB (no pip install here).
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 summary=()
 
 step() {   # step NAME TIMEOUT_S COMMAND: run (functions too), log to $OUT/NAME.log, keep the exit code
@@ -214,6 +219,15 @@ variants)
 decode)
     step decode-tiles 300 decode_tiles
     ;;
+python)   # the package on the carried library (~5 min): GPU suite, host costs, report smoke, CPU suite
+    step python-env 60 "python3 -c 'import flashcore, torch; print(flashcore.info()); print(\"torch\", torch.__version__)'"
+    step precompile 120 "\$FCJIT --db \$DB precompile --arch \${PYTHON_ARCH:-sm_90a}"
+    step python-gpu 300 "FC_TUNING_DB=\$DB python3 -m pytest -p no:cacheprovider -rs -v tests/python/test_gpu.py"
+    step host-overhead 60 "FC_TUNING_DB=\$DB python3 tools/host_overhead.py --json $OUT/host-overhead.json; \
+        echo 'the C API from C (fcjit run --host-calls):'; \$FCJIT --db \$DB --json run --batch 1 --heads 2 --seqlen 128 --head-dim 64 --host-calls 2000"
+    step report-smoke 120 "FC_TUNING_DB=\$DB python3 tools/bench.py --quick --dims 64 --causal no --no-extra --report $OUT/report-smoke"
+    step python-cpu 120 "python3 -m pytest -p no:cacheprovider -rs tests/python --ignore=tests/python/test_gpu.py"
+    ;;
 decode-sweep)   # correctness of every kernel, then what decode-quick does
     step gpu-suite 400 .carry/bin/test_gpu
     ;&
@@ -259,7 +273,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|tune|tune-resume|tuned-bench|shapes|perf|bench|validate|final" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|tune|tune-resume|tuned-bench|shapes|perf|bench|validate|final|python" >&2
     exit 2
     ;;
 esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tests: install build dependencies, build, run every meson test suite (the gpu suite skips
-# with exit 77 where there is no GPU), and print one closing line: N passed, N failed, N skipped.
+# with exit 77 where there is no GPU; the Python suites skip without pytest: tools/python-deps.sh),
+# and print one closing line: N passed, N failed, N skipped.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh || exit 1
@@ -8,6 +9,11 @@ if [ ! -f build/build.ninja ]; then
     meson setup build || exit 1
 fi
 ninja -C build || exit 1
+# The pytest suites run with tools/python-deps.sh's venv when it exists (CI makes it), else skip.
+venv_python=$(tools/python-deps.sh --where)
+if [ -z "${FLASHCORE_TEST_PYTHON:-}" ] && [ -x "$venv_python" ]; then
+    export FLASHCORE_TEST_PYTHON=$venv_python
+fi
 meson test -C build --print-errorlogs "$@"
 status=$?
 log=build/meson-logs/testlog.json

@@ -1,0 +1,45 @@
+"""FlashCore JIT from Python: run-time specialized fused attention for NVIDIA GPUs.
+
+    import flashcore
+    print(flashcore.info())                           # versions, library, GPU: no GPU needed
+    out = flashcore.attention(q, k, v, causal=True)   # q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D]
+    print(flashcore.explain(q, k, v, causal=True))    # which kernel, and why
+
+The package holds libflashcore and calls it through ctypes: it depends on no torch C++ ABI and
+imports without a GPU and without torch. When torch imports, flashcore.attention is the custom op
+torch.ops.flashcore.attention (torch.compile and CUDA graphs take it); without torch, calling it
+raises ImportError with the reason.
+"""
+from ._api import Info, Plan, context, explain, info, plan
+from ._binding import (FC_DEVICE_NONE, ArgumentError, Context, FlashCoreError, PreparedAttention,
+                       library_path, version)
+
+try:
+    import torch as _torch
+except (ImportError, OSError) as _error:    # absent, or present but broken (a missing CUDA lib)
+    _torch = None
+    _TORCH_MISSING = f"PyTorch could not be imported: {_error}"
+else:
+    if hasattr(_torch, "library") and hasattr(_torch.library, "custom_op"):
+        _TORCH_MISSING = None
+    else:
+        _TORCH_MISSING = f"torch {_torch.__version__} has no torch.library.custom_op (2.4 or later)"
+
+if _TORCH_MISSING is None:
+    from ._ops import attention
+else:
+    def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False):
+        """flashcore.attention needs PyTorch 2.4 or later; see the ImportError's message."""
+        raise ImportError(f"flashcore.attention needs PyTorch: {_TORCH_MISSING}")
+
+__all__ = ["ArgumentError", "Context", "FC_DEVICE_NONE", "FlashCoreError", "Info", "Plan",
+           "PreparedAttention", "attention", "context", "explain", "info", "library_path", "plan",
+           "version"]
+
+
+def __getattr__(name):
+    # __version__ is the library's own ("MAJOR.MINOR.PATCH", from meson.build's project version),
+    # read when first asked for, so that importing the package never loads the library.
+    if name == "__version__":
+        return version()
+    raise AttributeError(f"module 'flashcore' has no attribute {name!r}")

@@ -1,0 +1,154 @@
+"""flashcore's functions that need no torch: the per-device contexts, info(), plan(), explain()."""
+import os
+import sys
+import threading
+from typing import NamedTuple, Optional
+
+from . import _binding
+from ._binding import FC_DEVICE_NONE, ArgumentError, FlashCoreError
+
+_contexts = {}
+_contexts_lock = threading.Lock()
+
+# A problem small enough for every kernel family, planned by info() to tell the target arch.
+_PROBE_SHAPE = (1, 128, 1, 64)
+
+
+def context(device):
+    """The process's shared Context for a CUDA ordinal (or FC_DEVICE_NONE), created at first use.
+
+    Thread-safe. The FC_DEVICE_NONE one keeps no disk cache: it only plans. A creation that fails
+    raises FlashCoreError and is tried again at the next call.
+    """
+    device = int(device)
+    found = _contexts.get(device)
+    if found is not None:
+        return found
+    with _contexts_lock:
+        found = _contexts.get(device)
+        if found is None:
+            found = _binding.Context(device, no_disk_cache=device == FC_DEVICE_NONE)
+            _contexts[device] = found
+        return found
+
+
+class Plan(NamedTuple):
+    """What the selector chose for a problem (struct fc_plan_info), and for which device."""
+
+    kernel: str              # readable variant name, e.g. "sm90_f16_d128_causal_..._sm_90a"
+    reason: str              # why this kernel, and why faster ones were not taken
+    splits: int              # CTAs along the keys per (batch, K/V head): > 1 for split-KV decode
+    device: Optional[int]    # the CUDA ordinal planned for; None: no GPU (FC_DEVICE_NONE)
+
+    @property
+    def arch(self):
+        """The target in the kernel's name, e.g. "sm_90a"."""
+        _, _, arch = self.kernel.rpartition("_sm_")
+        return f"sm_{arch}" if arch else ""
+
+
+def _plan_device(q, device):
+    """The ordinal to plan for: device if given ("none" or None-like -1 for no GPU), else the CUDA
+    tensor's own, else FC_DEVICE_NONE."""
+    if device is None:
+        if _binding.is_tensor(q) and getattr(q.device, "type", None) == "cuda":
+            return q.device.index
+        return FC_DEVICE_NONE
+    if device == "none":
+        return FC_DEVICE_NONE
+    if isinstance(device, int):
+        return device
+    if getattr(device, "type", None) == "cuda":   # torch.device("cuda", n)
+        return device.index if device.index is not None else 0
+    raise ArgumentError(f"device must be a CUDA ordinal, a CUDA torch.device or 'none', "
+                        f"not {device!r}")
+
+
+def plan(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, dtype=None,
+         device=None):
+    """Which kernel flashcore.attention() would run for these inputs, and why. Needs no GPU.
+
+    q, k, v: tensors on any device (CUDA, CPU, meta: only sizes, strides and dtype are read), or
+    [batch, seq, heads, head_dim] shapes of packed tensors with dtype= ("float16", "bfloat16" or a
+    torch dtype). device: the CUDA ordinal to plan for (its arch and tuned winners); by default
+    the tensors' CUDA device, else none: a device-less context, which plans for sm_90a with the
+    heuristic alone. Returns a Plan; raises FlashCoreError if the problem is invalid or
+    unsupported (the library's own message).
+    """
+    ordinal = _plan_device(q, device)
+    kernel, reason, splits = context(ordinal).plan(q, k, v, causal=causal,
+                                                   softmax_scale=softmax_scale,
+                                                   return_lse=return_lse, dtype=dtype)
+    return Plan(kernel, reason, splits, None if ordinal == FC_DEVICE_NONE else ordinal)
+
+
+def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, dtype=None,
+            device=None):
+    """plan()'s answer as text, in the manner of `fcjit explain`: the problem, the device, the
+    kernel, the split count and the selector's reason."""
+    chosen = plan(q, k, v, causal=causal, softmax_scale=softmax_scale, return_lse=return_lse,
+                  dtype=dtype, device=device)
+    (batch, seqlen_q, heads_q, head_dim) = _binding.sizes_and_strides(q, "q")[0]
+    (_, seqlen_k, heads_kv, _) = _binding.sizes_and_strides(k, "k")[0]
+    dtype_name = _binding.DTYPE_NAMES[_binding.fc_dtype(q.dtype if dtype is None else dtype)]
+    scale = "" if softmax_scale is None else f" scale={softmax_scale:g}"
+    target = "no GPU" if chosen.device is None else f"cuda:{chosen.device}"
+    lines = [f"B={batch} Sq={seqlen_q} Sk={seqlen_k} Hq={heads_q} Hkv={heads_kv} D={head_dim} "
+             f"{dtype_name}{' causal' if causal else ''}{scale}{' +lse' if return_lse else ''} "
+             f"on {target} ({chosen.arch})",
+             f"  kernel: {chosen.kernel}"]
+    if chosen.splits > 1:
+        lines.append(f"  splits: {chosen.splits} CTAs along the keys per (batch, K/V head), "
+                     "then a combine kernel")
+    lines.append(f"  why:    {chosen.reason}")
+    if chosen.device is None:
+        lines.append("  tuning: none without a GPU: the heuristic's choice (tuned winners are "
+                     "per GPU)")
+    return "\n".join(lines)
+
+
+class Info(dict):
+    """A dict of facts about the installation; str() gives them one per line."""
+
+    def __str__(self):
+        width = max(len(key) for key in self)
+        return "\n".join(f"{key:<{width}}  {value}" for key, value in self.items())
+
+
+def _cache_path():
+    """Where a context's default kernel cache is, by the rule src/flashcore.h documents."""
+    # TODO(C side): the library does not report the path it resolved; this repeats its rule.
+    if os.environ.get("FC_TUNING_DB"):
+        return os.environ["FC_TUNING_DB"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "flashcore", "tuning.db")
+
+
+def info(device=0):
+    """What this installation has: versions, the library's path, and whether a context for the
+    GPU (and one with no GPU, for planning) can be created, with the library's reason if not.
+
+    Works without a GPU and without torch. The GPU's arch is read off a plan for it.
+    """
+    facts = Info()
+    facts["flashcore"] = _binding.version()
+    facts["library"] = str(_binding.load_library().fc_path)
+    facts["package"] = os.path.dirname(os.path.abspath(__file__))
+    torch = sys.modules.get("torch")
+    missing = getattr(sys.modules.get(__package__), "_TORCH_MISSING", None)
+    if missing:
+        facts["torch"] = f"none: {missing}"
+    else:
+        facts["torch"] = torch.__version__ if torch is not None else "not imported"
+    try:
+        gpu_plan = plan(_PROBE_SHAPE, _PROBE_SHAPE, _PROBE_SHAPE, dtype="float16", device=device)
+        facts["gpu"] = f"cuda:{device} ({gpu_plan.arch})"
+    except FlashCoreError as error:
+        facts["gpu"] = f"none: {error}"
+    try:
+        none_plan = plan(_PROBE_SHAPE, _PROBE_SHAPE, _PROBE_SHAPE, dtype="float16", device="none")
+        facts["planning"] = f"ok without a GPU (for {none_plan.arch})"
+    except FlashCoreError as error:
+        facts["planning"] = f"failed: {error}"
+    facts["cache"] = _cache_path()
+    return facts

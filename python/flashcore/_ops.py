@@ -1,0 +1,96 @@
+"""The PyTorch op: torch.ops.flashcore.attention, a torch.library custom op with a fake kernel.
+
+The fake kernel gives torch.compile (and meta tensors) the output shapes, so that a compiled graph
+holds the op as one node with no graph break; the real kernel launches the library on
+torch.cuda.current_stream(), so the op can be captured in a CUDA graph once its kernel is compiled
+(call it once before capturing). The library is reached through ctypes only: nothing here depends
+on torch's C++ ABI.
+"""
+from typing import Optional, Tuple
+
+import torch
+
+from . import _api, _binding
+from ._binding import ArgumentError
+
+_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def _current_stream(device_index):
+    """torch's current CUDA stream on a device, as a CUstream integer."""
+    return torch.cuda.current_stream(device_index).cuda_stream
+
+
+# NOTE: torch.cuda.current_stream() builds a Stream object per call (a few microseconds of host
+# time per launch); the raw accessor inductor's generated code uses returns the same handle.
+if hasattr(torch._C, "_cuda_getCurrentRawStream"):
+    _current_stream = torch._C._cuda_getCurrentRawStream  # noqa: F811
+
+
+def _check_inputs(q, k, v, fake):
+    """The checks the C struct cannot express, with messages naming the argument; the library
+    checks the rest (GQA ratio, head_dim, stride alignment) when the real kernel runs."""
+    for name, tensor in (("q", q), ("k", k), ("v", v)):
+        if tensor.dim() != 4:
+            raise ArgumentError(f"{name} must be 4-D [batch, seq, heads, head_dim], "
+                                f"not {tuple(tensor.shape)}")
+        if tensor.dtype not in _DTYPES:
+            raise ArgumentError(f"{name} is {tensor.dtype}: float16 and bfloat16 are supported")
+        if tensor.dtype != q.dtype:
+            raise ArgumentError(f"{name} is {tensor.dtype} but q is {q.dtype}")
+        if tensor.device != q.device:
+            raise ArgumentError(f"{name} is on {tensor.device} but q is on {q.device}")
+        if tensor.stride(3) != 1:
+            raise ArgumentError(f"{name}: the last dimension must be contiguous (stride 1), "
+                                f"not stride {tensor.stride(3)}")
+    _binding.check_shapes(q.shape, k.shape, v.shape)
+    allowed = ("cuda", "meta") if fake else ("cuda",)
+    if q.device.type not in allowed:
+        raise ArgumentError(f"the tensors are on {q.device}: flashcore.attention runs on CUDA "
+                            "tensors")
+
+
+@torch.library.custom_op("flashcore::attention", mutates_args=())
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+               softmax_scale: Optional[float], return_lse: bool
+               ) -> Tuple[torch.Tensor, torch.Tensor]:
+    _check_inputs(q, k, v, fake=False)
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty(_binding.lse_shape(q.shape) if return_lse else (0,), dtype=torch.float32,
+                      device=q.device)
+    _api.context(q.device.index).launch(q, k, v, out, lse if return_lse else None, causal,
+                                         softmax_scale, _current_stream(q.device.index))
+    return out, lse
+
+
+@_attention.register_fake
+def _attention_fake(q, k, v, causal, softmax_scale, return_lse):
+    _check_inputs(q, k, v, fake=True)
+    out = q.new_empty(q.shape)
+    lse = q.new_empty(_binding.lse_shape(q.shape) if return_lse else (0,), dtype=torch.float32)
+    return out, lse
+
+
+def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False):
+    """Fused attention on CUDA tensors: softmax(scale * Q K^T [+ causal mask]) V.
+
+    q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]
+    (heads_q a multiple of heads_kv: GQA/MQA); float16 or bfloat16 on one CUDA device, the last
+    dimension contiguous, other strides free (multiples of 8 elements). causal: bottom-right
+    aligned mask (query i sees keys j <= i + seqlen_k - seqlen_q). softmax_scale: None =
+    1/sqrt(head_dim). Returns out, a new contiguous [batch, seqlen_q, heads_q, head_dim] tensor
+    in q's dtype, or (out, lse) when return_lse, lse being float32 [batch, heads_q, seqlen_q]
+    (natural log; -inf for a row that sees no key, whose out is 0).
+
+    Runs on torch.cuda.current_stream(); works under torch.compile(fullgraph=True) and CUDA
+    graph capture (after one call outside it, which compiles the kernel). Forward only: no
+    autograd. Raises flashcore.FlashCoreError (ArgumentError, also a ValueError, for inputs
+    refused before the library is called).
+    """
+    for name, tensor in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(tensor, torch.Tensor):
+            raise ArgumentError(f"{name} must be a torch.Tensor, not {type(tensor).__name__}")
+    out, lse = _attention(q, k, v, bool(causal),
+                          None if softmax_scale is None else float(softmax_scale),
+                          bool(return_lse))
+    return (out, lse) if return_lse else out

@@ -1,0 +1,303 @@
+"""The PyTorch op on a GPU: correct by BENCH.md's rule, bit for bit the ctypes path, deterministic,
+traced by torch.compile(fullgraph=True) and captured in CUDA graphs, on the current stream, and its
+errors. Skips without torch or a GPU.
+
+The fp64 reference and the input layouts are tools/check.py's (one reference for both).
+"""
+import math
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+import flashcore
+from flashcore import ArgumentError, FlashCoreError
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import check  # noqa: E402  (tools/check.py: reference(), make_inputs(), Shape, Case)
+
+pytestmark = pytest.mark.gpu
+
+# (batch, seqlen_q, seqlen_k, heads_q, heads_kv, layout): tile multiples and not, Sq != Sk both
+# ways (causal: rows that see no key), GQA 1/4/8, one query row, split-KV decode, strided layouts.
+SHAPES = [
+    check.Shape(1, 1, 1, 8, 8),
+    check.Shape(3, 128, 128, 8, 2),
+    check.Shape(1, 129, 129, 8, 8, "qkv"),
+    check.Shape(3, 17, 129, 8, 8),
+    check.Shape(1, 1000, 17, 8, 2),
+    check.Shape(3, 127, 128, 8, 2, "strided"),
+    check.Shape(2, 1, 4097, 32, 8),
+    check.Shape(1, 2, 3000, 8, 1),
+]
+HEAD_DIMS = (64, 128)
+EXTRA_CASES = [   # other head dims, a softmax scale, large-magnitude inputs
+    (check.Case("bf16", 96, True, check.Shape(2, 300, 300, 6, 2)), 1.0),
+    (check.Case("f16", 256, False, check.Shape(1, 200, 333, 4, 4, "packed", 0.3)), 1.0),
+    (check.Case("f16", 128, True, check.Shape(2, 257, 257, 8, 2)), 3.0),
+    (check.Case("bf16", 64, False, check.Shape(2, 1, 2048, 16, 4)), 3.0),
+]
+CASES = [(check.Case(dtype, head_dim, causal, shape), 1.0)
+         for head_dim in HEAD_DIMS for dtype in ("f16", "bf16") for causal in (False, True)
+         for shape in SHAPES] + EXTRA_CASES
+
+
+def case_id(case_and_magnitude):
+    case, magnitude = case_and_magnitude
+    s = case.shape
+    scale = "" if s.softmax_scale is None else f"-scale{s.softmax_scale:g}"
+    return (f"{case.dtype}-d{case.head_dim}-{'causal' if case.causal else 'full'}-b{s.batch}"
+            f"-sq{s.seqlen_q}-sk{s.seqlen_k}-h{s.heads_q}.{s.heads_kv}-{s.layout}{scale}"
+            + (f"-x{magnitude:g}" if magnitude != 1.0 else ""))
+
+
+def bit_equal(a, b):
+    return a.shape == b.shape and check.bit_equal(a.contiguous(), b.contiguous())
+
+
+def poisoned_allocation_op(torch, q, k, v, **kwargs):
+    """The op with NaN in the blocks the caching allocator is about to hand it: frees NaN-filled
+    tensors of out's and lse's sizes just before the call, so that unwritten elements show."""
+    batch, seqlen_q, heads_q, _ = q.shape
+    bait = [torch.full(q.shape, math.nan, dtype=q.dtype, device=q.device),
+            torch.full((batch, heads_q, seqlen_q), math.nan, dtype=torch.float32, device=q.device)]
+    del bait
+    return flashcore.attention(q, k, v, **kwargs)
+
+
+@pytest.mark.parametrize("case_and_magnitude", CASES, ids=[case_id(c) for c in CASES])
+def test_matches_the_fp64_reference_and_the_ctypes_path(cuda, case_and_magnitude):
+    torch = cuda
+    case, magnitude = case_and_magnitude
+    torch.manual_seed(zlib.crc32(case_id(case_and_magnitude).encode()))
+    device = torch.device("cuda", torch.cuda.current_device())
+    inputs = check.make_inputs(case, device)
+    q, k, v = (x.mul_(magnitude) if magnitude != 1.0 else x for x in (inputs.q, inputs.k, inputs.v))
+    s = case.shape
+    kwargs = {"causal": case.causal, "softmax_scale": s.softmax_scale}
+
+    # The ctypes path, into NaN-poisoned buffers (every element must be written): once into
+    # contiguous ones like the op's, once into the case's layout (out inside a padded buffer for
+    # "strided", whose padding must stay NaN).
+    context = flashcore.context(device.index)
+    out_c = torch.full(q.shape, math.nan, dtype=q.dtype, device=device)
+    lse_c = torch.full((s.batch, s.heads_q, s.seqlen_q), math.nan, dtype=torch.float32,
+                       device=device)
+    context.attention(q, k, v, out=out_c, lse=lse_c, **kwargs)
+    inputs.storage.fill_(math.nan)
+    context.attention(q, k, v, out=inputs.out, **kwargs)
+
+    out, lse = poisoned_allocation_op(torch, q, k, v, return_lse=True, **kwargs)
+    out_no_lse = poisoned_allocation_op(torch, q, k, v, **kwargs)
+    torch.cuda.synchronize()
+
+    assert bit_equal(out, out_c) and bit_equal(lse, lse_c), "the op differs from the ctypes path"
+    assert inputs.guard is None or bool(torch.isnan(inputs.guard).all()), "wrote outside out"
+
+    ref_out, ref_lse, err_pt, has_key = check.reference(q, k, v, case.causal,
+                                                        check.effective_scale(case))
+    bound = check.ERROR_FACTOR * err_pt + check.ERROR_SLACK
+    for name, result in (("out", out), ("out without lse", out_no_lse),
+                         (f"out in the {s.layout} layout", inputs.out)):
+        assert bool(torch.isfinite(result).all()), f"NaN/Inf in {name} (or an element unwritten)"
+        err = check.max_abs_diff(result, ref_out)
+        assert err <= bound, f"{name}: max |out - ref| {err:.3g} > 2 * err_pt + 1e-5 = {bound:.3g}"
+    lse_err = check.max_abs_diff(lse[:, :, has_key], ref_lse[:, :, has_key])
+    assert lse_err <= check.LSE_TOLERANCE, f"lse err {lse_err:.3g}"
+    assert all(bool((result[:, ~has_key] == 0).all()) for result in (out, out_no_lse)), \
+        "a row that sees no key is not 0"
+    assert bool(torch.isneginf(lse[:, :, ~has_key]).all()), "lse of a row with no key is not -inf"
+
+
+def random_qkv(torch, batch=2, seqlen_q=512, seqlen_k=512, heads_q=8, heads_kv=2, head_dim=128,
+               dtype=None):
+    dtype = dtype or torch.float16
+    q = torch.randn(batch, seqlen_q, heads_q, head_dim, dtype=dtype, device="cuda")
+    k = torch.randn(batch, seqlen_k, heads_kv, head_dim, dtype=dtype, device="cuda")
+    return q, k, torch.randn_like(k)
+
+
+def test_is_deterministic(cuda):
+    torch = cuda
+    q, k, v = random_qkv(torch)
+    first, first_lse = flashcore.attention(q, k, v, causal=True, return_lse=True)
+    for _ in range(20):
+        out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True)
+        assert bit_equal(out, first) and bit_equal(lse, first_lse)
+
+
+def test_compile_fullgraph_runs_and_matches_eager(cuda):
+    torch = cuda
+    torch._dynamo.reset()
+
+    def epilogue(q, k, v):   # elementwise after the op: the same bits compiled or not
+        out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True)
+        return out * 2 + 1, lse - 1
+
+    q, k, v = random_qkv(torch)
+    compiled = torch.compile(epilogue, fullgraph=True)
+    eager_out, eager_lse = epilogue(q, k, v)
+    out, lse = compiled(q, k, v)
+    assert bit_equal(out, eager_out) and bit_equal(lse, eager_lse)
+    explanation = torch._dynamo.explain(epilogue)(q, k, v)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0
+
+    class Block(torch.nn.Module):   # projections, attention, output projection
+        def __init__(self, hidden=1024, heads=8, heads_kv=2):
+            super().__init__()
+            self.heads, self.heads_kv, self.head_dim = heads, heads_kv, hidden // heads
+            self.q = torch.nn.Linear(hidden, hidden, bias=False)
+            self.kv = torch.nn.Linear(hidden, 2 * heads_kv * self.head_dim, bias=False)
+            self.o = torch.nn.Linear(hidden, hidden, bias=False)
+
+        def forward(self, x):
+            batch, seqlen, hidden = x.shape
+            q = self.q(x).view(batch, seqlen, self.heads, self.head_dim)
+            k, v = self.kv(x).view(batch, seqlen, 2, self.heads_kv, self.head_dim).unbind(2)
+            return self.o(flashcore.attention(q, k, v, causal=True).reshape(batch, seqlen, hidden))
+
+    torch._dynamo.reset()
+    block = Block().cuda().half()
+    x = torch.randn(2, 300, 1024, dtype=torch.float16, device="cuda")
+    with torch.no_grad():
+        expected = block(x)
+        got = torch.compile(block, fullgraph=True)(x)
+        explanation = torch._dynamo.explain(block)(x)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0
+    assert bool(torch.isfinite(got).all())
+    torch.testing.assert_close(got, expected, atol=2e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("shape", [dict(seqlen_q=512, seqlen_k=512),
+                                   dict(batch=8, seqlen_q=1, seqlen_k=8192, heads_q=32,
+                                        heads_kv=8)],
+                         ids=["prefill", "split-kv-decode"])
+def test_cuda_graph_capture_and_replay(cuda, shape):
+    torch = cuda
+    q, k, v = random_qkv(torch, **shape)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):   # warm-up outside capture: compiles and loads the kernel
+        flashcore.attention(q, k, v, causal=True, return_lse=True)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True)
+    for _ in range(3):
+        for tensor in (q, k, v):
+            tensor.copy_(torch.randn_like(tensor))
+        graph.replay()
+        expected, expected_lse = flashcore.attention(q, k, v, causal=True, return_lse=True)
+        torch.cuda.synchronize()
+        assert bit_equal(out, expected) and bit_equal(lse, expected_lse)
+
+
+def test_compile_reduce_overhead_matches_eager(cuda):
+    torch = cuda
+    torch._dynamo.reset()
+
+    def call(q, k, v):
+        return flashcore.attention(q, k, v, causal=True) * 2
+
+    q, k, v = random_qkv(torch)
+    compiled = torch.compile(call, mode="reduce-overhead", fullgraph=True)
+    for _ in range(4):   # the first calls record, later ones replay
+        for tensor in (q, k, v):
+            tensor.copy_(torch.randn_like(tensor))
+        got = compiled(q, k, v).clone()
+        assert bit_equal(got, call(q, k, v))
+
+
+def test_runs_on_the_current_stream(cuda):
+    torch = cuda
+    q, k, v = random_qkv(torch)
+    fresh = torch.randn_like(q)
+    expected = flashcore.attention(fresh, k, v)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)    # keeps the side stream busy, so a wrong stream would race
+        q.copy_(fresh)
+        out = flashcore.attention(q, k, v)
+    side.synchronize()
+    assert bit_equal(out, expected)
+
+
+def test_library_errors_become_exceptions_and_the_context_stays_usable(cuda):
+    torch = cuda
+    q, k, v = random_qkv(torch, heads_q=7, heads_kv=2)
+    with pytest.raises(FlashCoreError) as caught:
+        flashcore.attention(q, k, v)
+    assert caught.value.status == "FC_ERR_INVALID_ARG"
+    assert "heads_q (7) must be a multiple of heads_kv (2)" in caught.value.message
+
+    q, k, v = random_qkv(torch, head_dim=20)
+    with pytest.raises(FlashCoreError) as caught:
+        flashcore.attention(q, k, v)
+    assert caught.value.status == "FC_ERR_UNSUPPORTED"
+    assert "head_dim 20 is not supported" in caught.value.message
+
+    q, k, v = random_qkv(torch)
+    misaligned = torch.empty(q.numel() + 1, dtype=q.dtype, device="cuda")[1:].view(q.shape)
+    with pytest.raises(FlashCoreError) as caught:
+        flashcore.attention(misaligned, k, v)
+    assert "must be 16-byte aligned" in caught.value.message
+
+    padded = torch.randn(2, 512, 8, 132, dtype=torch.float16, device="cuda")[..., :128]
+    with pytest.raises(FlashCoreError) as caught:
+        flashcore.attention(padded, k, v)
+    assert "multiple of 8 elements" in caught.value.message
+
+    with pytest.raises(ArgumentError, match="the last dimension must be contiguous"):
+        flashcore.attention(q.transpose(2, 3).contiguous().transpose(2, 3), k, v)
+    with pytest.raises(ArgumentError, match="float16 and bfloat16 are supported"):
+        flashcore.attention(q.float(), k.float(), v.float())
+
+    out = flashcore.attention(q, k, v)    # the context still works
+    torch.cuda.synchronize()
+    assert bool(torch.isfinite(out).all())
+
+
+def test_tensors_on_two_devices_are_refused(cuda):
+    torch = cuda
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one GPU")
+    q, k, v = random_qkv(torch)
+    with pytest.raises(ArgumentError, match="is on cuda:1 but q is on cuda:0"):
+        flashcore.attention(q, k.to("cuda:1"), v)
+
+
+def test_each_device_runs_on_its_own_context(cuda):
+    torch = cuda
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one GPU")
+    results = []
+    for index in range(2):
+        with torch.cuda.device(index):
+            torch.manual_seed(0)
+            q, k, v = random_qkv(torch)
+            results.append(flashcore.attention(q, k, v).cpu())
+    assert bit_equal(results[0], results[1])
+    assert flashcore.context(0) is not flashcore.context(1)
+
+
+def test_opcheck(cuda):
+    torch = cuda
+    q, k, v = random_qkv(torch, seqlen_q=200, seqlen_k=300)
+    for return_lse in (False, True):
+        torch.library.opcheck(torch.ops.flashcore.attention.default,
+                              (q, k, v, True, None, return_lse))
+
+
+def test_plan_for_the_gpu_names_its_arch(cuda):
+    torch = cuda
+    q, k, v = random_qkv(torch)
+    plan = flashcore.plan(q, k, v, causal=True)
+    major, minor = torch.cuda.get_device_capability()
+    assert plan.device == torch.cuda.current_device()
+    assert plan.arch.startswith(f"sm_{major}{minor}"), plan
+    assert flashcore.info()["gpu"].startswith("cuda:0 (sm_")
+    text = flashcore.explain(q, k, v, causal=True)
+    assert f"on cuda:{plan.device} ({plan.arch})" in text and plan.kernel in text

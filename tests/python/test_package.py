@@ -1,0 +1,215 @@
+"""The flashcore package without a GPU and without torch: import, version, info, plan, errors."""
+import importlib.metadata
+import os
+import pickle
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import flashcore
+from flashcore import FC_DEVICE_NONE, ArgumentError, FlashCoreError
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_PARENT = str(Path(flashcore.__file__).resolve().parent.parent)
+
+PREFILL = (2, 2048, 16, 128)
+DECODE_Q, DECODE_KV = (64, 1, 32, 128), (64, 8192, 8, 128)
+
+
+def run_python(code, **env):
+    """Runs code in a new interpreter that imports this same flashcore package."""
+    environment = dict(os.environ, **env)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [PACKAGE_PARENT] + ([environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else []))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=environment, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_imports_without_torch_and_says_why_attention_needs_it():
+    out = run_python(
+        "import sys\n"
+        "sys.modules['torch'] = None   # `import torch` now raises ImportError\n"
+        "import flashcore\n"
+        "print(flashcore.__version__)\n"
+        "print(flashcore.plan((1, 128, 8, 64), (1, 128, 8, 64), (1, 128, 8, 64), dtype='f16').kernel)\n"
+        "try:\n"
+        "    flashcore.attention(None, None, None)\n"
+        "except ImportError as error:\n"
+        "    print('ImportError:', error)\n")
+    version, kernel, error = out.strip().splitlines()
+    assert version == flashcore.version()
+    assert "_f16_d64_" in kernel
+    assert error.startswith("ImportError: flashcore.attention needs PyTorch")
+
+
+def test_import_loads_no_library_and_a_missing_one_is_named():
+    out = run_python(
+        "import flashcore\n"
+        "print('imported')\n"
+        "try:\n"
+        "    flashcore.info()\n"
+        "except FileNotFoundError as error:\n"
+        "    print(error)\n", FLASHCORE_LIB="/nonexistent/libflashcore.so")
+    imported, error = out.strip().splitlines()
+    assert imported == "imported"
+    assert "/nonexistent/libflashcore.so" in error and "pip install ." in error
+
+
+def test_version_is_the_library_and_project_version():
+    assert re.fullmatch(r"\d+\.\d+\.\d+", flashcore.__version__)
+    assert flashcore.__version__ == flashcore.version()
+    meson_build = ROOT / "meson.build"
+    if meson_build.is_file():
+        project = re.search(r"version:\s*'([^']+)'", meson_build.read_text())
+        assert project and project.group(1) == flashcore.__version__
+    installed = "site-packages" in flashcore.__file__ or "dist-packages" in flashcore.__file__
+    if installed:
+        assert importlib.metadata.version("flashcore") == flashcore.__version__
+
+
+def test_library_path_honours_flashcore_lib():
+    path = flashcore.library_path()
+    assert path.is_file() and path.name.startswith("libflashcore.so")
+    if os.environ.get("FLASHCORE_LIB"):
+        assert str(path) == os.environ["FLASHCORE_LIB"]
+
+
+def test_info_without_a_gpu_still_plans():
+    info = flashcore.info()
+    for key in ("flashcore", "library", "package", "torch", "gpu", "planning", "cache"):
+        assert key in info, info
+    assert info["flashcore"] == flashcore.__version__
+    assert Path(info["library"]).is_file()
+    assert info["planning"] == "ok without a GPU (for sm_90a)"
+    assert re.match(r"cuda:0 \(sm_\d+a?\)$|none: FC_ERR_\w+: .+", info["gpu"]), info["gpu"]
+    text = str(info)
+    assert text.splitlines()[0].startswith("flashcore") and "planning" in text
+
+
+def test_plan_from_shapes_on_a_context_with_no_gpu():
+    plan = flashcore.plan(PREFILL, PREFILL, PREFILL, dtype="bfloat16", causal=True, device="none")
+    assert plan.device is None and plan.arch == "sm_90a"
+    assert plan.kernel.startswith("sm90_bf16_d128_causal_"), plan
+    assert plan.reason and plan.splits >= 1
+    decode = flashcore.plan(DECODE_Q, DECODE_KV, DECODE_KV, dtype="float16")
+    assert decode.kernel.startswith("decode_f16_d128_"), decode
+    odd = flashcore.plan((1, 100, 4, 96), (1, 300, 2, 96), (1, 300, 2, 96), dtype="f16",
+                         softmax_scale=0.5, return_lse=True)
+    assert "_d96_" in odd.kernel and not odd.kernel.startswith("sm90")
+
+
+def test_explain_says_which_kernel_and_why():
+    text = flashcore.explain(PREFILL, PREFILL, PREFILL, dtype="f16", causal=True)
+    lines = text.splitlines()
+    assert lines[0] == "B=2 Sq=2048 Sk=2048 Hq=16 Hkv=16 D=128 f16 causal on no GPU (sm_90a)"
+    assert lines[1].startswith("  kernel: sm90_f16_d128_causal_")
+    assert any(line.startswith("  why:    ") and len(line) > 20 for line in lines)
+    assert "tuned winners are per GPU" in text
+
+
+@pytest.mark.parametrize("q, k, status, message", [
+    ((1, 128, 7, 64), (1, 128, 2, 64), "FC_ERR_INVALID_ARG",
+     "heads_q (7) must be a multiple of heads_kv (2)"),
+    ((1, 128, 8, 20), (1, 128, 8, 20), "FC_ERR_UNSUPPORTED", "head_dim 20 is not supported"),
+    ((1, 0, 8, 64), (1, 128, 8, 64), "FC_ERR_INVALID_ARG", "seqlen_q must be positive"),
+])
+def test_library_errors_carry_status_and_message(q, k, status, message):
+    with pytest.raises(FlashCoreError) as caught:
+        flashcore.plan(q, k, k, dtype="f16")
+    error = caught.value
+    assert error.status == status and message in error.message, error
+    assert error.code == {"FC_ERR_INVALID_ARG": 1, "FC_ERR_UNSUPPORTED": 2}[status]
+    assert str(error) == f"{status}: {error.message}"
+    assert not isinstance(error, ArgumentError)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: flashcore.plan((1, 128, 8, 64), (1, 128, 8, 64), (1, 128, 8, 64)),
+     "dtype is needed"),
+    (lambda: flashcore.plan((1, 128, 8, 64), (1, 128, 8, 64), (1, 128, 8, 64), dtype="float32"),
+     "dtype float32 is not supported"),
+    (lambda: flashcore.plan((1, 128, 8, 64), (1, 128, 8, 64), (1, 64, 8, 64), dtype="f16"),
+     "must both be [1, seqlen_k, heads_kv, 64]"),
+    (lambda: flashcore.plan((1, 128, 8), (1, 128, 8, 64), (1, 128, 8, 64), dtype="f16"),
+     "must be a [batch, seq, heads, head_dim] shape"),
+    (lambda: flashcore.plan("q", (1, 128, 8, 64), (1, 128, 8, 64), dtype="f16"),
+     "must be a tensor or a [batch, seq, heads, head_dim] shape"),
+    (lambda: flashcore.plan((1, 128, 8, 64), (1, 128, 8, 64), (1, 128, 8, 64), dtype="f16",
+                            softmax_scale=float("nan")), "softmax_scale must be finite"),
+    (lambda: flashcore.plan((1, 128, 8, 64), (1, 128, 8, 64), (1, 128, 8, 64), dtype="f16",
+                            device="cpu"), "device must be a CUDA ordinal"),
+])
+def test_python_side_errors_are_argument_errors(call, message):
+    with pytest.raises(ArgumentError) as caught:
+        call()
+    error = caught.value
+    assert isinstance(error, ValueError) and isinstance(error, FlashCoreError)
+    assert error.status == "FC_ERR_INVALID_ARG" and error.code == 1
+    assert message in str(error), str(error)
+
+
+def test_errors_pickle():
+    for error in (FlashCoreError("FC_ERR_CUDA", 5, "cuLaunchKernel failed"),
+                  ArgumentError("q must be 4-D")):
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error) and str(copy) == str(error)
+        assert (copy.status, copy.code, copy.message) == (error.status, error.code, error.message)
+
+
+def test_context_creation_errors():
+    with pytest.raises(FlashCoreError) as caught:
+        flashcore.Context(-5)
+    assert caught.value.status == "FC_ERR_INVALID_ARG"
+    assert "device -5 is not a CUDA ordinal" in caught.value.message
+
+
+def test_bad_forced_variant_is_a_config_error():
+    out = run_python(
+        "import flashcore\n"
+        "try:\n"
+        "    flashcore.Context(flashcore.FC_DEVICE_NONE, no_disk_cache=True)\n"
+        "except flashcore.FlashCoreError as error:\n"
+        "    print(error.status)\n"
+        "    print(error.message)\n", FC_FORCE_VARIANT="no-such-family")
+    status, message = out.strip().splitlines()
+    assert status == "FC_ERR_CONFIG" and "FC_FORCE_VARIANT=no-such-family" in message
+
+
+def test_closed_context_refuses_calls():
+    context = flashcore.Context(FC_DEVICE_NONE, no_disk_cache=True)
+    context.close()
+    context.close()
+    with pytest.raises(ValueError, match="closed"):
+        context.plan((1, 128, 8, 64), (1, 128, 8, 64), (1, 128, 8, 64), dtype="f16")
+
+
+def test_shared_context_is_created_once_across_threads():
+    flashcore._api._contexts.pop(FC_DEVICE_NONE, None)
+    seen, barrier = [], threading.Barrier(8)
+
+    def take():
+        barrier.wait()
+        seen.append(flashcore.context(FC_DEVICE_NONE))
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 8 and all(context is seen[0] for context in seen)
+    assert flashcore.context(FC_DEVICE_NONE) is seen[0]
+
+
+def test_without_a_gpu_a_device_context_says_why():
+    info = flashcore.info()
+    if not info["gpu"].startswith("none"):
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(FlashCoreError) as caught:
+        flashcore.context(0)
+    assert caught.value.status == "FC_ERR_NO_DEVICE" and caught.value.message

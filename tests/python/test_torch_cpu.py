@@ -1,0 +1,228 @@
+"""The PyTorch op without a GPU: its schema, its fake kernel's shapes and dtypes, torch.compile and
+torch.export tracing through it with one graph and no break, and the errors of bad inputs.
+
+Meta tensors and FakeTensorMode's CUDA tensors need no GPU; what the op computes is the GPU
+suite's (test_gpu.py). Skips, with the reason, where torch is missing.
+"""
+import pytest
+
+import flashcore
+from flashcore import ArgumentError
+
+CASES = [   # (q shape, k/v shape, causal, return_lse): GQA, Sq != Sk both ways, decode
+    ((2, 128, 8, 64), (2, 128, 8, 64), False, False),
+    ((2, 100, 8, 128), (2, 300, 2, 128), True, True),
+    ((1, 300, 6, 96), (1, 17, 3, 96), True, False),
+    ((64, 1, 32, 128), (64, 8192, 8, 128), False, True),
+]
+
+
+def meta(torch, shape, dtype=None, **options):
+    return torch.empty(shape, dtype=dtype or torch.float16, device="meta", **options)
+
+
+def fake_cuda(torch):
+    """A FakeTensorMode whose tensors say they are on CUDA (no GPU needed)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    return FakeTensorMode()
+
+
+def test_the_op_is_registered_with_its_schema(torch):
+    op = torch.ops.flashcore.attention.default
+    assert str(op._schema) == ("flashcore::attention(Tensor q, Tensor k, Tensor v, bool causal, "
+                               "float? softmax_scale, bool return_lse) -> (Tensor, Tensor)")
+
+
+@pytest.mark.parametrize("q_shape, kv_shape, causal, return_lse", CASES)
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+def test_fake_kernel_shapes_and_dtypes(torch, q_shape, kv_shape, causal, return_lse, dtype_name):
+    dtype = getattr(torch, dtype_name)
+    for make in ("meta", "fake cuda"):
+        if make == "meta":
+            q, k, v = (meta(torch, shape, dtype) for shape in (q_shape, kv_shape, kv_shape))
+            result = flashcore.attention(q, k, v, causal=causal, return_lse=return_lse)
+        else:
+            with fake_cuda(torch):
+                q, k, v = (torch.empty(shape, dtype=dtype, device="cuda")
+                           for shape in (q_shape, kv_shape, kv_shape))
+                result = flashcore.attention(q, k, v, causal=causal, return_lse=return_lse)
+        out, lse = result if return_lse else (result, None)
+        assert out.shape == q_shape and out.dtype == dtype and out.device == q.device
+        assert out.is_contiguous()
+        if return_lse:
+            batch, seqlen_q, heads_q, _ = q_shape
+            assert lse.shape == (batch, heads_q, seqlen_q) and lse.dtype == torch.float32
+            assert lse.device == q.device
+
+
+def test_fake_kernel_takes_strided_inputs(torch):
+    qkv = meta(torch, (2, 128, 3, 8, 64))
+    q, k, v = qkv.unbind(2)
+    out = flashcore.attention(q, k, v)
+    assert out.shape == (2, 128, 8, 64) and out.is_contiguous()
+    bhsd = meta(torch, (2, 8, 128, 64)).transpose(1, 2)
+    assert flashcore.attention(bhsd, bhsd, bhsd).shape == (2, 128, 8, 64)
+
+
+def attention_block(torch):
+    """A small block around the op: what a model would compile."""
+    def block(x, q_proj, kv_proj):
+        batch, seqlen, hidden = x.shape
+        q = (x @ q_proj).view(batch, seqlen, 8, 64)
+        k, v = (x @ kv_proj).view(batch, seqlen, 2, 2, 64).unbind(2)
+        out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True)
+        return out.reshape(batch, seqlen, hidden) * 2, lse.amax()
+
+    return block
+
+
+def block_inputs(torch, device_factory):
+    x = device_factory((2, 128, 512))
+    return x, device_factory((512, 512)), device_factory((512, 256))
+
+
+def test_compile_fullgraph_traces_through_the_op_with_one_graph(torch):
+    graphs = []
+
+    def backend(graph_module, example_inputs):
+        graphs.append(graph_module)
+        return graph_module.forward
+
+    block = attention_block(torch)
+    inputs = block_inputs(torch, lambda shape: meta(torch, shape))
+    out, lse_max = torch.compile(block, fullgraph=True, backend=backend)(*inputs)
+    assert out.shape == (2, 128, 512) and out.dtype == torch.float16 and lse_max.shape == ()
+    assert len(graphs) == 1
+    targets = [node.target for node in graphs[0].graph.nodes if node.op == "call_function"]
+    assert torch.ops.flashcore.attention.default in targets
+
+    torch._dynamo.reset()
+    explanation = torch._dynamo.explain(block)(*inputs)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0, explanation
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_compile_fullgraph_through_aot_autograd_and_inductor(torch, backend):
+    torch._dynamo.reset()
+    block = attention_block(torch)
+    out, _ = torch.compile(block, fullgraph=True, backend=backend)(
+        *block_inputs(torch, lambda shape: meta(torch, shape)))
+    assert out.shape == (2, 128, 512)
+
+
+def test_compile_with_dynamic_shapes(torch):
+    torch._dynamo.reset()
+
+    def call(q, k, v):
+        return flashcore.attention(q, k, v, causal=True, return_lse=True)
+
+    compiled = torch.compile(call, fullgraph=True, backend="aot_eager", dynamic=True)
+    for seqlen in (128, 200, 333):
+        q = meta(torch, (2, seqlen, 8, 64))
+        kv = meta(torch, (2, seqlen * 2, 4, 64))
+        out, lse = compiled(q, kv, kv)
+        assert out.shape == q.shape and lse.shape == (2, 8, seqlen)
+
+
+def test_export_with_fake_cuda_inputs(torch):
+    class Block(torch.nn.Module):
+        def forward(self, q, k, v):
+            out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True)
+            return out * 2, lse
+
+    with fake_cuda(torch):
+        q = torch.empty(2, 128, 8, 64, dtype=torch.bfloat16, device="cuda")
+        k = torch.empty(2, 256, 2, 64, dtype=torch.bfloat16, device="cuda")
+    exported = torch.export.export(Block(), (q, k, k.clone()))
+    targets = [node.target for node in exported.graph.nodes if node.op == "call_function"]
+    assert torch.ops.flashcore.attention.default in targets
+
+
+def test_plan_reads_meta_tensors(torch):
+    q = meta(torch, (2, 2048, 16, 128), torch.bfloat16)
+    plan = flashcore.plan(q, q, q, causal=True)
+    assert plan.device is None and plan.kernel.startswith("sm90_bf16_d128_causal_")
+    transposed = meta(torch, (2, 16, 2048, 128)).transpose(1, 2)
+    assert "_f16_d128_" in flashcore.plan(transposed, q.half(), q.half()).kernel
+    with pytest.raises(ArgumentError, match="dtype float16 but q is torch.bfloat16"):
+        flashcore.plan(q, q, q, dtype="float16")
+
+
+def bad_inputs(torch, make):
+    """(name, q, k, v, message) for each kind of bad input, tensors from make(shape, dtype)."""
+    f16 = torch.float16
+    good = make((2, 128, 8, 64), f16)
+    last_not_contiguous = make((2, 128, 64, 8), f16).transpose(2, 3)
+    return [
+        ("float32", make((2, 128, 8, 64), torch.float32), good, good,
+         "float16 and bfloat16 are supported"),
+        ("mixed dtypes", good, make((2, 128, 8, 64), torch.bfloat16), good,
+         "k is torch.bfloat16 but q is torch.float16"),
+        ("3-D", make((2, 128, 64), f16), good, good, "q must be 4-D"),
+        ("last dim strided", good, last_not_contiguous, good,
+         "k: the last dimension must be contiguous (stride 1), not stride 8"),
+        ("k and v differ", good, good, make((2, 64, 8, 64), f16), "must both be [2, seqlen_k"),
+        ("head_dim differs", good, make((2, 128, 8, 32), f16), make((2, 128, 8, 32), f16),
+         "must both be [2, seqlen_k, heads_kv, 64]"),
+        ("batch differs", good, make((3, 128, 8, 64), f16), make((3, 128, 8, 64), f16),
+         "must both be [2, seqlen_k"),
+    ]
+
+
+@pytest.mark.parametrize("device", ["meta", "cpu"])
+def test_bad_inputs_raise_argument_errors_before_the_library(torch, device):
+    def make(shape, dtype):
+        return torch.zeros(shape, dtype=dtype, device=device)
+
+    for name, q, k, v, message in bad_inputs(torch, make):
+        with pytest.raises(ArgumentError) as caught:
+            flashcore.attention(q, k, v)
+        assert message in str(caught.value), (name, str(caught.value))
+
+
+def test_cpu_tensors_are_refused_with_a_clear_message(torch):
+    q = torch.zeros(2, 128, 8, 64, dtype=torch.float16)
+    with pytest.raises(ArgumentError, match="the tensors are on cpu: flashcore.attention runs on "
+                                            "CUDA tensors"):
+        flashcore.attention(q, q, q)
+    with pytest.raises(ArgumentError, match="q must be a torch.Tensor, not list"):
+        flashcore.attention([1.0], q, q)
+
+
+def test_bad_inputs_fail_at_trace_time_under_compile(torch):
+    torch._dynamo.reset()
+    q = meta(torch, (2, 128, 8, 64))
+    kv = meta(torch, (2, 128, 8, 32))
+
+    def call(q, k, v):
+        return flashcore.attention(q, k, v)
+
+    with pytest.raises(Exception) as caught:
+        torch.compile(call, fullgraph=True, backend="eager")(q, kv, kv)
+    assert "must both be [2, seqlen_k, heads_kv, 64]" in str(caught.value)
+
+
+def test_launch_keeps_one_struct_per_problem_and_the_library_checks_every_call(torch):
+    """The op's path (Context.launch): parameters built once per problem, pointers per call."""
+    context = flashcore.Context(flashcore.FC_DEVICE_NONE, no_disk_cache=True)
+    q = torch.zeros(1, 128, 8, 64, dtype=torch.float16)
+    k = torch.zeros(1, 128, 2, 64, dtype=torch.float16)
+    for _ in range(3):
+        with pytest.raises(flashcore.FlashCoreError) as caught:
+            context.launch(q, k, k, torch.empty_like(q), None, True, None, 0)
+        assert caught.value.status == "FC_ERR_NO_DEVICE"   # validated, then refused: no GPU
+    assert len(context._templates) == 1
+    bad = torch.zeros(1, 128, 7, 64, dtype=torch.float16)
+    for _ in range(2):
+        with pytest.raises(flashcore.FlashCoreError, match=r"heads_q \(7\) must be a multiple"):
+            context.launch(bad, k, k, torch.empty_like(bad), None, True, None, 0)
+    assert len(context._templates) == 2
+    context.close()
+
+
+def test_forward_only_backward_says_so(torch):
+    q = meta(torch, (1, 128, 8, 64)).requires_grad_()
+    out = flashcore.attention(q, q, q)
+    with pytest.raises(RuntimeError, match="no autograd formula was registered"):
+        out.sum().backward()
