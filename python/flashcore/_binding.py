@@ -255,19 +255,6 @@ def lse_shape(q_sizes):
     return (q_sizes[0], q_sizes[2], q_sizes[1])
 
 
-def set_plan_pointers(params, with_lse):
-    """Gives the pointers of params a plan-only value: planning reads no tensor.
-
-    TODO(C side): fc_attention_plan still validates the q/k/v/out pointers (non-NULL, 16-byte
-    aligned), so planning from shapes alone passes an aligned dummy address that is never read.
-    Once planning needs no pointers, keep only the lse line (NULL or not still tells the planner
-    whether the log-sum-exp is written) and drop the rest: this is the one place that fakes them.
-    """
-    dummy = POINTER_ALIGN_BYTES * 16
-    params.q = params.k = params.v = params.out = dummy
-    params.lse = dummy if with_lse else None
-
-
 class PreparedAttention:
     """One attention call with its parameters built: calling it launches the kernel again.
 
@@ -373,8 +360,8 @@ class Context:
         """Which kernel attention() would run with these arguments: (kernel, reason, splits).
 
         q, k, v (and out): tensors on any device (their sizes, strides and dtype count), or
-        [batch, seq, heads, head_dim] shapes (packed) with dtype given. return_lse or an lse
-        plans the call that writes the log-sum-exp. Compiles and launches nothing. Raises
+        [batch, seq, heads, head_dim] shapes (packed) with dtype given. return_lse and lse are
+        accepted for symmetry with attention() and change no plan. Compiles and launches nothing. Raises
         FlashCoreError when the problem is invalid or unsupported.
         """
         if dtype is None:
@@ -386,7 +373,7 @@ class Context:
         params = self._params(q, k, v, fc_dtype(dtype), causal, softmax_scale)
         if out is not None:
             params.o_stride = Strides(*sizes_and_strides(out, "out")[1])
-        set_plan_pointers(params, with_lse=return_lse or lse is not None)
+        # Planning reads no tensor: the pointers stay NULL (fc_attention_plan checks the shape rules).
         info = PlanInfo()
         status = self._lib.fc_attention_plan(self._live_handle(), ctypes.byref(params),
                                              ctypes.byref(info))
