@@ -15,6 +15,7 @@ Prints progress, then the header (GPU, driver, clocks, versions, ceilings) and t
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -294,9 +295,9 @@ def run_ours(context, q, k, v, problem, peer_outputs, power=None):
         return "error", None, {"error": first_line(error)}
 
 
-def run_problem(context, problem, device, untuned=None, power=None):
-    """Times the peers and ours (and ours without tuned winners, if asked) on one set of tensors;
-    returns the problem's JSON row."""
+def run_problem(context, problem, device, others=None, power=None):
+    """Times the peers and ours (and the other FlashCore contexts in `others`, by name: "untuned",
+    "baseline") on one set of tensors; returns the problem's JSON row."""
     import torch
 
     dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[problem.dtype]
@@ -314,9 +315,10 @@ def run_problem(context, problem, device, untuned=None, power=None):
     if context is not None:
         row["check"], row["check_relative_diff"], results["ours"] = run_ours(
             context, q, k, v, problem, peer_outputs, power)
-    if untuned is not None:
-        check, _, results["untuned"] = run_ours(untuned, q, k, v, problem, peer_outputs, power)
-        row["check_untuned"] = check
+    others = others or {}
+    for name, other in others.items():
+        check, _, results[name] = run_ours(other, q, k, v, problem, peer_outputs, power)
+        row[f"check_{name}"] = check
 
     for entry in results.values():
         if "ms" in entry:
@@ -324,7 +326,7 @@ def run_problem(context, problem, device, untuned=None, power=None):
             entry["gbps"] = problem.kv_bytes() / entry["ms"] / 1e6
             bench_report.add_efficiency(entry)
     ours_ms = results.get("ours", {}).get("ms")
-    for name in PEERS + (("untuned",) if untuned is not None else ()):
+    for name in PEERS + tuple(others):
         peer_ms = results[name].get("ms")
         row[f"ratio_{name}"] = peer_ms / ours_ms if ours_ms and peer_ms else None
     row["results"] = results
@@ -395,6 +397,19 @@ def report(meta, ceilings, rows):
     print()
     for line in table_lines(rows, ceilings):
         print(line)
+    print(geometric_means(rows))
+
+
+def geometric_means(rows):
+    """One line: the geometric mean over the rows of each ratio (peer or other build time / ours)."""
+    names = sorted({key[len("ratio_"):] for row in rows for key in row if key.startswith("ratio_")})
+    parts = []
+    for name in names:
+        ratios = [row[f"ratio_{name}"] for row in rows if row.get(f"ratio_{name}")]
+        if ratios:
+            mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+            parts.append(f"{name} {mean:.4f}x ({len(ratios)} rows, {min(ratios):.3f}-{max(ratios):.3f})")
+    return "geometric means of time / ours: " + ("; ".join(parts) if parts else "none")
 
 
 def parse_args(argv):
@@ -429,6 +444,9 @@ def parse_args(argv):
     parser.add_argument("--untuned", action="store_true",
                         help="also time FlashCore with its tuned winners ignored (FC_TUNED=0): the "
                              "heuristic; ratio_untuned = its time / ours")
+    parser.add_argument("--baseline-lib", metavar="PATH",
+                        help="also time another libflashcore.so (another build) on the same tensors; "
+                             "ratio_baseline = its time / ours")
     parser.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
     return parser.parse_args(argv)
 
@@ -459,17 +477,20 @@ def main(argv=None):
     print(f"ceilings: {ceilings}", flush=True)
 
     context = None if args.no_ours else flashcore.Context(args.device)
-    untuned = None
+    others = {}
     if args.untuned and context is not None:   # the same library with its tuned winners ignored
         os.environ["FC_TUNED"] = "0"
         try:
-            untuned = flashcore.Context(args.device)
+            others["untuned"] = flashcore.Context(args.device)
         finally:
             del os.environ["FC_TUNED"]
+    if args.baseline_lib and context is not None:
+        others["baseline"] = flashcore.Context(args.device, library=args.baseline_lib)
+        meta["baseline_library"] = args.baseline_lib
     rows = []
     try:
         for index, problem in enumerate(problems):
-            row = run_problem(context, problem, device, untuned, power)
+            row = run_problem(context, problem, device, others, power)
             rows.append(row)
             times = ", ".join(f"{name} {format_time(entry.get('ms'), problem.unit)}"
                               for name, entry in row["results"].items())
@@ -479,8 +500,8 @@ def main(argv=None):
     finally:
         if context is not None:
             context.close()
-        if untuned is not None:
-            untuned.close()
+        for other in others.values():
+            other.close()
 
     meta["nvidia_smi_end"] = nvidia_smi(args.device)
     if args.json:

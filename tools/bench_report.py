@@ -28,6 +28,7 @@ SAMPLE_INTERVAL_S = 0.01
 IMPLEMENTATION_STYLES = {   # name: (label, matplotlib format)
     "ours": ("FlashCore", "o-"),
     "untuned": ("FlashCore, heuristic (FC_TUNED=0)", "o--"),
+    "baseline": ("FlashCore, baseline build", "o:"),
     "flash": ("SDPA flash (FlashAttention-2)", "s-"),
     "cudnn": ("SDPA cuDNN", "^-"),
 }

@@ -15,6 +15,9 @@
 #   tools/gpu-host.sh tuned-bench  the benchmark with tuned winners, the heuristic and the peers
 #   tools/gpu-host.sh final    gpu suite, probes, sanitizer, the full tools/check.py matrix, the full
 #                              benchmark (validate: all but the benchmark; bench: only that)
+#   tools/gpu-host.sh ab       this build against a baseline bundle in .carry-base/ (tools/gpu-bundle.sh
+#                              on the baseline commit, its .carry/ renamed): both precompiled, then
+#                              BENCH.md's sweep with the baseline timed on the same tensors
 #   tools/gpu-host.sh sm90     the Hopper kernel: gpu suite, probes, sanitizer, tiles, quick bench
 #   tools/gpu-host.sh variants the sm90 variants in $CHECK_VARIANTS: tools/check.py forced onto each,
 #                              sanitizer on $SANITIZE_VARIANT, tile sweep, quick bench on each
@@ -258,6 +261,11 @@ tuned-bench)   # BENCH.md's sweep: tuned winners vs the heuristic (FC_TUNED=0) v
 bench)
     step bench 580 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
+ab)   # a change that must not move speed: both builds precompiled, then timed in one process
+    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a && .carry-base/bin/fcjit --db \$DB precompile --arch sm_90a"
+    step bench-ab 500 "FC_TUNING_DB=\$DB python3 tools/bench.py --no-extra --baseline-lib $PWD/.carry-base/lib/libflashcore.so \
+        --json $OUT/bench-ab.json"
+    ;;
 validate)
     step gpu-suite 400 .carry/bin/test_gpu
     step hopper 120 .carry/bin/test_hopper
@@ -273,7 +281,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|tune|tune-resume|tuned-bench|shapes|perf|bench|validate|final|python" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|validate|final|python" >&2
     exit 2
     ;;
 esac

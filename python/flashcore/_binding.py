@@ -117,7 +117,7 @@ class ArgumentError(FlashCoreError, ValueError):
         return type(self), (self.message,)
 
 
-_library = None
+_libraries = {}   # resolved path -> the loaded library
 _library_lock = threading.Lock()
 
 
@@ -142,13 +142,16 @@ def library_path():
         "build the repository with `meson setup build && ninja -C build`, or set FLASHCORE_LIB")
 
 
-def load_library():
-    """Loads the shared library once and declares the signatures of its functions."""
-    global _library
+def load_library(path=None):
+    """Loads the shared library once and declares the signatures of its functions.
+
+    path: another libflashcore.so to load beside the default one (benchmarks compare two builds in
+    one process); None: the one library_path() finds.
+    """
     with _library_lock:
-        if _library is not None:
-            return _library
-        path = library_path()
+        path = Path(path).resolve() if path is not None else library_path().resolve()
+        if str(path) in _libraries:
+            return _libraries[str(path)]
         try:
             lib = ctypes.CDLL(str(path))
         except OSError as error:
@@ -173,7 +176,7 @@ def load_library():
             function.restype = restype
             function.argtypes = argtypes
         lib.fc_path = path
-        _library = lib
+        _libraries[str(path)] = lib
         return lib
 
 
@@ -286,13 +289,15 @@ class Context:
     device: a CUDA ordinal, or FC_DEVICE_NONE for a context that plans but launches nothing; None
     means torch's current device when torch is imported and sees a GPU, else 0. cache_path,
     no_disk_cache and log_level ("off", "error", "warn", "info", "debug") set the fields of struct
-    fc_options; None keeps the library's defaults (and its environment variables).
+    fc_options; None keeps the library's defaults (and its environment variables). library: the
+    path of another libflashcore.so to use (a benchmark's baseline build); None: the default one.
     Thread-safe, like the C context. flashcore.attention() keeps one per device for itself.
     """
 
-    def __init__(self, device=None, *, cache_path=None, no_disk_cache=False, log_level=None):
+    def __init__(self, device=None, *, cache_path=None, no_disk_cache=False, log_level=None,
+                 library=None):
         self._handle = None    # first, so that close() and __del__ work whatever fails below
-        self._lib = load_library()
+        self._lib = load_library(library)
         self.device = _default_device() if device is None else int(device)
         options = Options()
         self._lib.fc_options_init(ctypes.byref(options))

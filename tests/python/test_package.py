@@ -213,3 +213,16 @@ def test_without_a_gpu_a_device_context_says_why():
     with pytest.raises(FlashCoreError) as caught:
         flashcore.context(0)
     assert caught.value.status == "FC_ERR_NO_DEVICE" and caught.value.message
+
+
+def test_a_second_build_loads_beside_the_first(tmp_path):
+    """Benchmarks time two builds in one process (bench.py --baseline-lib): a copy of the library
+    loads as its own, and a context on it plans like one on the default."""
+    copy = tmp_path / "libflashcore.so"
+    copy.write_bytes(flashcore.library_path().read_bytes())
+    shape = ((1, 512, 8, 128),) * 3
+    with flashcore.Context(FC_DEVICE_NONE, no_disk_cache=True, library=copy) as other, \
+            flashcore.Context(FC_DEVICE_NONE, no_disk_cache=True) as default:
+        assert other._lib is not default._lib
+        assert other._lib.fc_path == copy.resolve()
+        assert other.plan(*shape, dtype="f16") == default.plan(*shape, dtype="f16")
