@@ -18,6 +18,8 @@
 #   tools/gpu-host.sh ab       this build against a baseline bundle in .carry-base/ (tools/gpu-bundle.sh
 #                              on the baseline commit, its .carry/ renamed): both precompiled, then
 #                              BENCH.md's sweep with the baseline timed on the same tensors
+#   tools/gpu-host.sh checks   gpu suite, the package's GPU pytest suite and memcheck side by side
+#                              (correctness only), then the CPU pytest suite
 #   tools/gpu-host.sh sm90     the Hopper kernel: gpu suite, probes, sanitizer, tiles, quick bench
 #   tools/gpu-host.sh variants the sm90 variants in $CHECK_VARIANTS: tools/check.py forced onto each,
 #                              sanitizer on $SANITIZE_VARIANT, tile sweep, quick bench on each
@@ -33,7 +35,7 @@ export FLASHCORE_LIB="$PWD/.carry/lib/libflashcore.so" PYTHONUNBUFFERED=1 FC_SOU
 export FCJIT="$PWD/.carry/bin/fcjit" DB=/tmp/flashcore-gpu-host.db
 # The flashcore package straight from the checkout: it loads $FLASHCORE_LIB (no pip install here).
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
-summary=()
+rm -f "$OUT/.steps"
 
 step() {   # step NAME TIMEOUT_S COMMAND: run (functions too), log to $OUT/NAME.log, keep the exit code
     local name=$1 limit=$2
@@ -42,7 +44,8 @@ step() {   # step NAME TIMEOUT_S COMMAND: run (functions too), log to $OUT/NAME.
     local start=$SECONDS
     timeout "$limit" bash -c "$*" 2>&1 | tee "$OUT/$name.log"
     local rc=${PIPESTATUS[0]}
-    summary+=("$(printf '%-14s rc=%-3s %4ss' "$name" "$rc" $((SECONDS - start)))")
+    # to a file too: steps run in the background (`step ... &`) cannot add to the parent's array
+    printf '%-14s rc=%-3s %4ss\n' "$name" "$rc" $((SECONDS - start)) >> "$OUT/.steps"
 }
 
 run_shapes() {   # fcjit run over BENCH.md's shapes, one JSON line each
@@ -71,7 +74,7 @@ host_costs() {   # cold (compile), warm (SQLite, new process), warm without NVRT
 
 sanitize() {   # every tool must exit 0 (--error-exitcode makes any finding nonzero)
     local tool d c failed=0
-    for tool in memcheck racecheck synccheck; do
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
         for d in ${SANITIZE_DIMS:-64 128 256}; do
             for c in "" --causal; do
                 compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run ${SANITIZE_VARIANT:+--variant $SANITIZE_VARIANT} --batch 2 --heads-q 4 \
@@ -148,7 +151,7 @@ decode_tiles() {   # decode variants on BENCH.md's decode shapes and a GQA-1 one
 
 sanitize_decode() {   # the split-KV pair (and its scratch) under every tool
     local tool failed=0
-    for tool in memcheck racecheck synccheck; do
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
         compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run ${SANITIZE_VARIANT:+--variant $SANITIZE_VARIANT} \
             --batch 2 --heads-q 8 --heads-kv 2 --seqlen-q 2 --seqlen-k 5000 --head-dim 128 --causal --iters 1 --warmup 0 --check-rows 8 > /tmp/sanitizer.out 2>&1
         local rc=$?
@@ -266,6 +269,15 @@ ab)   # a change that must not move speed: both builds precompiled, then timed i
     step bench-ab 500 "FC_TUNING_DB=\$DB python3 tools/bench.py --no-extra --baseline-lib $PWD/.carry-base/lib/libflashcore.so \
         --json $OUT/bench-ab.json"
     ;;
+checks)   # correctness only, so run side by side on the GPU: gpu suite, the package's GPU suite,
+          # memcheck on odd shapes; then the CPU pytest suite
+    export SANITIZE_DIMS="${SANITIZE_DIMS:-64 128}"
+    step gpu-suite 480 .carry/bin/test_gpu &
+    step python-gpu 480 "FC_TUNING_DB=\$DB python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py" &
+    step memcheck 480 "SANITIZE_TOOLS=memcheck sanitize" &
+    wait
+    step python-cpu 120 "python3 -m pytest -p no:cacheprovider -rs -q tests/python --ignore=tests/python/test_gpu.py"
+    ;;
 validate)
     step gpu-suite 400 .carry/bin/test_gpu
     step hopper 120 .carry/bin/test_hopper
@@ -281,8 +293,9 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|validate|final|python" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|validate|final|python" >&2
     exit 2
     ;;
 esac
-printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+tee "$OUT/summary.txt" < "$OUT/.steps"
+rm -f "$OUT/.steps"
