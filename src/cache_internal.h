@@ -108,6 +108,13 @@ typedef int (*fc_tuning_visit_fn)(void *user, const struct fc_tuning_row *row);
 enum fc_status fc_tuning_foreach(struct fc_cache *cache, int winners_only, fc_tuning_visit_fn visit, void *user,
                                  char *msg, size_t msg_size);
 
+/* ---- for the cache's own files (cache_tuning.c) ---- */
+
+/** This process's connection (opened again after a fork()), or NULL with *status and msg saying
+ *  why (for_writing: also when the cache is read only). */
+struct sqlite3 *fc_cache_sqlite(struct fc_cache *cache, int for_writing, enum fc_status *status, char *msg,
+                                size_t msg_size);
+
 /** XXH3-64 of data as 16 hex digits. */
 void fc_checksum_hex(const void *data, size_t size, char out[17]);
 
