@@ -30,10 +30,59 @@ struct fc_cubin_record {
  *  $HOME/.cache/flashcore/tuning.db. Returns -1 if none can be formed. */
 int fc_cache_default_path(char *out, size_t out_size);
 
-/** Opens (creating file, folder and schema as needed) the cache at path. */
+/**
+ * Opens the cache at path for reading and writing, creating folder (0700), file (0600) and schema
+ * as needed. Fails (FC_ERR_CACHE, *out NULL, the reason and the fix in msg) where
+ * fc_cache_open_usable would fall back to reading only or to memory.
+ */
 enum fc_status fc_cache_open(const char *path, struct fc_cache **out, char *msg, size_t msg_size);
+
+/** What fc_cache_open_usable made of a cache file. */
+enum fc_cache_state {
+    FC_CACHE_READ_WRITE = 0,
+    FC_CACHE_READ_ONLY,      /* read, never written: a system layer, or a file this user cannot write */
+    FC_CACHE_DAMAGED,        /* not used: not a database, or a malformed one (fc_cache_repair) */
+    FC_CACHE_UNUSABLE,       /* not used: no path, not trusted, a newer schema, not a file, ... */
+};
+
+/**
+ * Opens the cache for a context, which a cache file never stops: the file at path (NULL or "":
+ * fc_cache_default_path) read-write if it can be, else read-only (a system layer, or a file or
+ * folder this user cannot write), else not at all (*out NULL: kernels are kept in memory).
+ * Not loaded from at all: a file that is damaged, from a newer FlashCore, not a regular file, or
+ * not trusted (fc_cache_file_trust).
+ * @param state    may be NULL
+ * @param warning  "" when all is as it should be (a system layer included); else one sentence
+ *                 naming the file, what is wrong and the fix, for the caller to log
+ * @return FC_OK, or FC_ERR_NOMEM
+ */
+enum fc_status fc_cache_open_usable(const char *path, struct fc_cache **out, enum fc_cache_state *state,
+                                    char *warning, size_t warning_size);
 void fc_cache_close(struct fc_cache *cache);
 const char *fc_cache_path(const struct fc_cache *cache);
+/** 0 when the cache is read only (nothing is stored: fc_cache_put and the deletes fail). */
+int fc_cache_writable(const struct fc_cache *cache);
+
+/* ---- the file and folder (cache_file.c) ---- */
+
+/** Who the cache file may be trusted as. */
+enum fc_cache_trust {
+    FC_TRUST_OWN = 0,          /* this user's (or not there yet): read and write */
+    FC_TRUST_SYSTEM_LAYER,     /* root's and not writable by others, this user not root: read only */
+    FC_TRUST_REFUSED,          /* owned by another user, or writable by group or others: not read */
+};
+
+/** Judges the file at path (if there) and its folder, following links; why gets the reason when
+ *  refused. A folder or file owned by another user than this one or root, or writable by group or
+ *  others, is refused. */
+enum fc_cache_trust fc_cache_file_trust(const char *path, char *why, size_t why_size);
+/** mkdir -p of path's folder, new folders 0700. 0, or -1 with errno. */
+int fc_cache_make_folder(const char *path);
+/** Creates path empty and 0600 unless it exists. 0, or -1 with errno. */
+int fc_cache_create_file(const char *path);
+/** Renames path, and its -wal and -shm files, to <path>.damaged-<UTC time>; moved_to gets the new
+ *  name. 0, or -1 with errno. */
+int fc_cache_move_aside(const char *path, char *moved_to, size_t moved_size);
 
 /**
  * Looks a cubin up by key or, when key is NULL, the newest by source_key.

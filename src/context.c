@@ -81,17 +81,14 @@ static enum fc_status open_cache_and_jit(struct fc_context *ctx, const struct fc
                                          char *msg, size_t size)
 {
     enum fc_status status;
-    if (!o->no_disk_cache) {
-        char path[4096];
-        if (o->cache_path && *o->cache_path)
-            snprintf(path, sizeof path, "%s", o->cache_path);
-        else if (fc_cache_default_path(path, sizeof path)) {
-            snprintf(msg, size, "no kernel cache path: set FC_TUNING_DB, XDG_CACHE_HOME or HOME, "
-                     "or pass fc_options.no_disk_cache");
-            return FC_ERR_CACHE;
-        }
-        if ((status = fc_cache_open(path, &ctx->cache, msg, size)) != FC_OK)
+    if (!o->no_disk_cache) {   /* a cache file never stops the context: read only, or memory only */
+        status = fc_cache_open_usable(o->cache_path, &ctx->cache, &ctx->cache_state, ctx->cache_warning, sizeof ctx->cache_warning);
+        if (status != FC_OK) {
+            snprintf(msg, size, "%s", ctx->cache_warning);
             return status;
+        }
+        if (ctx->cache_warning[0])
+            fc_log(&ctx->logger, FC_LOG_WARN, "%s", ctx->cache_warning);
     }
     const char *dir = o->template_dir ? o->template_dir : getenv("FC_TEMPLATE_DIR");
     if ((status = fc_jit_create(dir, ctx->cache, &ctx->jit, msg, size)) != FC_OK)

@@ -23,6 +23,7 @@
 #include <sqlite3.h>
 
 #include "cache_internal.h"
+#include "context_internal.h"
 #include "jit_internal.h"
 #include "nvrtc_internal.h"
 
@@ -634,6 +635,316 @@ static void test_handle_survives_fork(void **state)
     assert_string_equal(check, "ok");
 }
 
+/* ---- a cache file that cannot be used never stops a context (issue 18, finding 2) ---- */
+
+#define NOBODY 65534   /* the uid and gid the permission cases drop to when run as root */
+
+/* The warnings a context logs, counted and kept. */
+struct captured_log {
+    int warnings;
+    char last[2048];
+};
+
+static void capture_log(void *user, enum fc_log_level level, const char *message)
+{
+    struct captured_log *log = user;
+    if (level == FC_LOG_WARN) {
+        log->warnings++;
+        snprintf(log->last, sizeof log->last, "%s", message);
+    }
+}
+
+/* A device-less context on path (NULL: the default), logging warnings into log if log_level. */
+static struct fc_context *context_on(const char *path, enum fc_log_level log_level, struct captured_log *log)
+{
+    struct fc_options options;
+    fc_options_init(&options);
+    options.cache_path = path;
+    options.log_level = log_level;
+    options.log_fn = capture_log;
+    options.log_user = log;
+    struct fc_context *ctx = NULL;
+    enum fc_status status = fc_context_create(FC_DEVICE_NONE, &options, &ctx);
+    if (status != FC_OK)
+        fail_msg("fc_context_create(%s): %s: %s", path ? path : "(default)", fc_status_name(status),
+                 fc_context_errmsg(ctx));
+    return ctx;
+}
+
+static void write_file(const char *path, const void *bytes, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, size, f), size);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A cache with one synthetic row under key "k1", closed (its WAL folded into the file). */
+static void make_cache_with_a_row(const char *path)
+{
+    struct fc_cache *cache = open_cache(path);
+    struct fc_cubin_record r = synthetic_record("k1", "s1", 1);
+    put(cache, &r);
+    fc_cubin_record_free(&r);
+    fc_cache_close(cache);
+}
+
+/* The context comes up memory-only with exactly one warning naming the file and a fix, and
+ * says nothing at all when no log level was asked for. */
+static void assert_context_degrades(const char *path, const char *phrase)
+{
+    struct captured_log log = {0, ""};
+    struct fc_context *ctx = context_on(path, FC_LOG_WARN, &log);
+    assert_null(ctx->cache);
+    assert_int_equal(log.warnings, 1);
+    if (!strstr(log.last, path) || !strstr(log.last, phrase) || !strstr(log.last, "fix:"))
+        fail_msg("warning for %s lacks the path, \"%s\" or a fix: %s", path, phrase, log.last);
+    assert_string_equal(ctx->cache_warning, log.last);
+    fc_context_destroy(ctx);
+    struct captured_log quiet = {0, ""};
+    ctx = context_on(path, FC_LOG_OFF, &quiet);
+    assert_int_equal(quiet.warnings, 0);
+    fc_context_destroy(ctx);
+}
+
+static void test_context_survives_unusable_cache_files(void **state)
+{
+    const struct temp *t = *state;
+    char path[PATH_MAX], garbage[8192];
+    unsetenv("FC_LOG");
+    for (size_t i = 0; i < sizeof garbage; i++)
+        garbage[i] = (char)(i * 131 + 7);
+    snprintf(path, sizeof path, "%s/garbage.db", t->dir);
+    write_file(path, garbage, sizeof garbage);
+    assert_context_degrades(path, "damaged");
+
+    snprintf(path, sizeof path, "%s/truncated.db", t->dir);   /* a real cache cut short */
+    make_cache_with_a_row(path);
+    assert_int_equal(truncate(path, 60), 0);
+    assert_context_degrades(path, "damaged");
+
+    snprintf(path, sizeof path, "%s/folder.db", t->dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    assert_context_degrades(path, "folder");
+
+    char file[PATH_MAX];   /* a folder cannot be made where a file is */
+    snprintf(file, sizeof file, "%s/plain", t->dir);
+    write_file(file, "x", 1);
+    snprintf(path, sizeof path, "%s/plain/sub/x.db", t->dir);
+    assert_context_degrades(path, "cannot");
+}
+
+/* env -i: no FC_TUNING_DB, XDG_CACHE_HOME or HOME. */
+static void test_context_without_home(void **state)
+{
+    (void)state;
+    const char *names[] = {"FC_TUNING_DB", "XDG_CACHE_HOME", "HOME"};
+    char *saved[3];
+    for (int i = 0; i < 3; i++) {
+        saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+        unsetenv(names[i]);
+    }
+    struct captured_log log = {0, ""};
+    struct fc_context *ctx = context_on(NULL, FC_LOG_WARN, &log);
+    assert_null(ctx->cache);
+    assert_int_equal(log.warnings, 1);
+    assert_non_null(strstr(log.last, "HOME"));
+    fc_context_destroy(ctx);
+    for (int i = 0; i < 3; i++) {
+        if (saved[i])
+            setenv(names[i], saved[i], 1);
+        free(saved[i]);
+    }
+}
+
+/* Runs check as another user when root (who may write anything, so that permissions cannot be
+ * exercised as root), else as this user; check returns "" or what went wrong. */
+static void as_unprivileged(const char *dir, const char *(*check)(const char *dir))
+{
+    if (geteuid() != 0) {
+        const char *problem = check(dir);
+        if (*problem)
+            fail_msg("%s", problem);
+        return;
+    }
+    int result[2];
+    assert_int_equal(pipe(result), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {   /* no cmocka here: a failing assert would go on to run the other tests */
+        close(result[0]);
+        const char *problem = setgid(NOBODY) || setuid(NOBODY) ? "cannot drop to nobody" : check(dir);
+        ssize_t written = write(result[1], problem, strlen(problem) + 1);
+        _exit(written > 0 ? 0 : 1);
+    }
+    close(result[1]);
+    char problem[3 * PATH_MAX] = "";
+    ssize_t n = read(result[0], problem, sizeof problem - 1);
+    close(result[0]);
+    int wstatus = 0;
+    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+    assert_true(n > 0 && WIFEXITED(wstatus));
+    if (*problem)
+        fail_msg("as uid %d: %s", NOBODY, problem);
+}
+
+/* Opens dir/name as the cache of this user: it must be read only, hold k1, and refuse a write. */
+static const char *read_only_use(const char *dir, const char *name, int expect_warning)
+{
+    static char problem[3 * PATH_MAX];
+    char path[PATH_MAX], warning[PATH_MAX], msg[MSG_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct fc_cache *cache = NULL;
+    enum fc_cache_state state;
+    if (fc_cache_open_usable(path, &cache, &state, warning, sizeof warning) != FC_OK || !cache)
+        return snprintf(problem, sizeof problem, "%s not opened: %s", path, warning), problem;
+    struct fc_cubin_record row, other = synthetic_record("k2", "s2", 2);
+    int found = 0, corrupt = 0;
+    enum fc_status got = fc_cache_get(cache, "k1", NULL, &row, &found, &corrupt, msg, sizeof msg);
+    enum fc_status put_status = fc_cache_put(cache, &other, msg, sizeof msg);
+    problem[0] = 0;
+    if (state != FC_CACHE_READ_ONLY || fc_cache_writable(cache))
+        snprintf(problem, sizeof problem, "%s: state %d, not read only", path, (int)state);
+    else if (got != FC_OK || !found)
+        snprintf(problem, sizeof problem, "%s: its row was not read (%d)", path, (int)got);
+    else if (put_status != FC_ERR_CACHE)
+        snprintf(problem, sizeof problem, "%s: a write to a read-only cache did not fail", path);
+    else if (expect_warning != (warning[0] != 0) || (expect_warning && !strstr(warning, "fix:")))
+        snprintf(problem, sizeof problem, "%s: warning %s: \"%s\"", path, expect_warning ? "missing" : "unexpected",
+                 warning);
+    if (found)
+        fc_cubin_record_free(&row);
+    fc_cubin_record_free(&other);
+    fc_cache_close(cache);
+    return problem;
+}
+
+static const char *read_only_file_and_folder(const char *dir)
+{
+    const char *problem = read_only_use(dir, "ro-file.db", 1);
+    return *problem ? problem : read_only_use(dir, "ro-folder/c.db", 1);
+}
+
+/* A read-only database and a read-only folder: read, never written, one warning. As root the
+ * check runs as uid 65534 over files it owns (root could write them anyway). */
+static void test_read_only_cache_is_read(void **state)
+{
+    const struct temp *t = *state;
+    char path[PATH_MAX], folder[PATH_MAX];
+    snprintf(path, sizeof path, "%s/ro-file.db", t->dir);
+    make_cache_with_a_row(path);
+    snprintf(folder, sizeof folder, "%s/ro-folder", t->dir);
+    snprintf(path, sizeof path, "%s/ro-folder/c.db", t->dir);
+    make_cache_with_a_row(path);
+    if (geteuid() == 0) {   /* the files become nobody's, in a folder nobody can enter */
+        const char *owned[] = {t->dir, folder, path};
+        char first[PATH_MAX];
+        snprintf(first, sizeof first, "%s/ro-file.db", t->dir);
+        assert_int_equal(chown(first, NOBODY, NOBODY), 0);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(chown(owned[i], NOBODY, NOBODY), 0);
+    }
+    snprintf(path, sizeof path, "%s/ro-file.db", t->dir);
+    assert_int_equal(chmod(path, 0444), 0);
+    assert_int_equal(chmod(folder, 0555), 0);
+    as_unprivileged(t->dir, read_only_file_and_folder);
+    assert_int_equal(chmod(folder, 0700), 0);   /* for the teardown */
+}
+
+static const char *system_layer_use(const char *dir)
+{
+    return read_only_use(dir, "layer/tuning.db", 0);
+}
+
+/* An admin's read-only system layer: root's file, others cannot write it: read quietly. */
+static void test_system_layer_is_read_quietly(void **state)
+{
+    const struct temp *t = *state;
+    if (geteuid() != 0) {
+        print_message("skipping: only root can make a file root owns\n");
+        skip();
+    }
+    char folder[PATH_MAX], path[PATH_MAX];
+    snprintf(folder, sizeof folder, "%s/layer", t->dir);
+    snprintf(path, sizeof path, "%s/layer/tuning.db", t->dir);
+    make_cache_with_a_row(path);
+    assert_int_equal(chmod(t->dir, 0755), 0);
+    assert_int_equal(chmod(folder, 0755), 0);
+    assert_int_equal(chmod(path, 0644), 0);
+    as_unprivileged(t->dir, system_layer_use);
+}
+
+/* ---- trust (finding 8) ---- */
+
+static int mode_of(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return (int)(st.st_mode & 07777);
+}
+
+static void test_new_files_are_private(void **state)
+{
+    const struct temp *t = *state;
+    char folder[PATH_MAX], path[PATH_MAX], side[PATH_MAX + 32];
+    snprintf(folder, sizeof folder, "%s/new", t->dir);
+    snprintf(path, sizeof path, "%s/new/tuning.db", t->dir);
+    struct fc_cache *cache = open_cache(path);
+    struct fc_cubin_record r = synthetic_record("k1", "s1", 1);
+    put(cache, &r);
+    fc_cubin_record_free(&r);
+    assert_int_equal(mode_of(folder), 0700);
+    assert_int_equal(mode_of(path), 0600);
+    snprintf(side, sizeof side, "%s-wal", path);
+    assert_int_equal(mode_of(side), 0600);
+    snprintf(side, sizeof side, "%s-shm", path);
+    assert_int_equal(mode_of(side), 0600);
+    int lock = fc_cache_lock(cache, "k1");
+    assert_true(lock >= 0);
+    fc_cache_unlock(lock);
+    snprintf(side, sizeof side, "%s.locks", path);
+    assert_int_equal(mode_of(side), 0700);
+    snprintf(side, sizeof side, "%s.locks/k1.lock", path);
+    assert_int_equal(mode_of(side), 0600);
+    fc_cache_close(cache);
+}
+
+/* The context does not load from path: memory only, one warning with the phrase. */
+static void assert_not_loaded_from(const char *path, const char *phrase)
+{
+    struct captured_log log = {0, ""};
+    struct fc_context *ctx = context_on(path, FC_LOG_WARN, &log);
+    assert_null(ctx->cache);
+    assert_int_equal(log.warnings, 1);
+    if (!strstr(log.last, phrase) || !strstr(log.last, "fix:"))
+        fail_msg("warning lacks \"%s\" or a fix: %s", phrase, log.last);
+    fc_context_destroy(ctx);
+}
+
+static void test_untrusted_cache_is_not_loaded(void **state)
+{
+    const struct temp *t = *state;
+    char folder[PATH_MAX], path[PATH_MAX];
+    snprintf(folder, sizeof folder, "%s/shared", t->dir);
+    snprintf(path, sizeof path, "%s/shared/tuning.db", t->dir);
+    make_cache_with_a_row(path);
+    struct fc_context *ctx = context_on(path, FC_LOG_OFF, NULL);
+    assert_non_null(ctx->cache);   /* trusted as made */
+    fc_context_destroy(ctx);
+    assert_int_equal(chmod(path, 0664), 0);
+    assert_not_loaded_from(path, "writable by its group");
+    assert_int_equal(chmod(path, 0600), 0);
+    assert_int_equal(chmod(folder, 0777), 0);
+    assert_not_loaded_from(path, "writable by others");
+    assert_int_equal(chmod(folder, 0700), 0);
+    if (geteuid() != 0) {
+        print_message("(a file of another user: skipped, only root can give one away)\n");
+        return;
+    }
+    assert_int_equal(chown(path, NOBODY, NOBODY), 0);
+    assert_not_loaded_from(path, "owned by uid 65534");
+}
+
 #define IN_TEMP(test) cmocka_unit_test_setup_teardown(test, temp_setup, temp_teardown)
 
 int main(void)
@@ -651,6 +962,12 @@ int main(void)
         IN_TEMP(test_jit_compiles_caches_and_replaces_corrupt),
         IN_TEMP(test_racing_processes_compile_once),
         IN_TEMP(test_handle_survives_fork),
+        IN_TEMP(test_context_survives_unusable_cache_files),
+        IN_TEMP(test_context_without_home),
+        IN_TEMP(test_read_only_cache_is_read),
+        IN_TEMP(test_system_layer_is_read_quietly),
+        IN_TEMP(test_new_files_are_private),
+        IN_TEMP(test_untrusted_cache_is_not_loaded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
