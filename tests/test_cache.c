@@ -945,6 +945,32 @@ static void test_untrusted_cache_is_not_loaded(void **state)
     assert_not_loaded_from(path, "owned by uid 65534");
 }
 
+/* ---- a kernel that compiled is used, stored or not (finding 3) ---- */
+
+static void test_compiled_kernel_survives_a_failed_store(void **state)
+{
+    const struct temp *t = *state;
+    require_nvrtc();
+    struct jit_with_cache j = open_jit(t->db);
+    struct captured_log log = {0, ""};
+    struct fc_logger logger = {FC_LOG_WARN, capture_log, &log};
+    fc_jit_set_logger(j.jit, &logger);
+    /* Every store fails, as on a full disk; root cannot be stopped by file permissions. */
+    sql(t->db, "CREATE TRIGGER refuse_stores BEFORE INSERT ON cubins BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+        NULL, 0);
+    struct fc_cubin cubin;
+    get_cubin(j.jit, &cubin);
+    assert_int_equal(cubin.origin, FC_CUBIN_COMPILED);
+    assert_non_null(cubin.record.cubin);
+    assert_true(cubin.record.cubin_size > 0);
+    assert_int_equal(log.warnings, 1);
+    assert_non_null(strstr(log.last, "not stored"));
+    assert_non_null(strstr(log.last, "disk full"));
+    assert_int_equal(sql_int(t->db, "SELECT count(*) FROM cubins"), 0);
+    fc_cubin_free(&cubin);
+    close_jit(&j);
+}
+
 #define IN_TEMP(test) cmocka_unit_test_setup_teardown(test, temp_setup, temp_teardown)
 
 int main(void)
@@ -968,6 +994,7 @@ int main(void)
         IN_TEMP(test_system_layer_is_read_quietly),
         IN_TEMP(test_new_files_are_private),
         IN_TEMP(test_untrusted_cache_is_not_loaded),
+        IN_TEMP(test_compiled_kernel_survives_a_failed_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
