@@ -133,3 +133,75 @@ int fc_cache_move_aside(const char *path, char *moved_to, size_t size)
     snprintf(moved_to, size, "%s", target);
     return 0;
 }
+
+/* Whether an open cache file has damage that moving it aside would cure. */
+static int has_damage(struct fc_cache *cache, char *msg, size_t size)
+{
+    struct fc_cache_health health;
+    if (fc_cache_check(cache, NULL, NULL, &health, msg, size) != FC_OK)
+        return 0;
+    if (health.damage[0] || health.unreadable)
+        snprintf(msg, size, "%s", health.damage[0] ? health.damage : "rows cannot be read");
+    return health.damage[0] || health.unreadable;
+}
+
+struct salvage {
+    struct fc_cache *into;
+    long long copied;
+};
+
+static int copy_tuning_row(void *user, const struct fc_tuning_row *row)
+{
+    struct salvage *s = user;
+    char ignored[256];
+    s->copied += fc_tuning_put(s->into, row, ignored, sizeof ignored) == FC_OK;
+    return 0;
+}
+
+/* Copies the tuning results still readable from the damaged file into the fresh one: minutes of
+ * GPU time each, where a cubin only costs a compile. Stops at the first unreadable row. */
+static long long salvage_tuning_results(const char *damaged, struct fc_cache *fresh)
+{
+    struct fc_cache *old = NULL;
+    char warning[2 * PATH_MAX], ignored[2 * PATH_MAX];
+    struct salvage s = {fresh, 0};
+    if (fc_cache_open_usable(damaged, &old, NULL, warning, sizeof warning) == FC_OK && old)
+        fc_tuning_foreach(old, 0, copy_tuning_row, &s, ignored, sizeof ignored);
+    fc_cache_close(old);
+    return s.copied;
+}
+
+enum fc_status fc_cache_repair(const char *path, char *moved_to, size_t moved_size, long long *recovered,
+                               char *msg, size_t size)
+{
+    moved_to[0] = 0;
+    *recovered = 0;
+    char default_path[PATH_MAX], why[2 * PATH_MAX];
+    if ((!path || !*path) && fc_cache_default_path(default_path, sizeof default_path) == 0)
+        path = default_path;
+    struct fc_cache *cache = NULL;
+    enum fc_cache_state state;
+    enum fc_status status = fc_cache_open_usable(path, &cache, &state, msg, size);
+    if (status != FC_OK)
+        return status;
+    int damaged = state == FC_CACHE_DAMAGED;
+    if (state == FC_CACHE_READ_WRITE)
+        damaged = has_damage(cache, why, sizeof why);
+    fc_cache_close(cache);
+    if (state == FC_CACHE_READ_ONLY || state == FC_CACHE_UNUSABLE) {
+        if (state == FC_CACHE_READ_ONLY && !*msg)
+            snprintf(msg, size, "kernel cache %s is a read-only system layer: its owner repairs it", path);
+        return FC_ERR_CACHE;
+    }
+    if (!damaged)
+        return FC_OK;
+    if (fc_cache_move_aside(path, moved_to, moved_size) != 0) {
+        snprintf(msg, size, "kernel cache %s is damaged but cannot be moved aside: %s", path, strerror(errno));
+        return FC_ERR_CACHE;
+    }
+    status = fc_cache_open(path, &cache, msg, size);
+    if (status == FC_OK)
+        *recovered = salvage_tuning_results(moved_to, cache);
+    fc_cache_close(cache);
+    return status;
+}

@@ -116,6 +116,44 @@ void fc_cache_unlock(int lock);
 
 void fc_cubin_record_free(struct fc_cubin_record *record);
 
+/* ---- checking and repairing the file (`fcjit info`, `cache verify`, `cache repair`) ---- */
+
+/** What fc_cache_check found. */
+struct fc_cache_health {
+    int kernels;             /* cubin rows found, whether readable or not */
+    int bad_checksums;       /* rows whose cubin fails its checksum (recompiled at next use) */
+    int unreadable;          /* rows SQLite cannot read: the file is damaged */
+    long long bytes;         /* of the cubins read */
+    long long tuning_results;   /* -1 when they cannot be counted */
+    char damage[512];        /* "" or the first damage found (PRAGMA quick_check, or a walk) */
+};
+
+/** Is told each bad row: its key, its name ("" when unreadable too) and what is wrong. */
+typedef void (*fc_cache_bad_row_fn)(void *user, const char *key, const char *name, const char *problem);
+
+/**
+ * Checks the whole file: PRAGMA quick_check, then each cubin row by itself, so that a damaged
+ * page names its rows instead of ending the walk. bad_row may be NULL.
+ * @return FC_OK when the check ran (health says what it found)
+ */
+enum fc_status fc_cache_check(struct fc_cache *cache, fc_cache_bad_row_fn bad_row, void *user,
+                              struct fc_cache_health *health, char *msg, size_t msg_size);
+
+/** Counts rows without reading cubins: what `cache clear` would delete, and what it keeps. */
+enum fc_status fc_cache_count(struct fc_cache *cache, long long *kernels, long long *bytes,
+                              long long *tuning_results, char *msg, size_t msg_size);
+
+/**
+ * Recovers a damaged cache file (SQLite cannot read it as a database, or fc_cache_check finds
+ * damage): moves it aside (fc_cache_move_aside; nothing is deleted), creates a fresh one at path
+ * (NULL or "": fc_cache_default_path) and copies into it the tuning results still readable.
+ * A healthy file is left alone (moved_to "").
+ * @return FC_OK; FC_ERR_CACHE with the reason in msg when the file is not a damaged cache this
+ *         user may repair (not trusted, a newer schema, a folder, read only, ...)
+ */
+enum fc_status fc_cache_repair(const char *path, char *moved_to, size_t moved_size, long long *recovered,
+                               char *msg, size_t msg_size);
+
 /* ---- tuning results (`fcjit tune`) ---- */
 
 /** What a measurement is valid for: the GPU, its driver and the kernel templates. */

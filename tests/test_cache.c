@@ -971,6 +971,193 @@ static void test_compiled_kernel_survives_a_failed_store(void **state)
     close_jit(&j);
 }
 
+/* ---- checking and repairing a damaged file (finding 4) ---- */
+
+#define BIG_BLOB_SIZE 20000   /* several overflow pages per row */
+#define DAMAGED_ROWS 4
+
+/* A row whose cubin is BIG_BLOB_SIZE bytes of one repeated marker, so that its pages can be found
+ * in the file; the caller frees record->cubin. */
+static struct fc_cubin_record big_record(int index)
+{
+    char key[16];
+    snprintf(key, sizeof key, "k%d", index);
+    struct fc_cubin_record r = synthetic_record(key, key, index);
+    free(r.cubin);
+    r.cubin_size = BIG_BLOB_SIZE;
+    r.cubin = malloc(BIG_BLOB_SIZE);
+    assert_non_null(r.cubin);
+    const char marker[4] = {'R', 'O', 'W', (char)('0' + index)};
+    for (int i = 0; i < BIG_BLOB_SIZE; i++)
+        ((char *)r.cubin)[i] = marker[i % 4];
+    return r;
+}
+
+/* Overwrites, with 0xff, the page of path that holds the middle of blob (of size bytes). */
+static void damage_page_holding(const char *path, const void *blob, size_t blob_size, int page_size)
+{
+    assert_true(blob_size >= 2 * (size_t)page_size);   /* so that the page holds nothing else of the row */
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long size = ftell(f);
+    unsigned char *bytes = malloc((size_t)size);
+    assert_non_null(bytes);
+    rewind(f);
+    assert_int_equal(fread(bytes, 1, (size_t)size, f), (size_t)size);
+    const unsigned char *needle = (const unsigned char *)blob + blob_size / 2;
+    long at = -1;
+    for (long i = 0; at < 0 && i + 64 <= size; i++)
+        if (memcmp(bytes + i, needle, 64) == 0)
+            at = i;
+    assert_true(at > 0);
+    memset(bytes, 0xff, (size_t)page_size);
+    assert_int_equal(fseek(f, at / page_size * page_size, SEEK_SET), 0);
+    assert_int_equal(fwrite(bytes, 1, (size_t)page_size, f), (size_t)page_size);
+    assert_int_equal(fclose(f), 0);
+    free(bytes);
+}
+
+/* The same for the page with the middle of big_record(index)'s cubin. */
+static void damage_page_of(const char *path, int index, int page_size)
+{
+    struct fc_cubin_record r = big_record(index);
+    damage_page_holding(path, r.cubin, r.cubin_size, page_size);
+    fc_cubin_record_free(&r);
+}
+
+/* DAMAGED_ROWS big rows and one tuning result, then the page of row 2 destroyed. */
+static void make_damaged_cache(const char *path)
+{
+    struct fc_cache *cache = open_cache(path);
+    for (int i = 0; i < DAMAGED_ROWS; i++) {
+        struct fc_cubin_record r = big_record(i);
+        put(cache, &r);
+        fc_cubin_record_free(&r);
+    }
+    struct fc_tuning_row row;
+    memset(&row, 0, sizeof row);
+    snprintf(row.id.gpu_name, sizeof row.id.gpu_name, "GPU");
+    snprintf(row.bucket, sizeof row.bucket, "f16_d128_gqa1_s1024");
+    snprintf(row.variant, sizeof row.variant, "sm90_f16_d128_m128n64s2w8_sm_90a");
+    row.median_ms = 1.0, row.passed_check = 1, row.winner = 1;
+    char msg[MSG_MAX];
+    assert_int_equal(fc_tuning_put(cache, &row, msg, sizeof msg), FC_OK);
+    fc_cache_close(cache);   /* the last connection folds the WAL into the file */
+    damage_page_of(path, 2, sql_int(path, "PRAGMA page_size"));
+}
+
+struct bad_row_seen {
+    int count;
+    char key[FC_KEY_HEX], problem[256];
+};
+
+static void remember_bad_row(void *user, const char *key, const char *name, const char *problem)
+{
+    (void)name;
+    struct bad_row_seen *seen = user;
+    seen->count++;
+    snprintf(seen->key, sizeof seen->key, "%s", key);
+    snprintf(seen->problem, sizeof seen->problem, "%s", problem);
+}
+
+static void test_check_names_the_rows_of_a_damaged_page(void **state)
+{
+    const struct temp *t = *state;
+    make_damaged_cache(t->db);
+    struct fc_cache *cache = open_cache(t->db);   /* the first page is whole: it opens */
+    struct fc_cache_health health;
+    struct bad_row_seen seen = {0, "", ""};
+    char msg[MSG_MAX];
+    assert_int_equal(fc_cache_check(cache, remember_bad_row, &seen, &health, msg, sizeof msg), FC_OK);
+    assert_int_equal(health.kernels, DAMAGED_ROWS);
+    assert_int_equal(health.unreadable, 1);
+    assert_int_equal(health.bad_checksums, 0);
+    assert_int_equal(seen.count, 1);
+    assert_string_equal(seen.key, "k2");
+    assert_non_null(strstr(seen.problem, "cannot be read"));
+    struct fc_cubin_record out;
+    assert_int_equal(get(cache, "k1", NULL, &out, NULL), 1);   /* the rest still serve */
+    fc_cubin_record_free(&out);
+    fc_cache_close(cache);
+}
+
+/* A kernel whose stored row SQLite can no longer read is compiled again, and the call succeeds. */
+static void test_unreadable_row_is_compiled_again(void **state)
+{
+    const struct temp *t = *state;
+    require_nvrtc();
+    struct jit_with_cache j = open_jit(t->db);
+    struct fc_cubin first, again;
+    get_cubin(j.jit, &first);
+    close_jit(&j);   /* the WAL folded into the file */
+    damage_page_holding(t->db, first.record.cubin, first.record.cubin_size, sql_int(t->db, "PRAGMA page_size"));
+    j = open_jit(t->db);
+    struct captured_log log = {0, ""};
+    struct fc_logger logger = {FC_LOG_WARN, capture_log, &log};
+    fc_jit_set_logger(j.jit, &logger);
+    get_cubin(j.jit, &again);
+    assert_int_equal(again.origin, FC_CUBIN_COMPILED);
+    assert_int_equal(again.record.cubin_size, first.record.cubin_size);
+    assert_true(log.warnings >= 1);
+    assert_non_null(strstr(log.last, t->db));
+    fc_cubin_free(&first);
+    fc_cubin_free(&again);
+    close_jit(&j);
+}
+
+/* The file at path holds the same bytes as expected (of size bytes). */
+static void assert_file_holds(const char *path, const void *expected, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char *bytes = malloc(size + 1);
+    assert_non_null(bytes);
+    assert_int_equal(fread(bytes, 1, size + 1, f), size);
+    assert_memory_equal(bytes, expected, size);
+    free(bytes);
+    fclose(f);
+}
+
+static void test_repair_moves_a_damaged_file_aside(void **state)
+{
+    const struct temp *t = *state;
+    char moved[PATH_MAX], msg[MSG_MAX], garbage[5000];
+    long long recovered = -1;
+    make_damaged_cache(t->db);
+    assert_int_equal(fc_cache_repair(t->db, moved, sizeof moved, &recovered, msg, sizeof msg), FC_OK);
+    assert_true(strncmp(moved, t->db, strlen(t->db)) == 0 && strstr(moved, ".damaged-"));
+    assert_int_equal(access(moved, R_OK), 0);   /* moved, not deleted */
+    assert_int_equal(recovered, 1);             /* the tuning result came along */
+    struct fc_cache *cache = open_cache(t->db);
+    assert_int_equal(visit_all(cache).rows, 0);
+    fc_cache_close(cache);
+    assert_int_equal(fc_cache_repair(t->db, moved, sizeof moved, &recovered, msg, sizeof msg), FC_OK);
+    assert_string_equal(moved, "");   /* healthy now: left alone */
+
+    for (size_t i = 0; i < sizeof garbage; i++)
+        garbage[i] = (char)(i * 17 + 3);
+    write_file(t->db, garbage, sizeof garbage);
+    assert_int_equal(fc_cache_repair(t->db, moved, sizeof moved, &recovered, msg, sizeof msg), FC_OK);
+    assert_file_holds(moved, garbage, sizeof garbage);
+    assert_int_equal(recovered, 0);
+    cache = open_cache(t->db);
+    fc_cache_close(cache);
+}
+
+static void test_repair_refuses_what_is_not_damage(void **state)
+{
+    const struct temp *t = *state;
+    char pragma[64], moved[PATH_MAX], msg[MSG_MAX] = "";
+    long long recovered = 0;
+    snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", FC_CACHE_SCHEMA_VERSION + 1);
+    sql(t->db, pragma, NULL, 0);
+    assert_int_equal(fc_cache_repair(t->db, moved, sizeof moved, &recovered, msg, sizeof msg), FC_ERR_CACHE);
+    assert_non_null(strstr(msg, "newer"));
+    assert_string_equal(moved, "");
+    assert_int_equal(sql_int(t->db, "PRAGMA user_version"), FC_CACHE_SCHEMA_VERSION + 1);
+}
+
 #define IN_TEMP(test) cmocka_unit_test_setup_teardown(test, temp_setup, temp_teardown)
 
 int main(void)
@@ -995,6 +1182,10 @@ int main(void)
         IN_TEMP(test_new_files_are_private),
         IN_TEMP(test_untrusted_cache_is_not_loaded),
         IN_TEMP(test_compiled_kernel_survives_a_failed_store),
+        IN_TEMP(test_check_names_the_rows_of_a_damaged_page),
+        IN_TEMP(test_unreadable_row_is_compiled_again),
+        IN_TEMP(test_repair_moves_a_damaged_file_aside),
+        IN_TEMP(test_repair_refuses_what_is_not_damage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
