@@ -20,8 +20,15 @@ struct fcjit_globals {
 };
 
 int fcjit_exit_for(enum fc_status status);
-/* Creates a context with the globals' cache settings; prints the reason and returns NULL on failure. */
+/* Creates a context with the globals' cache settings; prints the reason and returns NULL on
+ * failure, and prints the cache's warning (read only, memory only) if it has one. */
 struct fc_context *fcjit_open_context(const struct fcjit_globals *g, int device, enum fc_status *status);
+/* For commands whose point is to store (precompile, tune): 0 if the cache can be written (or
+ * --no-cache asked for none), else prints why nothing could be stored and returns 4. */
+int fcjit_require_writable_cache(const struct fcjit_globals *g, const char *command);
+/* Whether -h or --help comes before any "--": then a command prints its help and does nothing
+ * else, whatever the other arguments are. */
+int fcjit_wants_help(int argc, char **argv);
 
 int fcjit_info(int argc, char **argv, const struct fcjit_globals *g);
 int fcjit_cache(int argc, char **argv, const struct fcjit_globals *g);

@@ -63,6 +63,10 @@ static int parse_options(int argc, char **argv, struct options *o)
     memset(o, 0, sizeof *o);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     o->jobs = cpus > 0 ? (int)cpus : 1;
+    if (fcjit_wants_help(argc, argv)) {
+        fputs(HELP, stdout);
+        return 1;
+    }
     int c;
     while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1) {
         switch (c) {
@@ -301,7 +305,9 @@ int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g)
         fc_variant_list_free(&list);
         return FCJIT_EXIT_USAGE;
     }
-    int code = fcjit_compile_list(g, &list, o.jobs, o.force, 0);
+    int code = fcjit_require_writable_cache(g, "precompile");
+    if (code == FCJIT_EXIT_OK)
+        code = fcjit_compile_list(g, &list, o.jobs, o.force, 0);
     fc_variant_list_free(&list);
     return code;
 }

@@ -115,15 +115,14 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
     o->check_rows = 256;
     o->check = o->want_lse = 1;
     o->seed = (unsigned long long)time(NULL);
+    if (fcjit_wants_help(argc, argv)) {
+        printf(HELP, command, strcmp(command, "run") ? "" : RUN_HELP);
+        return 1;
+    }
     int c;
-    while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1) {
-        if (c == 'h') {
-            printf(HELP, command, strcmp(command, "run") ? "" : RUN_HELP);
-            return 1;
-        }
+    while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1)
         if (c == '?' || parse_one(c, command, o))
             return -1;
-    }
     if (optind < argc) {
         fprintf(stderr, "fcjit %s: unexpected argument '%s'\n", command, argv[optind]);
         return -1;

@@ -77,6 +77,10 @@ static int parse_options(int argc, char **argv, struct options *o)
     o->jobs = cpus > 0 ? (int)cpus : 1;
     o->arch = 90;
     o->arch_specific = 1;
+    if (fcjit_wants_help(argc, argv)) {
+        fputs(HELP, stdout);
+        return 1;
+    }
     int c;
     while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1) {
         switch (c) {
@@ -446,6 +450,9 @@ int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
         fprintf(stderr, "fcjit tune: the measurements go to the kernel cache's database; drop --no-cache\n");
         return FCJIT_EXIT_USAGE;
     }
+    int code = fcjit_require_writable_cache(g, "tune");
+    if (code != FCJIT_EXIT_OK)
+        return code;
     enum fc_status status;
     struct fc_context *ctx = fcjit_open_context(g, 0, &status);
     if (!ctx)
@@ -487,7 +494,7 @@ int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
         status = tune_bucket(ctx, &o, &w, &w.buckets[i], &id, scrub, 2 * (size_t)l2_bytes / 4, &progress);
     sigaction(SIGINT, &previous, NULL);
     const size_t measured_now = progress.done - progress.skipped;
-    int code = fcjit_exit_for(status);
+    code = fcjit_exit_for(status);
     if (interrupted) {
         fprintf(stderr, "\nfcjit tune: interrupted after %zu of %zu measurements; every finished one is stored "
                 "in %s: run `fcjit tune` again to resume\n", progress.done, progress.total, fc_cache_path(ctx->cache));
