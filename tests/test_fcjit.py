@@ -381,6 +381,43 @@ def test_new_cache_is_private(cli, directory):
     assert os.stat(os.path.dirname(db)).st_mode & 0o777 == 0o700
 
 
+def test_one_exit_code_rule(cli, directory):
+    for args in (["run", "--head-dim", "100"], ["run", "--seqlen", "64", "--heads-q", "8", "--heads-kv", "3"],
+                 ["run", "--dtype", "e4m3"], ["plan", "--head-dim", "512"], ["explain", "--head-dim", "100"],
+                 ["tune", "--spec", "/nonexistent"], ["tune", "--dry-run", "--spec", "/nonexistent"],
+                 ["run", "--scale", "abc"], ["run", "--scale", "1e99"], ["plan", "--scale", "0.1x"],
+                 ["run", "--seed", "abc"], ["run", "--seed", "-1"], ["plan", "--arch", "sm_1"],
+                 ["run", "--arch", "sm_80"]):
+        code, _, err = cli.run(*args)
+        assert code == EXIT_USAGE and err.strip(), (args, code, err)
+    code, _, err = cli.run("plan", env=dict(cli.env, FC_FORCE_VARIANT="bogus"))
+    assert code == EXIT_USAGE, (code, err)
+    for family in ("reference:", "sm80:", "sm90:", "decode:"):
+        assert family in err, (family, err)
+    code, out, _ = cli.run("--help")
+    for words in ("cache export", "import", "repair", "FC_TUNED"):
+        assert words in out, (words, out)
+    code, out, _ = cli.run("plan", "--arch", "sm_80", "--head-dim", "128")
+    assert code == EXIT_OK and "on sm_80" in out and "_sm_80\n" in out, out
+    code, out, _ = cli.run("--json", "plan", "--arch", "sm_86", "--head-dim", "64")
+    assert code == EXIT_OK and json.loads(out)["kernel"].endswith("_sm_86"), out
+    code, out, err = cli.run("precompile", "--dry-run", "--arch", "sm_80")
+    assert code == EXIT_OK and out.strip().endswith("pruned)") and "sm90" not in out, (code, out, err)
+
+
+def test_warm_precompile_says_nothing_compiled(cli, directory):
+    if not nvrtc_available(cli):
+        return "skipped: NVRTC is not available here"
+    path = os.path.join(directory, "small.yaml")
+    cli.run("precompile", "--spec", path)
+    code, out, err = cli.run("precompile", "--spec", path)
+    summary = out.strip().splitlines()[-1]
+    assert code == EXIT_OK and "none compiled" in summary and "median" not in summary, (summary, err)
+    code, out, _ = cli.run("--json", "precompile", "--spec", path)
+    warm = json.loads(out.strip().splitlines()[-1])
+    assert warm["compiled"] == 0 and warm["median_compile_ms"] is None, warm
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -407,6 +444,8 @@ def main():
             (test_damaged_cache_is_named_and_repaired, (cli, directory)),
             (test_untrusted_cache_is_not_loaded, (cli, directory)),
             (test_new_cache_is_private, (cli, directory)),
+            (test_one_exit_code_rule, (cli, directory)),
+            (test_warm_precompile_says_nothing_compiled, (cli, directory)),
         ]
         for test, args in tests:
             try:

@@ -1,6 +1,7 @@
 /* fcjit: dispatch, shared helpers (options, exit codes, contexts), and `fcjit info`. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,9 @@ static const char USAGE[] =
     "\n"
     "commands:\n"
     "  info                     GPU, driver, NVRTC, kernel cache: what is there and what is missing\n"
-    "  precompile [--arch A]    fill the kernel cache (no GPU needed)\n"
+    "  precompile [--arch A]    fill the kernel cache (no GPU needed; --dry-run: list, compile nothing)\n"
     "  run SHAPE                run one problem: check it against an fp64 CPU reference, time it\n"
-    "  plan SHAPE               which kernel would run a problem, and why (no GPU needed)\n"
+    "  plan SHAPE [--arch A]    which kernel would run a problem, and why (no GPU needed)\n"
     "  tune [--spec FILE]       time each candidate kernel per problem bucket on this GPU; the\n"
     "                           winners then run (also `fcjit --tune`; resumable)\n"
     "  explain SHAPE            what would run on this GPU and why: tuned winner, heuristic\n"
@@ -36,12 +37,19 @@ static const char USAGE[] =
     "  -h, --help    this text; 'fcjit COMMAND --help' for a command's options\n"
     "  --version     print the version\n"
     "\n"
-    "exit codes: 0 ok, 1 a check failed, 2 usage error, 3 no GPU/driver/NVRTC where needed,\n"
-    "            4 other error\n"
+    "exit codes: 0 ok, 1 a check failed (a wrong result, bad cache rows), 2 bad input (usage, a spec,\n"
+    "            a shape or dtype no kernel supports), 3 no GPU/driver/NVRTC where one is needed,\n"
+    "            4 other errors (CUDA, a cache that cannot be written where it must be)\n"
     "environment: FC_LOG=error|warn|info|debug, FC_DUMP_SOURCE=DIR, FC_DUMP_PTX=DIR,\n"
     "             FC_TEMPLATE_DIR=DIR,\n"
     "             FC_FORCE_VARIANT=sm90|sm90:m128n64s2w12p1|sm80:m128n64w4|decode:n64w4k8|reference,\n"
+    "             FC_TUNED=0 (ignore tuned winners: the heuristic decides),\n"
     "             FC_TUNING_DB=PATH, FC_NVRTC_LIBRARY=PATH, FC_CUDA_LIBRARY=PATH\n";
+
+static void parse_failed(const char *command, const char *name, const char *expected, const char *text)
+{
+    fprintf(stderr, "fcjit %s: --%s takes %s, not '%s'\n", command, name, expected, text);
+}
 
 int fcjit_parse_int(const char *command, const char *name, const char *text, long low, long high, int *out)
 {
@@ -49,11 +57,38 @@ int fcjit_parse_int(const char *command, const char *name, const char *text, lon
     errno = 0;
     long value = strtol(text, &end, 10);
     if (end == text || *end || errno || value < low || value > high) {
-        fprintf(stderr, "fcjit %s: --%s takes an integer from %ld to %ld, not '%s'\n", command, name, low, high,
-                text);
+        char expected[96];
+        snprintf(expected, sizeof expected, "an integer from %ld to %ld", low, high);
+        parse_failed(command, name, expected, text);
         return -1;
     }
     *out = (int)value;
+    return 0;
+}
+
+int fcjit_parse_float(const char *command, const char *name, const char *text, float *out)
+{
+    char *end;
+    errno = 0;
+    float value = strtof(text, &end);
+    if (end == text || *end || errno || !isfinite(value)) {
+        parse_failed(command, name, "a finite number", text);
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
+int fcjit_parse_u64(const char *command, const char *name, const char *text, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (end == text || *end || errno || text[0] == '-') {   /* strtoull takes "-1" as a huge value */
+        parse_failed(command, name, "a non-negative integer", text);
+        return -1;
+    }
+    *out = value;
     return 0;
 }
 
@@ -89,6 +124,7 @@ int fcjit_exit_for(enum fc_status status)
     switch (status) {
     case FC_OK: return FCJIT_EXIT_OK;
     case FC_ERR_INVALID_ARG:
+    case FC_ERR_UNSUPPORTED:   /* a shape, dtype or variant no kernel takes: the input's fault */
     case FC_ERR_CONFIG: return FCJIT_EXIT_USAGE;
     case FC_ERR_NO_DEVICE:
     case FC_ERR_NO_COMPILER: return FCJIT_EXIT_NO_ENVIRONMENT;

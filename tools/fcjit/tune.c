@@ -134,8 +134,8 @@ static void work_free(struct work *w)
     memset(w, 0, sizeof *w);
 }
 
-/* Pairs each bucket with the candidates of its dtype, head_dim and causality on the arch. */
-static enum fc_status plan_work(const struct options *o, int arch, int arch_specific, struct work *w)
+/* Reads the spec (the shipped one without --spec): before any GPU is looked for. */
+static enum fc_status load_spec(const struct options *o, struct work *w)
 {
     char err[1024] = "";
     enum fc_status status;
@@ -147,10 +147,14 @@ static enum fc_status plan_work(const struct options *o, int arch, int arch_spec
         status = fc_config_parse_tune(f->text, f->length, "tuning_db/tune.yaml", &w->variants, &w->problems, err,
                                       sizeof err);
     }
-    if (status != FC_OK) {
+    if (status != FC_OK)
         fprintf(stderr, "fcjit tune: %s\n", err);
-        return status;
-    }
+    return status;
+}
+
+/* Pairs each bucket of the spec with the candidates of its dtype, head_dim and causality on the arch. */
+static enum fc_status plan_work(int arch, int arch_specific, struct work *w)
+{
     w->buckets = calloc(w->problems.count, sizeof *w->buckets);
     w->to_compile.items = calloc(w->variants.count + 1, sizeof *w->to_compile.items);
     char *used = calloc(w->variants.count + 1, 1);
@@ -438,9 +442,11 @@ int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
     int parsed = parse_options(argc, argv, &o);
     if (parsed)
         return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
-    if (o.dry_run) {
-        struct work w;
-        enum fc_status status = plan_work(&o, o.arch, o.arch_specific, &w);
+    struct work w;
+    enum fc_status status = load_spec(&o, &w);
+    if (status != FC_OK || o.dry_run) {
+        if (status == FC_OK)
+            status = plan_work(o.arch, o.arch_specific, &w);
         if (status == FC_OK)
             print_dry_run(&w, g->json);
         work_free(&w);
@@ -448,17 +454,16 @@ int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
     }
     if (g->no_disk_cache) {
         fprintf(stderr, "fcjit tune: the measurements go to the kernel cache's database; drop --no-cache\n");
+        work_free(&w);
         return FCJIT_EXIT_USAGE;
     }
     int code = fcjit_require_writable_cache(g, "tune");
-    if (code != FCJIT_EXIT_OK)
-        return code;
-    enum fc_status status;
-    struct fc_context *ctx = fcjit_open_context(g, 0, &status);
-    if (!ctx)
-        return fcjit_exit_for(status);
-    struct work w;
-    status = plan_work(&o, ctx->arch, ctx->arch_specific, &w);
+    struct fc_context *ctx = code == FCJIT_EXIT_OK ? fcjit_open_context(g, 0, &status) : NULL;
+    if (!ctx) {
+        work_free(&w);
+        return code == FCJIT_EXIT_OK ? fcjit_exit_for(status) : code;
+    }
+    status = plan_work(ctx->arch, ctx->arch_specific, &w);
     if (status == FC_OK && w.bucket_count == 0) {
         fprintf(stderr, "fcjit tune: no candidate of the spec runs on this GPU (sm_%d%s)\n", ctx->arch,
                 ctx->arch_specific ? "a" : "");
