@@ -116,7 +116,7 @@ void fc_cache_unlock(int lock);
 
 void fc_cubin_record_free(struct fc_cubin_record *record);
 
-/* ---- checking and repairing the file (`fcjit info`, `cache verify`, `cache repair`) ---- */
+/* ---- checking and repairing the file (cache_check.c: `fcjit info`, `cache verify`, `cache repair`) ---- */
 
 /** What fc_cache_check found. */
 struct fc_cache_health {
@@ -195,7 +195,7 @@ typedef int (*fc_tuning_visit_fn)(void *user, const struct fc_tuning_row *row);
 enum fc_status fc_tuning_foreach(struct fc_cache *cache, int winners_only, fc_tuning_visit_fn visit, void *user,
                                  char *msg, size_t msg_size);
 
-/* ---- for the cache's own files (cache_tuning.c) ---- */
+/* ---- for the cache's own files (cache_check.c, cache_tuning.c) ---- */
 
 /** This process's connection (opened again after a fork()), or NULL with *status and msg saying
  *  why (for_writing: also when the cache is read only). */
