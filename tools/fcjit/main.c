@@ -228,6 +228,23 @@ static void report_cache(const struct fc_context *ctx, const struct fcjit_global
     }
 }
 
+/* How many GPUs there are, and the first described in gpu ("none" stays without one). */
+static int describe_gpus(const struct fc_cuda_api *cuda, char *gpu, size_t size)
+{
+    int count = 0, major = 0, minor = 0, sms = 0;
+    CUdevice device;
+    char name[128] = "?";
+    if (!cuda || cuda->cuDeviceGetCount(&count) != CUDA_SUCCESS || count <= 0 ||
+        cuda->cuDeviceGet(&device, 0) != CUDA_SUCCESS)
+        return count;
+    cuda->cuDeviceGetName(name, sizeof name, device);
+    cuda->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    cuda->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+    cuda->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+    snprintf(gpu, size, "%s (sm_%d%d, %d SMs)%s", name, major, minor, sms, count > 1 ? ", ..." : "");
+    return count;
+}
+
 int fcjit_info(int argc, char **argv, const struct fcjit_globals *g)
 {
     static const char HELP[] =
@@ -243,20 +260,7 @@ int fcjit_info(int argc, char **argv, const struct fcjit_globals *g)
     }
     char driver_why[512] = "", nvrtc_why[1024] = "", gpu[256] = "none";
     const struct fc_cuda_api *cuda = fc_cuda_load(driver_why, sizeof driver_why);
-    int count = 0;
-    if (cuda) {
-        cuda->cuDeviceGetCount(&count);
-        CUdevice device;
-        int major = 0, minor = 0, sms = 0;
-        char name[128] = "?";
-        if (count > 0 && cuda->cuDeviceGet(&device, 0) == CUDA_SUCCESS) {
-            cuda->cuDeviceGetName(name, sizeof name, device);
-            cuda->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-            cuda->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-            cuda->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
-            snprintf(gpu, sizeof gpu, "%s (sm_%d%d, %d SMs)%s", name, major, minor, sms, count > 1 ? ", ..." : "");
-        }
-    }
+    const int count = describe_gpus(cuda, gpu, sizeof gpu);
     int have_nvrtc = fc_nvrtc_load(nvrtc_why, sizeof nvrtc_why) == 0;
     enum fc_status status;
     struct fc_context *ctx = open_context(g, FC_DEVICE_NONE, 0, &status);   /* the report says it */

@@ -476,6 +476,17 @@ static void print_dry_run(const struct work *w, int json)
                w->bucket_count, w->measurements, w->to_compile.count, w->variants.pruned);
 }
 
+/* After the spec was read (status): the buckets and candidates on --arch, measured nothing. */
+static int dry_run(const struct options *o, struct work *w, enum fc_status status, int json)
+{
+    if (status == FC_OK)
+        status = plan_work(o->arch, o->arch_specific, w);
+    if (status == FC_OK)
+        print_dry_run(w, json);
+    work_free(w);
+    return fcjit_exit_for(status);
+}
+
 int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
 {
     struct options o;
@@ -484,14 +495,8 @@ int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
         return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
     struct work w;
     enum fc_status status = load_spec(&o, &w);
-    if (status != FC_OK || o.dry_run) {
-        if (status == FC_OK)
-            status = plan_work(o.arch, o.arch_specific, &w);
-        if (status == FC_OK)
-            print_dry_run(&w, g->json);
-        work_free(&w);
-        return fcjit_exit_for(status);
-    }
+    if (status != FC_OK || o.dry_run)
+        return dry_run(&o, &w, status, g->json);
     if (g->no_disk_cache) {
         fprintf(stderr, "fcjit tune: the measurements go to the kernel cache's database; drop --no-cache\n");
         work_free(&w);
