@@ -82,7 +82,8 @@ static enum fc_status open_cache_and_jit(struct fc_context *ctx, const struct fc
 {
     enum fc_status status;
     if (!o->no_disk_cache) {   /* a cache file never stops the context: read only, or memory only */
-        status = fc_cache_open_usable(o->cache_path, &ctx->cache, &ctx->cache_state, ctx->cache_warning, sizeof ctx->cache_warning);
+        status = fc_cache_open_usable(o->cache_path, &ctx->cache, &ctx->cache_state, ctx->cache_warning,
+                                      sizeof ctx->cache_warning);
         if (status != FC_OK) {
             snprintf(msg, size, "%s", ctx->cache_warning);
             return status;
