@@ -22,7 +22,12 @@
 /* Far more than anyone can compile or time; the cap keeps a typo (a list ten thousand long) from
  * exhausting memory during expansion. Counts candidates before pruning, over the whole spec. */
 #define SPEC_CANDIDATES_MAX 100000
-#define SPEC_FILE_BYTES_MAX (16 * 1024 * 1024)
+/* The same for `problems`: each bucket is timed with every candidate that fits it. */
+#define SPEC_PROBLEMS_MAX 10000
+/* A spec is a mapping of lists of mappings of lists: 4 levels. NOTE: libyaml spends time linear in
+ * the depth on every token of a deep flow collection ("[[[[..."), quadratic in all; 100,000
+ * levels took 47 s. The cap stops such a text after a few dozen levels. */
+#define SPEC_NESTING_MAX 32
 #define KEY_NAME_MAX 64
 #define NAMES_MAX 256
 #define DESCRIPTION_MAX 96
@@ -120,6 +125,7 @@ struct reader {
     char *err;
     size_t err_size;
     size_t candidates;    /* expanded so far, against SPEC_CANDIDATES_MAX */
+    size_t problems;      /* buckets expanded so far, against SPEC_PROBLEMS_MAX */
     size_t list_capacity;
     char description[DESCRIPTION_MAX];
 };
@@ -528,17 +534,24 @@ static int next_position(const struct axis *axes, int count, size_t *position)
     return 0;
 }
 
+/* How many combinations the axes make, saturated at cap + 1 instead of overflowing. */
+static size_t axes_product(const struct axis *axes, int count, size_t cap)
+{
+    size_t product = 1;
+    for (int k = 0; k < count; k++) {
+        size_t n = axes[k].count;
+        if (n && product > cap / n)
+            return cap + 1;
+        if (n)
+            product *= n;
+    }
+    return product;
+}
+
 static enum fc_status count_candidates(struct reader *r, const struct entry *entry,
                                        size_t *total)
 {
-    size_t product = 1;
-    for (int k = 0; k < KEY_COUNT; k++) {
-        size_t count = entry->axes[k].count;
-        if (count && product > SPEC_CANDIDATES_MAX / count)
-            product = SPEC_CANDIDATES_MAX + 1;   /* saturate instead of overflowing */
-        else if (count)
-            product *= count;
-    }
+    const size_t product = axes_product(entry->axes, KEY_COUNT, SPEC_CANDIDATES_MAX);
     if (product > SPEC_CANDIDATES_MAX - r->candidates)
         return fail_at(r, entry->mark, "this entry brings the spec past %d candidates; split the "
                        "sweep or shorten its lists", SPEC_CANDIDATES_MAX);
@@ -680,8 +693,8 @@ static enum fc_status problem_append(struct reader *r, struct fc_tune_problem_li
     return FC_OK;
 }
 
-/* One `problems` entry: every combination of its values is a bucket; a bucket listed twice is
- * kept once. */
+/* One `problems` entry: every combination of its values is a bucket (a bucket listed twice is
+ * kept once, later: remove_duplicate_problems). */
 static enum fc_status parse_problem(struct reader *r, struct fc_tune_problem_list *list)
 {
     if (r->event.type != YAML_MAPPING_START_EVENT)
@@ -700,17 +713,19 @@ static enum fc_status parse_problem(struct reader *r, struct fc_tune_problem_lis
                 status = fail_at(r, entry.seen[k].mark, "`%s` %d is out of range (%s)", PROBLEM_KEY_NAMES[k],
                                  entry.axes[k].values[i],
                                  k == PKEY_GQA ? "query heads per K/V head, 1 to 64" : "a multiple of 8 up to 256");
+    const size_t product = axes_product(entry.axes, PKEY_COUNT, SPEC_PROBLEMS_MAX);
+    if (status == FC_OK && product > SPEC_PROBLEMS_MAX - r->problems)
+        status = fail_at(r, entry.mark, "this entry brings the spec past %d problem buckets; split the sweep or "
+                         "shorten its lists", SPEC_PROBLEMS_MAX);
+    else if (status == FC_OK)
+        r->problems += product;
     while (status == FC_OK && list) {
         int value[PKEY_COUNT];
         for (int k = 0; k < PKEY_COUNT; k++)
             value[k] = entry.axes[k].count ? entry.axes[k].values[position[k]] : DEFAULTS[k];
         struct fc_tune_problem problem = {(enum fc_dtype)value[PKEY_DTYPE], value[PKEY_HEAD_DIM], value[PKEY_CAUSAL],
                                           value[PKEY_SEQLEN], value[PKEY_GQA], value[PKEY_TOKENS]};
-        int seen = 0;
-        for (size_t i = 0; i < list->count && !seen; i++)
-            seen = memcmp(&list->items[i], &problem, sizeof problem) == 0;
-        if (!seen)
-            status = problem_append(r, list, &problem);
+        status = problem_append(r, list, &problem);
         if (!next_position(entry.axes, PKEY_COUNT, position))
             break;
     }
@@ -780,6 +795,45 @@ static enum fc_status remove_duplicates(struct reader *r, struct fc_variant_list
     return fc_variants_unique(list->items, &list->count) ? out_of_memory(r) : FC_OK;
 }
 
+struct ranked_problem {
+    struct fc_tune_problem problem;
+    size_t order;   /* its place in the spec */
+};
+
+static int compare_ranked_problems(const void *a, const void *b)
+{
+    const struct ranked_problem *x = a, *y = b;
+    int by_value = memcmp(&x->problem, &y->problem, sizeof x->problem);   /* ints only: no padding */
+    return by_value ? by_value : (x->order > y->order) - (x->order < y->order);
+}
+
+/* Keeps the first of each set of equal buckets, in spec order: sorted, so n log n, not n^2. */
+static enum fc_status remove_duplicate_problems(struct reader *r, struct fc_tune_problem_list *list)
+{
+    if (list->count < 2)
+        return FC_OK;
+    struct ranked_problem *ranked = malloc(list->count * sizeof *ranked);
+    unsigned char *keep = calloc(list->count, 1);
+    if (!ranked || !keep) {
+        free(ranked);
+        free(keep);
+        return out_of_memory(r);
+    }
+    for (size_t i = 0; i < list->count; i++)
+        ranked[i] = (struct ranked_problem){list->items[i], i};
+    qsort(ranked, list->count, sizeof *ranked, compare_ranked_problems);
+    for (size_t i = 0; i < list->count; i++)
+        keep[ranked[i].order] = i == 0 || memcmp(&ranked[i - 1].problem, &ranked[i].problem, sizeof ranked[i].problem);
+    size_t kept = 0;
+    for (size_t i = 0; i < list->count; i++)
+        if (keep[i])
+            list->items[kept++] = list->items[i];
+    list->count = kept;
+    free(ranked);
+    free(keep);
+    return FC_OK;
+}
+
 /* Runs the text through the parser once before reading it, so that a syntax error is reported
  * as such even where the nodes before it already make no sense (an unclosed "[" swallows the
  * next line as a value). */
@@ -790,6 +844,7 @@ static enum fc_status check_syntax(struct reader *r)
         return out_of_memory(r);
     yaml_parser_set_input_string(&parser, (const unsigned char *)r->text, r->length);
     enum fc_status status = FC_OK;
+    int depth = 0;
     for (int done = 0; !done && status == FC_OK;) {
         yaml_event_t event;
         if (!yaml_parser_parse(&parser, &event)) {
@@ -797,6 +852,13 @@ static enum fc_status check_syntax(struct reader *r)
             break;
         }
         done = event.type == YAML_STREAM_END_EVENT;
+        if (event.type == YAML_SEQUENCE_START_EVENT || event.type == YAML_MAPPING_START_EVENT)
+            depth++;
+        else if (event.type == YAML_SEQUENCE_END_EVENT || event.type == YAML_MAPPING_END_EVENT)
+            depth--;
+        if (depth > SPEC_NESTING_MAX)
+            status = fail_at(r, event.start_mark, "lists and mappings nested more than %d deep; a spec needs 4 (a "
+                             "mapping of lists of mappings of lists)", SPEC_NESTING_MAX);
         yaml_event_delete(&event);
     }
     yaml_parser_delete(&parser);
@@ -835,6 +897,8 @@ static enum fc_status parse_spec(const char *text, size_t length, const char *na
     status = parse_stream(&r, &spec);
     if (status == FC_OK)
         status = remove_duplicates(&r, &list);
+    if (status == FC_OK)
+        status = remove_duplicate_problems(&r, &problems);
     if (status == FC_OK && problems_out && problems.count == 0)
         status = fail_at(&r, mark_at_offset(&r, 0), "a tuning spec needs `problems`: the buckets to "
                          "tune (dtype, head_dim, causal, seqlen; gqa, tokens optional)");
@@ -868,110 +932,4 @@ enum fc_status fc_config_parse_tune(const char *text, size_t length, const char 
         return FC_ERR_INVALID_ARG;
     }
     return parse_spec(text, length, name, variants, problems, err, err_size);
-}
-
-static enum fc_status file_error(enum fc_status status, const char *path, const char *reason,
-                                 char *err, size_t err_size)
-{
-    if (err && err_size)
-        snprintf(err, err_size, "%s: %s", path, reason);
-    return status;
-}
-
-/* Reads the whole file; a loop rather than a size from fseek, so pipes and /dev/stdin work. */
-static enum fc_status read_file(const char *path, char **text, size_t *length, char *err,
-                                size_t err_size)
-{
-    FILE *file = fopen(path, "rb");
-    if (!file)
-        return file_error(FC_ERR_CONFIG, path, strerror(errno), err, err_size);
-    char *buffer = NULL;
-    size_t used = 0, capacity = 0, got = 0;
-    enum fc_status status = FC_OK;
-    do {
-        if (used == capacity && capacity >= SPEC_FILE_BYTES_MAX) {
-            status = file_error(FC_ERR_CONFIG, path, "larger than 16 MiB, too large for a spec",
-                                err, err_size);
-            break;
-        }
-        if (used == capacity) {
-            capacity = capacity ? capacity * 2 : 4096;
-            char *grown = realloc(buffer, capacity);
-            if (!grown) {
-                status = file_error(FC_ERR_NOMEM, path, "out of memory", err, err_size);
-                break;
-            }
-            buffer = grown;
-        }
-        got = fread(buffer + used, 1, capacity - used, file);
-        used += got;
-    } while (got > 0);
-    if (status == FC_OK && ferror(file))   /* e.g. EISDIR: a directory opens, but won't read */
-        status = file_error(FC_ERR_CONFIG, path, strerror(errno), err, err_size);
-    fclose(file);
-    if (status != FC_OK) {
-        free(buffer);
-        return status;
-    }
-    *text = buffer;
-    *length = used;
-    return FC_OK;
-}
-
-enum fc_status fc_config_load_variants(const char *path, struct fc_variant_list *out, char *err,
-                                       size_t err_size)
-{
-    if (out)
-        memset(out, 0, sizeof *out);
-    if (!path || !out) {
-        if (err && err_size)
-            snprintf(err, err_size, "fc_config_load_variants: %s is NULL", path ? "out" : "path");
-        return FC_ERR_INVALID_ARG;
-    }
-    char *text = NULL;
-    size_t length = 0;
-    enum fc_status status = read_file(path, &text, &length, err, err_size);
-    if (status != FC_OK)
-        return status;
-    status = fc_config_parse_variants(text, length, path, out, err, err_size);
-    free(text);
-    return status;
-}
-
-enum fc_status fc_config_load_tune(const char *path, struct fc_variant_list *variants,
-                                   struct fc_tune_problem_list *problems, char *err, size_t err_size)
-{
-    if (variants)
-        memset(variants, 0, sizeof *variants);
-    if (problems)
-        memset(problems, 0, sizeof *problems);
-    if (!path || !variants || !problems) {
-        if (err && err_size)
-            snprintf(err, err_size, "fc_config_load_tune: an argument is NULL");
-        return FC_ERR_INVALID_ARG;
-    }
-    char *text = NULL;
-    size_t length = 0;
-    enum fc_status status = read_file(path, &text, &length, err, err_size);
-    if (status != FC_OK)
-        return status;
-    status = fc_config_parse_tune(text, length, path, variants, problems, err, err_size);
-    free(text);
-    return status;
-}
-
-void fc_tune_problem_list_free(struct fc_tune_problem_list *list)
-{
-    if (!list)
-        return;
-    free(list->items);
-    memset(list, 0, sizeof *list);
-}
-
-void fc_variant_list_free(struct fc_variant_list *list)
-{
-    if (!list)
-        return;
-    free(list->items);
-    memset(list, 0, sizeof *list);
 }

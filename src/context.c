@@ -82,17 +82,15 @@ static enum fc_status open_cache_and_jit(struct fc_context *ctx, const struct fc
                                          char *msg, size_t size)
 {
     enum fc_status status;
-    if (!o->no_disk_cache) {
-        char path[4096];
-        if (o->cache_path && *o->cache_path)
-            snprintf(path, sizeof path, "%s", o->cache_path);
-        else if (fc_cache_default_path(path, sizeof path)) {
-            snprintf(msg, size, "no kernel cache path: set FC_TUNING_DB, XDG_CACHE_HOME or HOME, "
-                     "or pass fc_options.no_disk_cache");
-            return FC_ERR_CACHE;
-        }
-        if ((status = fc_cache_open(path, &ctx->cache, msg, size)) != FC_OK)
+    if (!o->no_disk_cache) {   /* a cache file never stops the context: read only, or memory only */
+        status = fc_cache_open_usable(o->cache_path, &ctx->cache, &ctx->cache_state, ctx->cache_warning,
+                                      sizeof ctx->cache_warning);
+        if (status != FC_OK) {
+            snprintf(msg, size, "%s", ctx->cache_warning);
             return status;
+        }
+        if (ctx->cache_warning[0])
+            fc_log(&ctx->logger, FC_LOG_WARN, "%s", ctx->cache_warning);
     }
     const char *dir = o->template_dir ? o->template_dir : getenv("FC_TEMPLATE_DIR");
     if ((status = fc_jit_create(dir, ctx->cache, &ctx->jit, msg, size)) != FC_OK)
@@ -155,8 +153,9 @@ enum fc_status fc_context_create(int device, const struct fc_options *options, s
     const char *forced = getenv("FC_FORCE_VARIANT");
     if (status == FC_OK && forced && *forced && fc_plan_override_parse(forced, &ctx->override)) {
         snprintf(ctx->create_message, sizeof ctx->create_message,
-                 "FC_FORCE_VARIANT=%.200s: expected a family (reference, sm80), optionally with tiles, "
-                 "e.g. sm80:m128n64w8", forced);
+                 "FC_FORCE_VARIANT=%.200s: expected a family, optionally with tiles (m block_m, n block_n, "
+                 "s stages, w warps, p1 ping-pong, k decode splits): reference (e.g. reference:m16w4), sm80 "
+                 "(e.g. sm80:m128n64w4), sm90 (e.g. sm90:m128n64s2w12p1), decode (e.g. decode:n64w4k8)", forced);
         status = FC_ERR_CONFIG;
     }
     if (status == FC_OK)

@@ -25,7 +25,9 @@ struct fc_context {
 
     struct fc_plan_override override;   /* FC_FORCE_VARIANT, read once at creation */
     struct fc_logger logger;
-    struct fc_cache *cache;           /* NULL with no_disk_cache */
+    struct fc_cache *cache;           /* NULL with no_disk_cache, or when the file cannot be used */
+    enum fc_cache_state cache_state;
+    char cache_warning[FC_MESSAGE_MAX];   /* why the cache is read only or not used ("" if it is fine) */
     struct fc_jit *jit;
 
     pthread_mutex_t kernels_lock;

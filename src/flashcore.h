@@ -37,7 +37,9 @@ enum fc_status {
     FC_ERR_NO_COMPILER = 4,   /**< a kernel must be compiled but libnvrtc could not be loaded */
     FC_ERR_CUDA = 5,          /**< a CUDA driver call failed; the message has its name and code */
     FC_ERR_COMPILE = 6,       /**< NVRTC rejected a kernel; the message holds its log */
-    FC_ERR_CACHE = 7,         /**< the SQLite kernel cache could not be opened or written */
+    FC_ERR_CACHE = 7,         /**< the SQLite kernel cache could not be read or written where that was
+                                   the point (never from fc_context_create or the forward call: they fall
+                                   back to reading only, or to memory, and log a warning) */
     FC_ERR_CONFIG = 8,        /**< a YAML spec or setting is malformed */
     FC_ERR_NOMEM = 9,         /**< host memory ran out */
     FC_ERR_INTERNAL = 10,     /**< a bug in FlashCore; please report the message */
@@ -63,7 +65,10 @@ typedef void (*fc_log_fn)(void *user, enum fc_log_level level, const char *messa
 /** Passed to fc_context_create; start from fc_options_init(). */
 struct fc_options {
     /** SQLite kernel cache file. NULL: $FC_TUNING_DB, else $XDG_CACHE_HOME/flashcore/tuning.db,
-     *  else $HOME/.cache/flashcore/tuning.db. */
+     *  else $HOME/.cache/flashcore/tuning.db. Created 0600 (its folder 0700). A file that cannot
+     *  be written is only read; one that is damaged, missing a path, or not trusted (owned by
+     *  another user, or writable by group or others, file or folder) is not used at all: kernels
+     *  are then kept in memory, with one warning through the log. */
     const char *cache_path;
     /** Nonzero: keep compiled kernels in memory only (no file is opened or written). */
     int no_disk_cache;
@@ -121,7 +126,8 @@ FC_API void fc_attention_params_init(struct fc_attention_params *params);
  * @param device   CUDA device ordinal, or FC_DEVICE_NONE
  * @param options  NULL for the defaults
  * @param context  receives the new context
- * @return FC_OK, FC_ERR_NO_DEVICE (no driver or GPU), FC_ERR_CACHE, FC_ERR_NOMEM, ...
+ * A cache file that cannot be used does not fail it (see fc_options.cache_path).
+ * @return FC_OK, FC_ERR_NO_DEVICE (no driver or GPU), FC_ERR_CONFIG (FC_FORCE_VARIANT), FC_ERR_NOMEM, ...
  */
 FC_API enum fc_status fc_context_create(int device, const struct fc_options *options,
                                         struct fc_context **context);

@@ -412,7 +412,8 @@ static enum fc_status compile_unit(struct fc_jit *jit, const struct unit *u, con
     return FC_OK;
 }
 
-/* A lookup that logs, and reports a corrupt row as replaced-to-be. */
+/* A lookup that logs, and reports a corrupt row as replaced-to-be. A cache that cannot be read is
+ * a miss: the kernel is compiled instead. */
 static enum fc_status lookup(struct fc_jit *jit, const char *key, const char *source_key,
                              struct fc_cubin *out, int *found, char *msg, size_t size)
 {
@@ -422,6 +423,11 @@ static enum fc_status lookup(struct fc_jit *jit, const char *key, const char *so
         out->replaced_corrupt = 1;
         fc_log(jit->logger, FC_LOG_WARN, "cache row %s failed its checksum: dropped, recompiling",
                key ? key : source_key);
+    }
+    if (status == FC_ERR_CACHE) {
+        fc_log(jit->logger, FC_LOG_WARN, "%s; compiling instead", msg);
+        *found = 0;
+        status = FC_OK;
     }
     return status;
 }
@@ -441,8 +447,9 @@ static enum fc_status compile_and_store(struct fc_jit *jit, const struct unit *u
             snprintf(out->record.key, sizeof out->record.key, "%s", key);
             snprintf(out->record.source_key, sizeof out->record.source_key, "%s", source_key);
             out->origin = FC_CUBIN_COMPILED;
-            if (jit->cache)
-                status = fc_cache_put(jit->cache, &out->record, msg, size);
+            char why[1024];   /* a kernel that compiled is used, stored or not */
+            if (fc_cache_writable(jit->cache) && fc_cache_put(jit->cache, &out->record, why, sizeof why) != FC_OK)
+                fc_log(jit->logger, FC_LOG_WARN, "kernel %s compiled but not stored: %s", u->name, why);
         }
     }
     fc_cache_unlock(lock);

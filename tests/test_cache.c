@@ -23,6 +23,7 @@
 #include <sqlite3.h>
 
 #include "cache_internal.h"
+#include "context_internal.h"
 #include "jit_internal.h"
 #include "nvrtc_internal.h"
 
@@ -634,6 +635,529 @@ static void test_handle_survives_fork(void **state)
     assert_string_equal(check, "ok");
 }
 
+/* ---- a cache file that cannot be used never stops a context (issue 18, finding 2) ---- */
+
+#define NOBODY 65534   /* the uid and gid the permission cases drop to when run as root */
+
+/* The warnings a context logs, counted and kept. */
+struct captured_log {
+    int warnings;
+    char last[2048];
+};
+
+static void capture_log(void *user, enum fc_log_level level, const char *message)
+{
+    struct captured_log *log = user;
+    if (level == FC_LOG_WARN) {
+        log->warnings++;
+        snprintf(log->last, sizeof log->last, "%s", message);
+    }
+}
+
+/* A device-less context on path (NULL: the default), logging warnings into log if log_level. */
+static struct fc_context *context_on(const char *path, enum fc_log_level log_level, struct captured_log *log)
+{
+    struct fc_options options;
+    fc_options_init(&options);
+    options.cache_path = path;
+    options.log_level = log_level;
+    options.log_fn = capture_log;
+    options.log_user = log;
+    struct fc_context *ctx = NULL;
+    enum fc_status status = fc_context_create(FC_DEVICE_NONE, &options, &ctx);
+    if (status != FC_OK)
+        fail_msg("fc_context_create(%s): %s: %s", path ? path : "(default)", fc_status_name(status),
+                 fc_context_errmsg(ctx));
+    return ctx;
+}
+
+static void write_file(const char *path, const void *bytes, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, size, f), size);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A cache with one synthetic row under key "k1", closed (its WAL folded into the file). */
+static void make_cache_with_a_row(const char *path)
+{
+    struct fc_cache *cache = open_cache(path);
+    struct fc_cubin_record r = synthetic_record("k1", "s1", 1);
+    put(cache, &r);
+    fc_cubin_record_free(&r);
+    fc_cache_close(cache);
+}
+
+/* The context comes up memory-only with exactly one warning naming the file and a fix, and
+ * says nothing at all when no log level was asked for. */
+static void assert_context_degrades(const char *path, const char *phrase)
+{
+    struct captured_log log = {0, ""};
+    struct fc_context *ctx = context_on(path, FC_LOG_WARN, &log);
+    assert_null(ctx->cache);
+    assert_int_equal(log.warnings, 1);
+    if (!strstr(log.last, path) || !strstr(log.last, phrase) || !strstr(log.last, "fix:"))
+        fail_msg("warning for %s lacks the path, \"%s\" or a fix: %s", path, phrase, log.last);
+    assert_string_equal(ctx->cache_warning, log.last);
+    fc_context_destroy(ctx);
+    struct captured_log quiet = {0, ""};
+    ctx = context_on(path, FC_LOG_OFF, &quiet);
+    assert_int_equal(quiet.warnings, 0);
+    fc_context_destroy(ctx);
+}
+
+static void test_context_survives_unusable_cache_files(void **state)
+{
+    const struct temp *t = *state;
+    char path[PATH_MAX], garbage[8192];
+    unsetenv("FC_LOG");
+    for (size_t i = 0; i < sizeof garbage; i++)
+        garbage[i] = (char)(i * 131 + 7);
+    snprintf(path, sizeof path, "%s/garbage.db", t->dir);
+    write_file(path, garbage, sizeof garbage);
+    assert_context_degrades(path, "damaged");
+
+    snprintf(path, sizeof path, "%s/truncated.db", t->dir);   /* a real cache cut short */
+    make_cache_with_a_row(path);
+    assert_int_equal(truncate(path, 60), 0);
+    assert_context_degrades(path, "damaged");
+
+    snprintf(path, sizeof path, "%s/folder.db", t->dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    assert_context_degrades(path, "folder");
+
+    char file[PATH_MAX];   /* a folder cannot be made where a file is */
+    snprintf(file, sizeof file, "%s/plain", t->dir);
+    write_file(file, "x", 1);
+    snprintf(path, sizeof path, "%s/plain/sub/x.db", t->dir);
+    assert_context_degrades(path, "cannot");
+}
+
+/* env -i: no FC_TUNING_DB, XDG_CACHE_HOME or HOME. */
+static void test_context_without_home(void **state)
+{
+    (void)state;
+    const char *names[] = {"FC_TUNING_DB", "XDG_CACHE_HOME", "HOME"};
+    char *saved[3];
+    for (int i = 0; i < 3; i++) {
+        saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+        unsetenv(names[i]);
+    }
+    struct captured_log log = {0, ""};
+    struct fc_context *ctx = context_on(NULL, FC_LOG_WARN, &log);
+    assert_null(ctx->cache);
+    assert_int_equal(log.warnings, 1);
+    assert_non_null(strstr(log.last, "HOME"));
+    fc_context_destroy(ctx);
+    for (int i = 0; i < 3; i++) {
+        if (saved[i])
+            setenv(names[i], saved[i], 1);
+        free(saved[i]);
+    }
+}
+
+/* Runs check as another user when root (who may write anything, so that permissions cannot be
+ * exercised as root), else as this user; check returns "" or what went wrong. */
+static void as_unprivileged(const char *dir, const char *(*check)(const char *dir))
+{
+    if (geteuid() != 0) {
+        const char *problem = check(dir);
+        if (*problem)
+            fail_msg("%s", problem);
+        return;
+    }
+    int result[2];
+    assert_int_equal(pipe(result), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {   /* no cmocka here: a failing assert would go on to run the other tests */
+        close(result[0]);
+        const char *problem = setgid(NOBODY) || setuid(NOBODY) ? "cannot drop to nobody" : check(dir);
+        ssize_t written = write(result[1], problem, strlen(problem) + 1);
+        _exit(written > 0 ? 0 : 1);
+    }
+    close(result[1]);
+    char problem[3 * PATH_MAX] = "";
+    ssize_t n = read(result[0], problem, sizeof problem - 1);
+    close(result[0]);
+    int wstatus = 0;
+    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+    assert_true(n > 0 && WIFEXITED(wstatus));
+    if (*problem)
+        fail_msg("as uid %d: %s", NOBODY, problem);
+}
+
+/* Opens dir/name as the cache of this user: it must be read only, hold k1, and refuse a write. */
+static const char *read_only_use(const char *dir, const char *name, int expect_warning)
+{
+    static char problem[3 * PATH_MAX];
+    char path[PATH_MAX], warning[PATH_MAX], msg[MSG_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct fc_cache *cache = NULL;
+    enum fc_cache_state state;
+    if (fc_cache_open_usable(path, &cache, &state, warning, sizeof warning) != FC_OK || !cache)
+        return snprintf(problem, sizeof problem, "%s not opened: %s", path, warning), problem;
+    struct fc_cubin_record row, other = synthetic_record("k2", "s2", 2);
+    int found = 0, corrupt = 0;
+    enum fc_status got = fc_cache_get(cache, "k1", NULL, &row, &found, &corrupt, msg, sizeof msg);
+    enum fc_status put_status = fc_cache_put(cache, &other, msg, sizeof msg);
+    problem[0] = 0;
+    if (state != FC_CACHE_READ_ONLY || fc_cache_writable(cache))
+        snprintf(problem, sizeof problem, "%s: state %d, not read only", path, (int)state);
+    else if (got != FC_OK || !found)
+        snprintf(problem, sizeof problem, "%s: its row was not read (%d)", path, (int)got);
+    else if (put_status != FC_ERR_CACHE)
+        snprintf(problem, sizeof problem, "%s: a write to a read-only cache did not fail", path);
+    else if (expect_warning != (warning[0] != 0) || (expect_warning && !strstr(warning, "fix:")))
+        snprintf(problem, sizeof problem, "%s: warning %s: \"%s\"", path, expect_warning ? "missing" : "unexpected",
+                 warning);
+    if (found)
+        fc_cubin_record_free(&row);
+    fc_cubin_record_free(&other);
+    fc_cache_close(cache);
+    return problem;
+}
+
+static const char *read_only_file_and_folder(const char *dir)
+{
+    const char *problem = read_only_use(dir, "ro-file.db", 1);
+    return *problem ? problem : read_only_use(dir, "ro-folder/c.db", 1);
+}
+
+/* A read-only database and a read-only folder: read, never written, one warning. As root the
+ * check runs as uid 65534 over files it owns (root could write them anyway). */
+static void test_read_only_cache_is_read(void **state)
+{
+    const struct temp *t = *state;
+    char path[PATH_MAX], folder[PATH_MAX];
+    snprintf(path, sizeof path, "%s/ro-file.db", t->dir);
+    make_cache_with_a_row(path);
+    snprintf(folder, sizeof folder, "%s/ro-folder", t->dir);
+    snprintf(path, sizeof path, "%s/ro-folder/c.db", t->dir);
+    make_cache_with_a_row(path);
+    if (geteuid() == 0) {   /* the files become nobody's, in a folder nobody can enter */
+        const char *owned[] = {t->dir, folder, path};
+        char first[PATH_MAX];
+        snprintf(first, sizeof first, "%s/ro-file.db", t->dir);
+        assert_int_equal(chown(first, NOBODY, NOBODY), 0);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(chown(owned[i], NOBODY, NOBODY), 0);
+    }
+    snprintf(path, sizeof path, "%s/ro-file.db", t->dir);
+    assert_int_equal(chmod(path, 0444), 0);
+    assert_int_equal(chmod(folder, 0555), 0);
+    as_unprivileged(t->dir, read_only_file_and_folder);
+    assert_int_equal(chmod(folder, 0700), 0);   /* for the teardown */
+}
+
+static const char *system_layer_use(const char *dir)
+{
+    return read_only_use(dir, "layer/tuning.db", 0);
+}
+
+/* An admin's read-only system layer: root's file, others cannot write it: read quietly. */
+static void test_system_layer_is_read_quietly(void **state)
+{
+    const struct temp *t = *state;
+    if (geteuid() != 0) {
+        print_message("skipping: only root can make a file root owns\n");
+        skip();
+    }
+    char folder[PATH_MAX], path[PATH_MAX];
+    snprintf(folder, sizeof folder, "%s/layer", t->dir);
+    snprintf(path, sizeof path, "%s/layer/tuning.db", t->dir);
+    make_cache_with_a_row(path);
+    assert_int_equal(chmod(t->dir, 0755), 0);
+    assert_int_equal(chmod(folder, 0755), 0);
+    assert_int_equal(chmod(path, 0644), 0);
+    as_unprivileged(t->dir, system_layer_use);
+}
+
+/* ---- trust (finding 8) ---- */
+
+static int mode_of(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return (int)(st.st_mode & 07777);
+}
+
+static void test_new_files_are_private(void **state)
+{
+    const struct temp *t = *state;
+    char folder[PATH_MAX], path[PATH_MAX], side[PATH_MAX + 32];
+    snprintf(folder, sizeof folder, "%s/new", t->dir);
+    snprintf(path, sizeof path, "%s/new/tuning.db", t->dir);
+    struct fc_cache *cache = open_cache(path);
+    struct fc_cubin_record r = synthetic_record("k1", "s1", 1);
+    put(cache, &r);
+    fc_cubin_record_free(&r);
+    assert_int_equal(mode_of(folder), 0700);
+    assert_int_equal(mode_of(path), 0600);
+    snprintf(side, sizeof side, "%s-wal", path);
+    assert_int_equal(mode_of(side), 0600);
+    snprintf(side, sizeof side, "%s-shm", path);
+    assert_int_equal(mode_of(side), 0600);
+    int lock = fc_cache_lock(cache, "k1");
+    assert_true(lock >= 0);
+    fc_cache_unlock(lock);
+    snprintf(side, sizeof side, "%s.locks", path);
+    assert_int_equal(mode_of(side), 0700);
+    snprintf(side, sizeof side, "%s.locks/k1.lock", path);
+    assert_int_equal(mode_of(side), 0600);
+    fc_cache_close(cache);
+}
+
+/* The context does not load from path: memory only, one warning with the phrase. */
+static void assert_not_loaded_from(const char *path, const char *phrase)
+{
+    struct captured_log log = {0, ""};
+    struct fc_context *ctx = context_on(path, FC_LOG_WARN, &log);
+    assert_null(ctx->cache);
+    assert_int_equal(log.warnings, 1);
+    if (!strstr(log.last, phrase) || !strstr(log.last, "fix:"))
+        fail_msg("warning lacks \"%s\" or a fix: %s", phrase, log.last);
+    fc_context_destroy(ctx);
+}
+
+static void test_untrusted_cache_is_not_loaded(void **state)
+{
+    const struct temp *t = *state;
+    char folder[PATH_MAX], path[PATH_MAX];
+    snprintf(folder, sizeof folder, "%s/shared", t->dir);
+    snprintf(path, sizeof path, "%s/shared/tuning.db", t->dir);
+    make_cache_with_a_row(path);
+    struct fc_context *ctx = context_on(path, FC_LOG_OFF, NULL);
+    assert_non_null(ctx->cache);   /* trusted as made */
+    fc_context_destroy(ctx);
+    assert_int_equal(chmod(path, 0664), 0);
+    assert_not_loaded_from(path, "writable by its group");
+    assert_int_equal(chmod(path, 0600), 0);
+    assert_int_equal(chmod(folder, 0777), 0);
+    assert_not_loaded_from(path, "writable by others");
+    assert_int_equal(chmod(folder, 0700), 0);
+    if (geteuid() != 0) {
+        print_message("(a file of another user: skipped, only root can give one away)\n");
+        return;
+    }
+    assert_int_equal(chown(path, NOBODY, NOBODY), 0);
+    assert_not_loaded_from(path, "owned by uid 65534");
+}
+
+/* ---- a kernel that compiled is used, stored or not (finding 3) ---- */
+
+static void test_compiled_kernel_survives_a_failed_store(void **state)
+{
+    const struct temp *t = *state;
+    require_nvrtc();
+    struct jit_with_cache j = open_jit(t->db);
+    struct captured_log log = {0, ""};
+    struct fc_logger logger = {FC_LOG_WARN, capture_log, &log};
+    fc_jit_set_logger(j.jit, &logger);
+    /* Every store fails, as on a full disk; root cannot be stopped by file permissions. */
+    sql(t->db, "CREATE TRIGGER refuse_stores BEFORE INSERT ON cubins BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+        NULL, 0);
+    struct fc_cubin cubin;
+    get_cubin(j.jit, &cubin);
+    assert_int_equal(cubin.origin, FC_CUBIN_COMPILED);
+    assert_non_null(cubin.record.cubin);
+    assert_true(cubin.record.cubin_size > 0);
+    assert_int_equal(log.warnings, 1);
+    assert_non_null(strstr(log.last, "not stored"));
+    assert_non_null(strstr(log.last, "disk full"));
+    assert_int_equal(sql_int(t->db, "SELECT count(*) FROM cubins"), 0);
+    fc_cubin_free(&cubin);
+    close_jit(&j);
+}
+
+/* ---- checking and repairing a damaged file (finding 4) ---- */
+
+#define BIG_BLOB_SIZE 20000   /* several overflow pages per row */
+#define DAMAGED_ROWS 4
+
+/* A row whose cubin is BIG_BLOB_SIZE bytes of one repeated marker, so that its pages can be found
+ * in the file; the caller frees record->cubin. */
+static struct fc_cubin_record big_record(int index)
+{
+    char key[16];
+    snprintf(key, sizeof key, "k%d", index);
+    struct fc_cubin_record r = synthetic_record(key, key, index);
+    free(r.cubin);
+    r.cubin_size = BIG_BLOB_SIZE;
+    r.cubin = malloc(BIG_BLOB_SIZE);
+    assert_non_null(r.cubin);
+    const char marker[4] = {'R', 'O', 'W', (char)('0' + index)};
+    for (int i = 0; i < BIG_BLOB_SIZE; i++)
+        ((char *)r.cubin)[i] = marker[i % 4];
+    return r;
+}
+
+/* Overwrites, with 0xff, the page of path that holds the middle of blob (of size bytes). */
+static void damage_page_holding(const char *path, const void *blob, size_t blob_size, int page_size)
+{
+    assert_true(blob_size >= 2 * (size_t)page_size);   /* so that the page holds nothing else of the row */
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long size = ftell(f);
+    unsigned char *bytes = malloc((size_t)size);
+    assert_non_null(bytes);
+    rewind(f);
+    assert_int_equal(fread(bytes, 1, (size_t)size, f), (size_t)size);
+    const unsigned char *needle = (const unsigned char *)blob + blob_size / 2;
+    long at = -1;
+    for (long i = 0; at < 0 && i + 64 <= size; i++)
+        if (memcmp(bytes + i, needle, 64) == 0)
+            at = i;
+    assert_true(at > 0);
+    memset(bytes, 0xff, (size_t)page_size);
+    assert_int_equal(fseek(f, at / page_size * page_size, SEEK_SET), 0);
+    assert_int_equal(fwrite(bytes, 1, (size_t)page_size, f), (size_t)page_size);
+    assert_int_equal(fclose(f), 0);
+    free(bytes);
+}
+
+/* The same for the page with the middle of big_record(index)'s cubin. */
+static void damage_page_of(const char *path, int index, int page_size)
+{
+    struct fc_cubin_record r = big_record(index);
+    damage_page_holding(path, r.cubin, r.cubin_size, page_size);
+    fc_cubin_record_free(&r);
+}
+
+/* DAMAGED_ROWS big rows and one tuning result, then the page of row 2 destroyed. */
+static void make_damaged_cache(const char *path)
+{
+    struct fc_cache *cache = open_cache(path);
+    for (int i = 0; i < DAMAGED_ROWS; i++) {
+        struct fc_cubin_record r = big_record(i);
+        put(cache, &r);
+        fc_cubin_record_free(&r);
+    }
+    struct fc_tuning_row row;
+    memset(&row, 0, sizeof row);
+    snprintf(row.id.gpu_name, sizeof row.id.gpu_name, "GPU");
+    snprintf(row.bucket, sizeof row.bucket, "f16_d128_gqa1_s1024");
+    snprintf(row.variant, sizeof row.variant, "sm90_f16_d128_m128n64s2w8_sm_90a");
+    row.median_ms = 1.0, row.passed_check = 1, row.winner = 1;
+    char msg[MSG_MAX];
+    assert_int_equal(fc_tuning_put(cache, &row, msg, sizeof msg), FC_OK);
+    fc_cache_close(cache);   /* the last connection folds the WAL into the file */
+    damage_page_of(path, 2, sql_int(path, "PRAGMA page_size"));
+}
+
+struct bad_row_seen {
+    int count;
+    char key[FC_KEY_HEX], problem[256];
+};
+
+static void remember_bad_row(void *user, const char *key, const char *name, const char *problem)
+{
+    (void)name;
+    struct bad_row_seen *seen = user;
+    seen->count++;
+    snprintf(seen->key, sizeof seen->key, "%s", key);
+    snprintf(seen->problem, sizeof seen->problem, "%s", problem);
+}
+
+static void test_check_names_the_rows_of_a_damaged_page(void **state)
+{
+    const struct temp *t = *state;
+    make_damaged_cache(t->db);
+    struct fc_cache *cache = open_cache(t->db);   /* the first page is whole: it opens */
+    struct fc_cache_health health;
+    struct bad_row_seen seen = {0, "", ""};
+    char msg[MSG_MAX];
+    assert_int_equal(fc_cache_check(cache, remember_bad_row, &seen, &health, msg, sizeof msg), FC_OK);
+    assert_int_equal(health.kernels, DAMAGED_ROWS);
+    assert_int_equal(health.unreadable, 1);
+    assert_int_equal(health.bad_checksums, 0);
+    assert_int_equal(seen.count, 1);
+    assert_string_equal(seen.key, "k2");
+    assert_non_null(strstr(seen.problem, "cannot be read"));
+    struct fc_cubin_record out;
+    assert_int_equal(get(cache, "k1", NULL, &out, NULL), 1);   /* the rest still serve */
+    fc_cubin_record_free(&out);
+    fc_cache_close(cache);
+}
+
+/* A kernel whose stored row SQLite can no longer read is compiled again, and the call succeeds. */
+static void test_unreadable_row_is_compiled_again(void **state)
+{
+    const struct temp *t = *state;
+    require_nvrtc();
+    struct jit_with_cache j = open_jit(t->db);
+    struct fc_cubin first, again;
+    get_cubin(j.jit, &first);
+    close_jit(&j);   /* the WAL folded into the file */
+    damage_page_holding(t->db, first.record.cubin, first.record.cubin_size, sql_int(t->db, "PRAGMA page_size"));
+    j = open_jit(t->db);
+    struct captured_log log = {0, ""};
+    struct fc_logger logger = {FC_LOG_WARN, capture_log, &log};
+    fc_jit_set_logger(j.jit, &logger);
+    get_cubin(j.jit, &again);
+    assert_int_equal(again.origin, FC_CUBIN_COMPILED);
+    assert_int_equal(again.record.cubin_size, first.record.cubin_size);
+    assert_true(log.warnings >= 1);
+    assert_non_null(strstr(log.last, t->db));
+    fc_cubin_free(&first);
+    fc_cubin_free(&again);
+    close_jit(&j);
+}
+
+/* The file at path holds the same bytes as expected (of size bytes). */
+static void assert_file_holds(const char *path, const void *expected, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char *bytes = malloc(size + 1);
+    assert_non_null(bytes);
+    assert_int_equal(fread(bytes, 1, size + 1, f), size);
+    assert_memory_equal(bytes, expected, size);
+    free(bytes);
+    fclose(f);
+}
+
+static void test_repair_moves_a_damaged_file_aside(void **state)
+{
+    const struct temp *t = *state;
+    char moved[PATH_MAX], msg[MSG_MAX], garbage[5000];
+    long long recovered = -1;
+    make_damaged_cache(t->db);
+    assert_int_equal(fc_cache_repair(t->db, moved, sizeof moved, &recovered, msg, sizeof msg), FC_OK);
+    assert_true(strncmp(moved, t->db, strlen(t->db)) == 0 && strstr(moved, ".damaged-"));
+    assert_int_equal(access(moved, R_OK), 0);   /* moved, not deleted */
+    assert_int_equal(recovered, 1);             /* the tuning result came along */
+    struct fc_cache *cache = open_cache(t->db);
+    assert_int_equal(visit_all(cache).rows, 0);
+    fc_cache_close(cache);
+    assert_int_equal(fc_cache_repair(t->db, moved, sizeof moved, &recovered, msg, sizeof msg), FC_OK);
+    assert_string_equal(moved, "");   /* healthy now: left alone */
+
+    for (size_t i = 0; i < sizeof garbage; i++)
+        garbage[i] = (char)(i * 17 + 3);
+    write_file(t->db, garbage, sizeof garbage);
+    assert_int_equal(fc_cache_repair(t->db, moved, sizeof moved, &recovered, msg, sizeof msg), FC_OK);
+    assert_file_holds(moved, garbage, sizeof garbage);
+    assert_int_equal(recovered, 0);
+    cache = open_cache(t->db);
+    fc_cache_close(cache);
+}
+
+static void test_repair_refuses_what_is_not_damage(void **state)
+{
+    const struct temp *t = *state;
+    char pragma[64], moved[PATH_MAX], msg[MSG_MAX] = "";
+    long long recovered = 0;
+    snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", FC_CACHE_SCHEMA_VERSION + 1);
+    sql(t->db, pragma, NULL, 0);
+    assert_int_equal(fc_cache_repair(t->db, moved, sizeof moved, &recovered, msg, sizeof msg), FC_ERR_CACHE);
+    assert_non_null(strstr(msg, "newer"));
+    assert_string_equal(moved, "");
+    assert_int_equal(sql_int(t->db, "PRAGMA user_version"), FC_CACHE_SCHEMA_VERSION + 1);
+}
+
 #define IN_TEMP(test) cmocka_unit_test_setup_teardown(test, temp_setup, temp_teardown)
 
 int main(void)
@@ -651,6 +1175,17 @@ int main(void)
         IN_TEMP(test_jit_compiles_caches_and_replaces_corrupt),
         IN_TEMP(test_racing_processes_compile_once),
         IN_TEMP(test_handle_survives_fork),
+        IN_TEMP(test_context_survives_unusable_cache_files),
+        IN_TEMP(test_context_without_home),
+        IN_TEMP(test_read_only_cache_is_read),
+        IN_TEMP(test_system_layer_is_read_quietly),
+        IN_TEMP(test_new_files_are_private),
+        IN_TEMP(test_untrusted_cache_is_not_loaded),
+        IN_TEMP(test_compiled_kernel_survives_a_failed_store),
+        IN_TEMP(test_check_names_the_rows_of_a_damaged_page),
+        IN_TEMP(test_unreadable_row_is_compiled_again),
+        IN_TEMP(test_repair_moves_a_damaged_file_aside),
+        IN_TEMP(test_repair_refuses_what_is_not_damage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

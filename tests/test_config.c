@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -493,6 +494,118 @@ static void test_bad_spec(void **state)
     assert_list_empty(&list);
 }
 
+/* ---- hostile specs: bounded work, no case over 2 s (issue 18, finding 6) ---- */
+
+#define SPEC_SECONDS_MAX 2.0
+#define HOSTILE_DEPTH 100000   /* took 47 s before the nesting cap */
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* prefix, then open repeated depth times, then close repeated depth times, then suffix. */
+static char *nested_spec(const char *prefix, const char *open, const char *middle, const char *close, int depth)
+{
+    size_t size = strlen(prefix) + (strlen(open) + strlen(close)) * (size_t)depth + strlen(middle) + 2;
+    char *text = malloc(size), *p = text;
+    assert_non_null(text);
+    p += sprintf(p, "%s", prefix);
+    for (int i = 0; i < depth; i++)
+        p += sprintf(p, "%s", open);
+    p += sprintf(p, "%s", middle);
+    for (int i = 0; i < depth; i++)
+        p += sprintf(p, "%s", close);
+    sprintf(p, "\n");
+    return text;
+}
+
+/* The spec must be refused as FC_ERR_CONFIG with the phrase, in under SPEC_SECONDS_MAX. */
+static void assert_refused_quickly(const char *spec, const char *phrase)
+{
+    struct fc_variant_list variants;
+    struct fc_tune_problem_list problems;
+    char err[ERR_MAX] = "";
+    const double start = seconds_now();
+    enum fc_status status = fc_config_parse_tune(spec, strlen(spec), SPEC_NAME, &variants, &problems, err,
+                                                 sizeof err);
+    const double elapsed = seconds_now() - start;
+    if (status != FC_ERR_CONFIG || !strstr(err, phrase) || elapsed > SPEC_SECONDS_MAX)
+        fail_msg("status %d after %.2f s: \"%s\" (expected FC_ERR_CONFIG, \"%s\", under %.0f s)", (int)status,
+                 elapsed, err, phrase, SPEC_SECONDS_MAX);
+    assert_list_empty(&variants);
+    assert_null(problems.items);
+}
+
+static void test_deep_nesting_is_refused_quickly(void **state)
+{
+    (void)state;
+    char *flow_lists = nested_spec("version: 1\nvariants: ", "[", "", "]", HOSTILE_DEPTH);
+    assert_refused_quickly(flow_lists, "nested more than");
+    free(flow_lists);
+    char *flow_maps = nested_spec("version: 1\nproblems: ", "{a: ", "1", "}", HOSTILE_DEPTH);
+    assert_refused_quickly(flow_maps, "nested more than");
+    free(flow_maps);
+    char *block = nested_spec("version: 1\nvariants:\n", "- ", "x", "", 5000);
+    assert_refused_quickly(block, "nested more than");
+    free(block);
+}
+
+#define PROBLEMS_HEAD "version: 1\nproblems:\n  - dtype: [f16, bf16]\n    head_dim: 128\n    causal: [false, true]\n"
+#define ONE_VARIANT "variants:\n" ENTRY
+
+/* "seqlen: [first, first + 1, ...]" with count values. */
+static char *seqlen_list(int first, int count)
+{
+    char *text = malloc((size_t)count * 8 + 32), *p = text;
+    assert_non_null(text);
+    p += sprintf(p, "    seqlen: [");
+    for (int i = 0; i < count; i++)
+        p += sprintf(p, "%s%d", i ? ", " : "", first + i);
+    sprintf(p, "]\n");
+    return text;
+}
+
+static void test_problem_buckets_are_capped(void **state)
+{
+    (void)state;
+    char *seqlens = seqlen_list(1, 2501), spec[40000];   /* 2 x 2 x 2501 = 10004 buckets */
+    snprintf(spec, sizeof spec, PROBLEMS_HEAD "%s" ONE_VARIANT, seqlens);
+    assert_refused_quickly(spec, "past 10000 problem buckets");
+    free(seqlens);
+}
+
+/* Buckets repeated within and across entries are kept once, in first-appearance order, and many
+ * distinct ones take well under a second (they were compared pairwise). */
+static void test_duplicate_problems_collapse_in_order(void **state)
+{
+    (void)state;
+    char *seqlens = seqlen_list(1, 2499), *spec = malloc(100000);   /* with the 4 below: 10000, the cap */
+    assert_non_null(spec);
+    snprintf(spec, 100000, PROBLEMS_HEAD "%s  - dtype: f16\n    head_dim: 128\n    causal: false\n"
+             "    seqlen: [7, 7, 3, 2501]\n" ONE_VARIANT, seqlens);
+    struct fc_variant_list variants;
+    struct fc_tune_problem_list problems;
+    char err[ERR_MAX] = "";
+    const double start = seconds_now();
+    enum fc_status status = fc_config_parse_tune(spec, strlen(spec), SPEC_NAME, &variants, &problems, err,
+                                                 sizeof err);
+    if (status != FC_OK)
+        fail_msg("%d: %s", (int)status, err);
+    assert_true(seconds_now() - start < SPEC_SECONDS_MAX);
+    assert_int_equal(problems.count, 2 * 2 * 2499 + 1);   /* only seqlen 2501 is new */
+    assert_int_equal(problems.items[0].seqlen, 1);
+    assert_int_equal(problems.items[1].seqlen, 2);
+    assert_int_equal(problems.items[problems.count - 1].seqlen, 2501);
+    assert_int_equal(problems.items[problems.count - 1].dtype, FC_F16);
+    fc_variant_list_free(&variants);
+    fc_tune_problem_list_free(&problems);
+    free(spec);
+    free(seqlens);
+}
+
 static const char *find_precompile_spec(int argc, char **argv)
 {
     static char path[4096];
@@ -523,6 +636,9 @@ static const struct CMUnitTest GOOD_TESTS[] = {
     cmocka_unit_test(test_missing_file),
     cmocka_unit_test(test_directory_is_not_a_spec),
     cmocka_unit_test(test_file_errors_name_the_file),
+    cmocka_unit_test(test_deep_nesting_is_refused_quickly),
+    cmocka_unit_test(test_problem_buckets_are_capped),
+    cmocka_unit_test(test_duplicate_problems_collapse_in_order),
 };
 
 #define GOOD_TEST_COUNT (sizeof GOOD_TESTS / sizeof GOOD_TESTS[0])

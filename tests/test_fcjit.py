@@ -34,7 +34,7 @@ variants:
 
 class Cli:
     def __init__(self, fcjit, directory):
-        self.fcjit = fcjit
+        self.fcjit = os.path.abspath(fcjit)
         self.db = os.path.join(directory, "tuning.db")
         self.env = dict(os.environ, FC_TUNING_DB=self.db)
         self.env.pop("FC_FORCE_VARIANT", None)
@@ -223,6 +223,201 @@ def test_cache_export_import_round_trip(cli, directory):
     assert code != EXIT_OK and "absent.tsv" in err, (code, err)
 
 
+# ---- issue 18: help, flags, exit codes, a cache that cannot be used, recovery, trust ----
+
+def other_db(cli, directory, name):
+    """A Cli-like environment on another cache file."""
+    return dict(cli.env, FC_TUNING_DB=os.path.join(directory, name))
+
+
+def cubin_rows(db):
+    with sqlite3.connect(db) as handle:
+        return handle.execute("SELECT count(*) FROM cubins").fetchone()[0]
+
+
+def fake_kernel_row(db):
+    """A cubin row written directly, as any precompile would leave one (its checksum is wrong, which
+    does not matter to the commands that must not touch it)."""
+    with sqlite3.connect(db) as handle:
+        handle.execute("INSERT INTO cubins (key, source_key, name, arch, nvrtc_version, registers, smem_static, "
+                       "smem_dynamic, spill_stores, spill_loads, stack_bytes, compile_ms, cubin, checksum) VALUES "
+                       "('k', 's', 'reference_f16_d64_m16n32s1w4_sm_80', 'sm_80', '13.0', 1, 1, 1, 0, 0, 0, 1.0, "
+                       "x'00', '0')")
+
+
+def test_help_never_acts(cli, directory):
+    env = other_db(cli, directory, "help.db")
+    db = env["FC_TUNING_DB"]
+    code, _, err = cli.run("cache", "ls", env=env)   # creates the file
+    assert code == EXIT_OK, (code, err)
+    fake_kernel_row(db)
+    for args in (["cache", "clear", "--help"], ["cache", "clear", "-h"], ["cache", "ls", "--help"],
+                 ["cache", "verify", "--help"], ["cache", "repair", "--help"], ["cache", "import", "--help"],
+                 ["cache", "export", "--help"], ["cache", "export", "--winners", "--help"],
+                 ["run", "--seqlen", "abc", "--help"], ["tune", "--spec", "/nonexistent", "--help"],
+                 ["precompile", "--jobs", "0", "--help"], ["info", "--help"], ["plan", "--help"],
+                 ["explain", "--help"]):
+        code, out, err = subprocess_in(cli, directory, args, env)
+        assert code == EXIT_OK and "usage: fcjit" in out, (args, code, out, err)
+    assert cubin_rows(db) == 1, "cache clear --help deleted kernels"
+    assert not os.path.exists(os.path.join(directory, "--help")), "cache export --help wrote a file"
+
+
+def subprocess_in(cli, directory, args, env):
+    done = subprocess.run([cli.fcjit, *args], capture_output=True, text=True, timeout=600, env=env, cwd=directory)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_unknown_flags_and_extra_arguments_exit_2(cli, directory):
+    for args in (["info", "--bogus"], ["info", "extra"], ["cache", "ls", "extra"], ["cache", "verify", "--bogus"],
+                 ["cache", "clear", "--winners"], ["cache", "clear", "now"], ["cache", "repair", "x"],
+                 ["cache", "export", "a", "b"], ["cache", "export"], ["cache", "import"], ["plan", "--bogus"],
+                 ["plan", "extra"], ["precompile", "extra"], ["tune", "--dry-run", "extra"], ["run", "--bogus"],
+                 ["explain", "extra"], ["cache"], ["--db"], ["info", "--db"]):
+        code, out, err = subprocess_in(cli, directory, args, cli.env)
+        assert code == EXIT_USAGE and err.strip(), (args, code, out, err)
+    code, out, _ = cli.run("info", "--json")   # global options may follow the command
+    assert code == EXIT_OK and json.loads(out)["cache"] == cli.db, (code, out)
+
+
+def test_clear_says_what_it_deletes(cli, directory):
+    env = other_db(cli, directory, "clear.db")
+    cli.run("cache", "ls", env=env)
+    fake_kernel_row(env["FC_TUNING_DB"])
+    code, out, _ = cli.run("cache", "clear", "--dry-run", env=env)
+    assert code == EXIT_OK and "would delete 1 cached kernels" in out and env["FC_TUNING_DB"] in out, out
+    assert cubin_rows(env["FC_TUNING_DB"]) == 1
+    code, out, _ = cli.run("--json", "cache", "clear", env=env)
+    cleared = json.loads(out)
+    assert code == EXIT_OK and cleared["deleted"] == 1 and cleared["tuning_results_kept"] == 0, out
+    assert cubin_rows(env["FC_TUNING_DB"]) == 0
+
+
+def test_unusable_cache_never_stops_info_or_plan(cli, directory):
+    garbage = os.path.join(directory, "garbage.db")
+    with open(garbage, "wb") as handle:
+        handle.write(bytes(range(256)) * 40)
+    folder = os.path.join(directory, "folder.db")
+    os.mkdir(folder)
+    for path, phrase in ((garbage, "damaged"), (folder, "folder")):
+        env = dict(cli.env, FC_TUNING_DB=path)
+        code, out, err = cli.run("info", env=env)
+        assert code == EXIT_OK and phrase in out and "fix:" in out, (path, code, out, err)
+        code, out, err = cli.run("--json", "info", env=env)
+        assert code == EXIT_OK and json.loads(out)["cache_state"] in ("damaged", "not-used"), (code, out)
+        code, out, err = cli.run("plan", "--head-dim", "64", env=env)
+        assert code == EXIT_OK and "kernel:" in out and phrase in err, (path, code, out, err)
+    bare = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}   # env -i, less PATH for the loader's sake
+    for args in (["info"], ["plan"]):
+        code, out, err = cli.run(*args, env=bare)
+        assert code == EXIT_OK, (args, code, out, err)
+    code, out, _ = cli.run("info", env=bare)
+    assert "no kernel cache file" in out and "HOME" in out, out
+    code, _, err = cli.run("precompile", "--spec", "/dev/null", env=dict(cli.env, FC_TUNING_DB=garbage))
+    assert code == EXIT_USAGE, (code, err)   # the spec is read first
+    small = os.path.join(directory, "small.yaml")
+    code, _, err = cli.run("precompile", "--spec", small, env=dict(cli.env, FC_TUNING_DB=garbage))
+    assert code == 4 and "nothing could be stored" in err, (code, err)
+
+
+def damage_a_cubin_page(db):
+    """Destroys one page of the largest cubin (a page of its overflow chain); returns its key."""
+    with sqlite3.connect(db) as handle:
+        key, blob = handle.execute("SELECT key, cubin FROM cubins ORDER BY length(cubin) DESC").fetchone()
+        page_size = handle.execute("PRAGMA page_size").fetchone()[0]
+        handle.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(open(db, "rb").read())
+    at = data.find(blob[len(blob) // 2:len(blob) // 2 + 64])
+    assert at > 0 and len(blob) > 2 * page_size, (at, len(blob))
+    page = at // page_size * page_size
+    data[page:page + page_size] = b"\xff" * page_size
+    open(db, "wb").write(bytes(data))
+    return key
+
+
+def test_damaged_cache_is_named_and_repaired(cli, directory):
+    if not nvrtc_available(cli):
+        return "skipped: NVRTC is not available here (real cubins span pages)"
+    db = os.path.join(directory, "damaged.db")
+    env = dict(cli.env, FC_TUNING_DB=db)
+    code, _, err = cli.run("precompile", "--spec", os.path.join(directory, "small.yaml"), env=env)
+    assert code == EXIT_OK, (code, err)
+    bad_key = damage_a_cubin_page(db)
+    code, out, _ = cli.run("info", env=env)
+    line = [l for l in out.splitlines() if l.startswith("cache")][0]
+    assert code == EXIT_OK and "DAMAGED" in line and "fcjit cache repair" in line, out
+    assert "MiB" not in line, "a damaged cache's line must not read as a count"
+    code, out, _ = cli.run("--json", "cache", "verify", env=env)
+    verified = json.loads(out)
+    assert code == EXIT_FAILED_CHECK and verified["damaged"], out
+    assert [row["key"] for row in verified["bad"]] == [bad_key], verified
+    code, out, _ = cli.run("cache", "repair", env=env)
+    moved = [word for word in out.split() if ".damaged-" in word]
+    assert code == EXIT_OK and moved and os.path.exists(moved[0]), (code, out)
+    code, out, _ = cli.run("--json", "cache", "verify", env=env)
+    assert code == EXIT_OK and json.loads(out)["rows"] == 0, out
+    code, out, _ = cli.run("cache", "repair", env=env)
+    assert code == EXIT_OK and "nothing to repair" in out, out
+
+
+def test_untrusted_cache_is_not_loaded(cli, directory):
+    env = other_db(cli, directory, "shared.db")
+    cli.run("cache", "ls", env=env)
+    os.chmod(env["FC_TUNING_DB"], 0o666)
+    code, out, _ = cli.run("info", env=env)
+    assert code == EXIT_OK and "writable by others" in out and "chmod go-w" in out, out
+    code, out, err = cli.run("plan", env=env)
+    assert code == EXIT_OK and "not loaded from" in err, (code, err)
+    os.chmod(env["FC_TUNING_DB"], 0o600)
+    code, out, _ = cli.run("--json", "info", env=env)
+    assert json.loads(out)["cache_state"] == "ok", out
+
+
+def test_new_cache_is_private(cli, directory):
+    db = os.path.join(directory, "private", "sub", "tuning.db")
+    code, _, err = cli.run("--db", db, "cache", "ls")
+    assert code == EXIT_OK, (code, err)
+    assert os.stat(db).st_mode & 0o777 == 0o600, oct(os.stat(db).st_mode)
+    assert os.stat(os.path.dirname(db)).st_mode & 0o777 == 0o700
+
+
+def test_one_exit_code_rule(cli, directory):
+    for args in (["run", "--head-dim", "100"], ["run", "--seqlen", "64", "--heads-q", "8", "--heads-kv", "3"],
+                 ["run", "--dtype", "e4m3"], ["plan", "--head-dim", "512"], ["explain", "--head-dim", "100"],
+                 ["tune", "--spec", "/nonexistent"], ["tune", "--dry-run", "--spec", "/nonexistent"],
+                 ["run", "--scale", "abc"], ["run", "--scale", "1e99"], ["plan", "--scale", "0.1x"],
+                 ["run", "--seed", "abc"], ["run", "--seed", "-1"], ["plan", "--arch", "sm_1"],
+                 ["run", "--arch", "sm_80"]):
+        code, _, err = cli.run(*args)
+        assert code == EXIT_USAGE and err.strip(), (args, code, err)
+    code, _, err = cli.run("plan", env=dict(cli.env, FC_FORCE_VARIANT="bogus"))
+    assert code == EXIT_USAGE, (code, err)
+    for family in ("reference:", "sm80:", "sm90:", "decode:"):
+        assert family in err, (family, err)
+    code, out, _ = cli.run("--help")
+    for words in ("cache export", "import", "repair", "FC_TUNED"):
+        assert words in out, (words, out)
+    code, out, _ = cli.run("plan", "--arch", "sm_80", "--head-dim", "128")
+    assert code == EXIT_OK and "on sm_80" in out and "_sm_80\n" in out, out
+    code, out, _ = cli.run("--json", "plan", "--arch", "sm_86", "--head-dim", "64")
+    assert code == EXIT_OK and json.loads(out)["kernel"].endswith("_sm_86"), out
+    code, out, err = cli.run("precompile", "--dry-run", "--arch", "sm_80")
+    assert code == EXIT_OK and out.strip().endswith("pruned)") and "sm90" not in out, (code, out, err)
+
+
+def test_warm_precompile_says_nothing_compiled(cli, directory):
+    if not nvrtc_available(cli):
+        return "skipped: NVRTC is not available here"
+    path = os.path.join(directory, "small.yaml")
+    cli.run("precompile", "--spec", path)
+    code, out, err = cli.run("precompile", "--spec", path)
+    summary = out.strip().splitlines()[-1]
+    assert code == EXIT_OK and "none compiled" in summary and "median" not in summary, (summary, err)
+    code, out, _ = cli.run("--json", "precompile", "--spec", path)
+    warm = json.loads(out.strip().splitlines()[-1])
+    assert warm["compiled"] == 0 and warm["median_compile_ms"] is None, warm
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -242,6 +437,15 @@ def main():
             (test_tune_dry_run_pairs_buckets_with_candidates, (cli, directory)),
             (test_tune_and_explain_without_gpu, (cli,)),
             (test_cache_export_import_round_trip, (cli, directory)),
+            (test_help_never_acts, (cli, directory)),
+            (test_unknown_flags_and_extra_arguments_exit_2, (cli, directory)),
+            (test_clear_says_what_it_deletes, (cli, directory)),
+            (test_unusable_cache_never_stops_info_or_plan, (cli, directory)),
+            (test_damaged_cache_is_named_and_repaired, (cli, directory)),
+            (test_untrusted_cache_is_not_loaded, (cli, directory)),
+            (test_new_cache_is_private, (cli, directory)),
+            (test_one_exit_code_rule, (cli, directory)),
+            (test_warm_precompile_says_nothing_compiled, (cli, directory)),
         ]
         for test, args in tests:
             try:

@@ -4,13 +4,14 @@
 
 #include "flashcore.h"
 
-/* Exit codes scripts can trust. */
+/* Exit codes scripts can trust: one rule for every command. Input is checked before a GPU is
+ * looked for, so bad input says 2 on any machine. */
 enum fcjit_exit {
     FCJIT_EXIT_OK = 0,
     FCJIT_EXIT_FAILED_CHECK = 1,   /* a result was wrong, or the cache holds bad rows */
-    FCJIT_EXIT_USAGE = 2,          /* bad command line or spec */
+    FCJIT_EXIT_USAGE = 2,          /* bad input: command line, spec, or a shape/dtype no kernel takes */
     FCJIT_EXIT_NO_ENVIRONMENT = 3, /* no GPU, driver or NVRTC where one is needed */
-    FCJIT_EXIT_ERROR = 4,          /* anything else (CUDA error, cache unwritable, ...) */
+    FCJIT_EXIT_ERROR = 4,          /* anything else (CUDA error, cache unwritable where it must be, ...) */
 };
 
 struct fcjit_globals {
@@ -19,9 +20,18 @@ struct fcjit_globals {
     int json;                      /* --json */
 };
 
+/* The exit code of a library status: FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED and FC_ERR_CONFIG are
+ * the input's (2), FC_ERR_NO_DEVICE and FC_ERR_NO_COMPILER the machine's (3), the rest 4. */
 int fcjit_exit_for(enum fc_status status);
-/* Creates a context with the globals' cache settings; prints the reason and returns NULL on failure. */
+/* Creates a context with the globals' cache settings; prints the reason and returns NULL on
+ * failure, and prints the cache's warning (read only, memory only) if it has one. */
 struct fc_context *fcjit_open_context(const struct fcjit_globals *g, int device, enum fc_status *status);
+/* For commands whose point is to store (precompile, tune): 0 if the cache can be written (or
+ * --no-cache asked for none), else prints why nothing could be stored and returns 4. */
+int fcjit_require_writable_cache(const struct fcjit_globals *g, const char *command);
+/* Whether -h or --help comes before any "--": then a command prints its help and does nothing
+ * else, whatever the other arguments are. */
+int fcjit_wants_help(int argc, char **argv);
 
 int fcjit_info(int argc, char **argv, const struct fcjit_globals *g);
 int fcjit_cache(int argc, char **argv, const struct fcjit_globals *g);
@@ -32,6 +42,9 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g);
 /* Parses option --name of `command` as an integer in [low, high] into *out; prints why not and
  * returns -1 otherwise. */
 int fcjit_parse_int(const char *command, const char *name, const char *text, long low, long high, int *out);
+/* The same for a finite float, and for an unsigned 64-bit integer: the whole text must be the number. */
+int fcjit_parse_float(const char *command, const char *name, const char *text, float *out);
+int fcjit_parse_u64(const char *command, const char *name, const char *text, unsigned long long *out);
 
 /* Monotonic wall time in seconds. */
 double fcjit_seconds_now(void);

@@ -1,6 +1,7 @@
-/* fcjit: dispatch, shared helpers, and the small commands (info, cache). */
+/* fcjit: dispatch, shared helpers (options, exit codes, contexts), and `fcjit info`. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +19,17 @@ static const char USAGE[] =
     "\n"
     "commands:\n"
     "  info                     GPU, driver, NVRTC, kernel cache: what is there and what is missing\n"
-    "  precompile [--arch A]    fill the kernel cache (no GPU needed)\n"
+    "  precompile [--arch A]    fill the kernel cache (no GPU needed; --dry-run: list, compile nothing)\n"
     "  run SHAPE                run one problem: check it against an fp64 CPU reference, time it\n"
-    "  plan SHAPE               which kernel would run a problem, and why (no GPU needed)\n"
+    "  plan SHAPE [--arch A]    which kernel would run a problem, and why (no GPU needed)\n"
     "  tune [--spec FILE]       time each candidate kernel per problem bucket on this GPU; the\n"
     "                           winners then run (also `fcjit --tune`; resumable)\n"
     "  explain SHAPE            what would run on this GPU and why: tuned winner, heuristic\n"
-    "  cache ls|verify|clear    list, check the checksums of, or empty the kernel cache\n"
+    "  cache ls|verify|clear|repair   list, check (naming bad rows), empty, or recover (a damaged\n"
+    "                           file is moved aside, never deleted) the kernel cache\n"
+    "  cache export|import FILE       tuning results as TSV, to move them between machines\n"
     "\n"
-    "global options:\n"
+    "global options (also after the command):\n"
     "  --db PATH     kernel cache file (default: $FC_TUNING_DB, $XDG_CACHE_HOME/flashcore/tuning.db,\n"
     "                or ~/.cache/flashcore/tuning.db)\n"
     "  --no-cache    keep compiled kernels in memory only\n"
@@ -34,12 +37,19 @@ static const char USAGE[] =
     "  -h, --help    this text; 'fcjit COMMAND --help' for a command's options\n"
     "  --version     print the version\n"
     "\n"
-    "exit codes: 0 ok, 1 a check failed, 2 usage error, 3 no GPU/driver/NVRTC where needed,\n"
-    "            4 other error\n"
+    "exit codes: 0 ok, 1 a check failed (a wrong result, bad cache rows), 2 bad input (usage, a spec,\n"
+    "            a shape or dtype no kernel supports), 3 no GPU/driver/NVRTC where one is needed,\n"
+    "            4 other errors (CUDA, a cache that cannot be written where it must be)\n"
     "environment: FC_LOG=error|warn|info|debug, FC_DUMP_SOURCE=DIR, FC_DUMP_PTX=DIR,\n"
     "             FC_TEMPLATE_DIR=DIR,\n"
     "             FC_FORCE_VARIANT=sm90|sm90:m128n64s2w12p1|sm80:m128n64w4|decode:n64w4k8|reference,\n"
+    "             FC_TUNED=0 (ignore tuned winners: the heuristic decides),\n"
     "             FC_TUNING_DB=PATH, FC_NVRTC_LIBRARY=PATH, FC_CUDA_LIBRARY=PATH\n";
+
+static void parse_failed(const char *command, const char *name, const char *expected, const char *text)
+{
+    fprintf(stderr, "fcjit %s: --%s takes %s, not '%s'\n", command, name, expected, text);
+}
 
 int fcjit_parse_int(const char *command, const char *name, const char *text, long low, long high, int *out)
 {
@@ -47,11 +57,46 @@ int fcjit_parse_int(const char *command, const char *name, const char *text, lon
     errno = 0;
     long value = strtol(text, &end, 10);
     if (end == text || *end || errno || value < low || value > high) {
-        fprintf(stderr, "fcjit %s: --%s takes an integer from %ld to %ld, not '%s'\n", command, name, low, high,
-                text);
+        char expected[96];
+        snprintf(expected, sizeof expected, "an integer from %ld to %ld", low, high);
+        parse_failed(command, name, expected, text);
         return -1;
     }
     *out = (int)value;
+    return 0;
+}
+
+int fcjit_parse_float(const char *command, const char *name, const char *text, float *out)
+{
+    char *end;
+    errno = 0;
+    float value = strtof(text, &end);
+    if (end == text || *end || errno || !isfinite(value)) {
+        parse_failed(command, name, "a finite number", text);
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
+int fcjit_parse_u64(const char *command, const char *name, const char *text, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (end == text || *end || errno || text[0] == '-') {   /* strtoull takes "-1" as a huge value */
+        parse_failed(command, name, "a non-negative integer", text);
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
+int fcjit_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return 1;
     return 0;
 }
 
@@ -79,6 +124,7 @@ int fcjit_exit_for(enum fc_status status)
     switch (status) {
     case FC_OK: return FCJIT_EXIT_OK;
     case FC_ERR_INVALID_ARG:
+    case FC_ERR_UNSUPPORTED:   /* a shape, dtype or variant no kernel takes: the input's fault */
     case FC_ERR_CONFIG: return FCJIT_EXIT_USAGE;
     case FC_ERR_NO_DEVICE:
     case FC_ERR_NO_COMPILER: return FCJIT_EXIT_NO_ENVIRONMENT;
@@ -86,7 +132,8 @@ int fcjit_exit_for(enum fc_status status)
     }
 }
 
-struct fc_context *fcjit_open_context(const struct fcjit_globals *g, int device, enum fc_status *status)
+/* A context with the globals' cache settings; warn: print the cache's warning, if any. */
+static struct fc_context *open_context(const struct fcjit_globals *g, int device, int warn, enum fc_status *status)
 {
     struct fc_options options;
     fc_options_init(&options);
@@ -99,7 +146,32 @@ struct fc_context *fcjit_open_context(const struct fcjit_globals *g, int device,
         fc_context_destroy(ctx);
         return NULL;
     }
+    if (warn && ctx->cache_warning[0])
+        fprintf(stderr, "fcjit: warning: %s\n", ctx->cache_warning);
     return ctx;
+}
+
+struct fc_context *fcjit_open_context(const struct fcjit_globals *g, int device, enum fc_status *status)
+{
+    return open_context(g, device, 1, status);
+}
+
+int fcjit_require_writable_cache(const struct fcjit_globals *g, const char *command)
+{
+    if (g->no_disk_cache)
+        return FCJIT_EXIT_OK;
+    enum fc_status status;
+    struct fc_context *ctx = open_context(g, FC_DEVICE_NONE, 0, &status);
+    if (!ctx)
+        return fcjit_exit_for(status);
+    int code = FCJIT_EXIT_OK;
+    if (!fc_cache_writable(ctx->cache)) {
+        fprintf(stderr, "fcjit %s: nothing could be stored: %s\n", command,
+                ctx->cache_warning[0] ? ctx->cache_warning : "the kernel cache is a read-only system layer");
+        code = FCJIT_EXIT_ERROR;
+    }
+    fc_context_destroy(ctx);
+    return code;
 }
 
 static void json_string(const char *key, const char *value, int last)
@@ -116,48 +188,86 @@ static void json_string(const char *key, const char *value, int last)
     printf("\"%s\n", last ? "" : ",");
 }
 
-struct cache_counts { int rows, bad; long long bytes; };
+/* What `fcjit info` says of the cache: its state in one word, and a line for people. */
+struct cache_report {
+    const char *path, *state;
+    struct fc_cache_health health;
+    char line[FC_MESSAGE_MAX + 512];
+};
 
-static int count_row(void *user, const struct fc_cubin_record *record, int checksum_ok)
+static void report_cache(const struct fc_context *ctx, const struct fcjit_globals *g, struct cache_report *r)
 {
-    struct cache_counts *c = user;
-    c->rows++;
-    c->bad += !checksum_ok;
-    c->bytes += (long long)record->cubin_size;
-    return 0;
+    memset(&r->health, 0, sizeof r->health);
+    r->path = ctx->cache ? fc_cache_path(ctx->cache) : g->db_path ? g->db_path : "";
+    char msg[1024];
+    if (g->no_disk_cache) {
+        r->state = "memory-only";
+        snprintf(r->line, sizeof r->line, "(memory only: --no-cache)");
+    } else if (!ctx->cache) {
+        r->state = ctx->cache_state == FC_CACHE_DAMAGED ? "damaged" : "not-used";
+        snprintf(r->line, sizeof r->line, "not used: %s", ctx->cache_warning);
+    } else if (fc_cache_check(ctx->cache, NULL, NULL, &r->health, msg, sizeof msg) != FC_OK) {
+        r->state = "damaged";
+        snprintf(r->line, sizeof r->line, "%s: cannot be checked: %s", r->path, msg);
+    } else if (r->health.damage[0] || r->health.unreadable) {
+        r->state = "damaged";
+        snprintf(r->line, sizeof r->line, "%s: DAMAGED (%s; %d of %d kernel rows cannot be read); fix: `fcjit cache "
+                 "repair` moves it aside and starts a fresh one", r->path,
+                 r->health.damage[0] ? r->health.damage : "rows cannot be read", r->health.unreadable,
+                 r->health.kernels);
+    } else {
+        r->state = ctx->cache_state == FC_CACHE_READ_ONLY ? "read-only" : "ok";
+        int n = snprintf(r->line, sizeof r->line, "%s: %d kernels, %.1f MiB, %lld tuning results", r->path,
+                         r->health.kernels, r->health.bytes / 1048576.0, r->health.tuning_results);
+        if (r->health.bad_checksums)
+            n += snprintf(r->line + n, sizeof r->line - (size_t)n, "; %d with a bad checksum: `fcjit cache verify`",
+                          r->health.bad_checksums);
+        if (ctx->cache_state == FC_CACHE_READ_ONLY)
+            snprintf(r->line + n, sizeof r->line - (size_t)n, "; read only: %s",
+                     ctx->cache_warning[0] ? ctx->cache_warning : "a system layer (root's)");
+    }
+}
+
+/* How many GPUs there are, and the first described in gpu ("none" stays without one). */
+static int describe_gpus(const struct fc_cuda_api *cuda, char *gpu, size_t size)
+{
+    int count = 0, major = 0, minor = 0, sms = 0;
+    CUdevice device;
+    char name[128] = "?";
+    if (!cuda || cuda->cuDeviceGetCount(&count) != CUDA_SUCCESS || count <= 0 ||
+        cuda->cuDeviceGet(&device, 0) != CUDA_SUCCESS)
+        return count;
+    cuda->cuDeviceGetName(name, sizeof name, device);
+    cuda->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    cuda->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+    cuda->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+    snprintf(gpu, size, "%s (sm_%d%d, %d SMs)%s", name, major, minor, sms, count > 1 ? ", ..." : "");
+    return count;
 }
 
 int fcjit_info(int argc, char **argv, const struct fcjit_globals *g)
 {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: fcjit info\n\nPrints the GPUs, driver, NVRTC and kernel cache this machine has, and\n"
-               "says plainly what is missing. Exit 0 even when something is missing.\n");
+    static const char HELP[] =
+        "usage: fcjit info\n\nPrints the GPUs, driver, NVRTC and kernel cache this machine has, and\n"
+        "says plainly what is missing or damaged. Exit 0 even when something is.\n";
+    if (fcjit_wants_help(argc, argv)) {
+        fputs(HELP, stdout);
         return FCJIT_EXIT_OK;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "fcjit info: unexpected argument '%s'\n%s", argv[1], HELP);
+        return FCJIT_EXIT_USAGE;
     }
     char driver_why[512] = "", nvrtc_why[1024] = "", gpu[256] = "none";
     const struct fc_cuda_api *cuda = fc_cuda_load(driver_why, sizeof driver_why);
-    int count = 0;
-    if (cuda) {
-        cuda->cuDeviceGetCount(&count);
-        CUdevice device;
-        int major = 0, minor = 0, sms = 0;
-        char name[128] = "?";
-        if (count > 0 && cuda->cuDeviceGet(&device, 0) == CUDA_SUCCESS) {
-            cuda->cuDeviceGetName(name, sizeof name, device);
-            cuda->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-            cuda->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-            cuda->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
-            snprintf(gpu, sizeof gpu, "%s (sm_%d%d, %d SMs)%s", name, major, minor, sms, count > 1 ? ", ..." : "");
-        }
-    }
+    const int count = describe_gpus(cuda, gpu, sizeof gpu);
     int have_nvrtc = fc_nvrtc_load(nvrtc_why, sizeof nvrtc_why) == 0;
     enum fc_status status;
-    struct fc_context *ctx = fcjit_open_context(g, FC_DEVICE_NONE, &status);
-    struct cache_counts counts = {0, 0, 0};
-    char msg[1024] = "";
-    const char *cache_path = ctx && ctx->cache ? fc_cache_path(ctx->cache) : "(memory only)";
-    if (ctx && ctx->cache)
-        fc_cache_foreach(ctx->cache, count_row, &counts, msg, sizeof msg);
+    struct fc_context *ctx = open_context(g, FC_DEVICE_NONE, 0, &status);   /* the report says it */
+    if (!ctx)
+        return fcjit_exit_for(status);
+    static struct cache_report cache;
+    report_cache(ctx, g, &cache);
     char driver[64];
     snprintf(driver, sizeof driver, "%d.%d", cuda ? cuda->driver_version / 1000 : 0,
              cuda ? cuda->driver_version % 1000 / 10 : 0);
@@ -171,216 +281,21 @@ int fcjit_info(int argc, char **argv, const struct fcjit_globals *g)
         json_string("nvrtc", have_nvrtc ? fc_nvrtc_version() : "", 0);
         json_string("nvrtc_path", have_nvrtc ? fc_nvrtc_path() : "", 0);
         json_string("nvrtc_missing", have_nvrtc ? "" : nvrtc_why, 0);
-        json_string("cache", cache_path, 0);
+        json_string("cache", cache.path, 0);
+        json_string("cache_state", cache.state, 0);
+        json_string("cache_message", cache.line, 0);
         printf("  \"cache_kernels\": %d,\n  \"cache_bad_rows\": %d,\n  \"cache_bytes\": %lld\n}\n",
-               counts.rows, counts.bad, counts.bytes);
+               cache.health.kernels, cache.health.bad_checksums + cache.health.unreadable, cache.health.bytes);
     } else {
         printf("flashcore  %s\n", fc_version());
         printf("driver     %s\n", cuda ? driver : driver_why);
         printf("gpus       %d: %s\n", count, gpu);
         printf("nvrtc      %s%s%s\n", have_nvrtc ? fc_nvrtc_version() : nvrtc_why,
                have_nvrtc ? " from " : "", have_nvrtc ? fc_nvrtc_path() : "");
-        printf("cache      %s: %d kernels, %.1f MiB%s%s\n", cache_path, counts.rows,
-               counts.bytes / 1048576.0, counts.bad ? ", BAD ROWS: run 'fcjit cache verify'" : "", msg);
+        printf("cache      %s\n", cache.line);
     }
     fc_context_destroy(ctx);
-    return ctx ? FCJIT_EXIT_OK : fcjit_exit_for(status);
-}
-
-static int list_row(void *user, const struct fc_cubin_record *r, int checksum_ok)
-{
-    const struct fcjit_globals *g = user;
-    if (g->json)
-        printf("{\"name\": \"%s\", \"arch\": \"%s\", \"nvrtc\": \"%s\", \"registers\": %d, \"smem_static\": %d, "
-               "\"smem_dynamic\": %d, \"spill_stores\": %d, \"spill_loads\": %d, \"compile_ms\": %.1f, "
-               "\"bytes\": %zu, \"checksum_ok\": %s, \"created_at\": \"%s\", \"key\": \"%s\"}\n",
-               r->name, r->arch, r->nvrtc_version, r->registers, r->smem_static, r->smem_dynamic,
-               r->spill_stores, r->spill_loads, r->compile_ms, r->cubin_size, checksum_ok ? "true" : "false",
-               r->created_at, r->key);
-    else
-        printf("%-52s %-7s nvrtc %-5s %3d regs %6d B smem %4d B spill %7.0f ms %7zu B %s\n", r->name, r->arch,
-               r->nvrtc_version, r->registers, r->smem_static + r->smem_dynamic, r->spill_stores, r->compile_ms,
-               r->cubin_size, checksum_ok ? "ok" : "BAD CHECKSUM");
-    return 0;
-}
-
-static int cache_verify(struct fc_context *ctx, const struct fcjit_globals *g)
-{
-    struct cache_counts counts = {0, 0, 0};
-    char msg[1024];
-    enum fc_status status = fc_cache_foreach(ctx->cache, count_row, &counts, msg, sizeof msg);
-    if (status != FC_OK) {
-        fprintf(stderr, "fcjit: %s\n", msg);
-        return fcjit_exit_for(status);
-    }
-    if (g->json)
-        printf("{\"rows\": %d, \"bad_rows\": %d}\n", counts.rows, counts.bad);
-    else
-        printf("%d kernels, %d with a bad checksum%s\n", counts.rows, counts.bad,
-               counts.bad ? " (they are recompiled on next use; 'fcjit precompile' replaces them now)" : "");
-    return counts.bad ? FCJIT_EXIT_FAILED_CHECK : FCJIT_EXIT_OK;
-}
-
-struct export_state {
-    FILE *out;
-    int winners_only, rows;
-};
-
-static int export_row(void *user, const struct fc_tuning_row *row)
-{
-    struct export_state *e = user;
-    char line[1024];
-    fc_tuning_row_format(row, line, sizeof line);
-    fputs(line, e->out);
-    e->rows++;
-    return 0;
-}
-
-/* `cache export [--winners] FILE|-`: the tuning results as TSV (the shipped-layer format). */
-static int cache_export(struct fc_context *ctx, int argc, char **argv, const struct fcjit_globals *g)
-{
-    struct export_state e = {NULL, 0, 0};
-    const char *path = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--winners"))
-            e.winners_only = 1;
-        else if (!path)
-            path = argv[i];
-        else {
-            fprintf(stderr, "fcjit cache export: unexpected argument '%s'\n", argv[i]);
-            return FCJIT_EXIT_USAGE;
-        }
-    }
-    if (!path) {
-        fprintf(stderr, "fcjit cache export: give a file to write (or - for standard output)\n");
-        return FCJIT_EXIT_USAGE;
-    }
-    e.out = strcmp(path, "-") ? fopen(path, "w") : stdout;
-    if (!e.out) {
-        fprintf(stderr, "fcjit cache export: %s: %s\n", path, strerror(errno));
-        return FCJIT_EXIT_ERROR;
-    }
-    fprintf(e.out, "# FlashCore tuning results (fcjit cache export%s); columns: gpu_name, sm_count, driver, "
-            "kernel_set, bucket, variant, median_ms, tflops, passed_check, winner, measured_at\n",
-            e.winners_only ? " --winners" : "");
-    char msg[1024] = "";
-    enum fc_status status = fc_tuning_foreach(ctx->cache, e.winners_only, export_row, &e, msg, sizeof msg);
-    if (e.out != stdout && fclose(e.out) != 0 && status == FC_OK) {
-        snprintf(msg, sizeof msg, "%s: %s", path, strerror(errno));
-        status = FC_ERR_CACHE;
-    }
-    if (status != FC_OK)
-        fprintf(stderr, "fcjit cache export: %s\n", msg);
-    else if (strcmp(path, "-"))
-        printf(g->json ? "{\"exported\": %d}\n" : "exported %d tuning results\n", e.rows);
-    return fcjit_exit_for(status);
-}
-
-/* `cache import FILE|-`: rows another machine exported; every line is checked before any is
- * stored, so a damaged file changes nothing. */
-static int cache_import(struct fc_context *ctx, int argc, char **argv, const struct fcjit_globals *g)
-{
-    if (argc != 3) {
-        fprintf(stderr, "fcjit cache import: give one file to read (or - for standard input)\n");
-        return FCJIT_EXIT_USAGE;
-    }
-    const char *path = argv[2];
-    FILE *in = strcmp(path, "-") ? fopen(path, "r") : stdin;
-    if (!in) {
-        fprintf(stderr, "fcjit cache import: %s: %s\n", path, strerror(errno));
-        return FCJIT_EXIT_ERROR;
-    }
-    struct fc_tuning_row *rows = NULL;
-    size_t count = 0, capacity = 0;
-    char line[2048];
-    int number = 0, code = FCJIT_EXIT_OK;
-    while (fgets(line, sizeof line, in)) {
-        number++;
-        if (line[0] == '#' || line[0] == '\n')
-            continue;
-        if (count == capacity) {
-            capacity = capacity ? 2 * capacity : 64;
-            struct fc_tuning_row *grown = realloc(rows, capacity * sizeof *grown);
-            if (!grown) {
-                code = FCJIT_EXIT_ERROR;
-                break;
-            }
-            rows = grown;
-        }
-        if (fc_tuning_row_parse(line, &rows[count])) {
-            fprintf(stderr, "fcjit cache import: %s:%d: not a tuning row (11 tab-separated fields: gpu_name, "
-                    "sm_count, driver, kernel_set, bucket, variant, median_ms, tflops, passed_check, winner, "
-                    "measured_at); nothing imported\n", path, number);
-            code = FCJIT_EXIT_USAGE;
-            break;
-        }
-        count++;
-    }
-    if (in != stdin)
-        fclose(in);
-    char msg[1024] = "";
-    for (size_t i = 0; code == FCJIT_EXIT_OK && i < count; i++) {
-        enum fc_status status = fc_tuning_put(ctx->cache, &rows[i], msg, sizeof msg);
-        if (status != FC_OK) {
-            fprintf(stderr, "fcjit cache import: %s\n", msg);
-            code = fcjit_exit_for(status);
-        }
-    }
-    if (code == FCJIT_EXIT_OK)
-        printf(g->json ? "{\"imported\": %zu}\n" : "imported %zu tuning results\n", count);
-    free(rows);
-    return code;
-}
-
-int fcjit_cache(int argc, char **argv, const struct fcjit_globals *g)
-{
-    const char *verb = argc > 1 ? argv[1] : "";
-    if (!strcmp(verb, "--help") || !strcmp(verb, "-h") || !*verb) {
-        printf("usage: fcjit cache ls|verify|clear|export|import\n\n"
-               "  ls       one line per cached kernel: arch, NVRTC, registers, shared memory, spills,\n"
-               "           compile time, size, checksum state (--json: one object per line)\n"
-               "  verify   check every cubin's checksum; exit 1 if any is bad\n"
-               "  clear    delete every cached kernel (tuning results stay)\n"
-               "  export [--winners] FILE|-   the tuning results (or only the winners) as TSV, to move\n"
-               "           them to another machine or to tuning_db/winners.tsv (the shipped layer)\n"
-               "  import FILE|-               tuning results another machine exported\n");
-        return *verb ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
-    }
-    if (strcmp(verb, "ls") && strcmp(verb, "verify") && strcmp(verb, "clear") && strcmp(verb, "export") &&
-        strcmp(verb, "import")) {
-        fprintf(stderr, "fcjit cache: unknown verb '%s' (ls, verify, clear, export, import)\n", verb);
-        return FCJIT_EXIT_USAGE;
-    }
-    if (g->no_disk_cache) {
-        fprintf(stderr, "fcjit cache: --no-cache leaves no cache to look at\n");
-        return FCJIT_EXIT_USAGE;
-    }
-    enum fc_status status;
-    struct fc_context *ctx = fcjit_open_context(g, FC_DEVICE_NONE, &status);
-    if (!ctx)
-        return fcjit_exit_for(status);
-    char msg[1024] = "";
-    int code = FCJIT_EXIT_OK;
-    if (!strcmp(verb, "ls")) {
-        status = fc_cache_foreach(ctx->cache, list_row, (void *)g, msg, sizeof msg);
-        code = fcjit_exit_for(status);
-    } else if (!strcmp(verb, "verify")) {
-        code = cache_verify(ctx, g);
-    } else if (!strcmp(verb, "export")) {
-        code = cache_export(ctx, argc, argv, g);
-    } else if (!strcmp(verb, "import")) {
-        code = cache_import(ctx, argc, argv, g);
-    } else {
-        int deleted = 0;
-        status = fc_cache_clear(ctx->cache, &deleted, msg, sizeof msg);
-        if (status == FC_OK)
-            printf(g->json ? "{\"deleted\": %d}\n" : "deleted %d kernels\n", deleted);
-        code = fcjit_exit_for(status);
-    }
-    if (*msg && code != FCJIT_EXIT_OK)
-        fprintf(stderr, "fcjit: %s\n", msg);
-    fc_context_destroy(ctx);
-    return code;
+    return FCJIT_EXIT_OK;
 }
 
 static const struct {
@@ -391,6 +306,37 @@ static const struct {
     {"plan", fcjit_plan}, {"cache", fcjit_cache}, {"tune", fcjit_tune},
     {"explain", fcjit_explain},
 };
+
+/* Takes the global options out of a command's arguments (up to "--"), so that `fcjit info --json`
+ * means `fcjit --json info`; returns -1 (after saying why) when --db has no value. */
+static int take_global_options(int *argc, char **argv, struct fcjit_globals *g)
+{
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "--")) {
+            while (i < *argc)
+                argv[kept++] = argv[i++];
+            break;
+        }
+        if (!strcmp(arg, "--json"))
+            g->json = 1;
+        else if (!strcmp(arg, "--no-cache"))
+            g->no_disk_cache = 1;
+        else if (!strncmp(arg, "--db=", 5))
+            g->db_path = arg + 5;
+        else if (!strcmp(arg, "--db") && i + 1 < *argc)
+            g->db_path = argv[++i];
+        else if (!strcmp(arg, "--db")) {
+            fprintf(stderr, "fcjit %s: --db takes a file\n", argv[0]);
+            return -1;
+        } else
+            argv[kept++] = argv[i];
+    }
+    *argc = kept;
+    argv[kept] = NULL;
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -421,9 +367,11 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
         if (!strcmp(argv[optind], COMMANDS[i].name)) {
-            int first = optind;
+            int first = optind, count = argc - first;
+            if (take_global_options(&count, argv + first, &g))
+                return FCJIT_EXIT_USAGE;
             optind = 0;   /* the command parses its own argv (glibc: 0 resets getopt) */
-            return COMMANDS[i].run(argc - first, argv + first, &g);
+            return COMMANDS[i].run(count, argv + first, &g);
         }
     fprintf(stderr, "fcjit: unknown command '%s'\n\n%s", argv[optind], USAGE);
     return FCJIT_EXIT_USAGE;

@@ -22,7 +22,7 @@
 #define RESULT_LINE_MAX 1024
 
 static const char HELP[] =
-    "usage: fcjit precompile [--arch ARCH]... [--spec FILE] [--jobs N] [--force]\n"
+    "usage: fcjit precompile [--arch ARCH]... [--spec FILE] [--jobs N] [--force] [--dry-run]\n"
     "\n"
     "Compiles every kernel variant of a spec into the kernel cache. Needs NVRTC, not a GPU.\n"
     "Kernels already cached are not compiled again.\n"
@@ -30,12 +30,13 @@ static const char HELP[] =
     "  --arch ARCH   target(s), e.g. sm_90a, sm_80 (repeat or comma-separate); default: the spec's\n"
     "  --spec FILE   YAML variant spec (default: the shipped tuning_db/precompile.yaml)\n"
     "  --jobs N      worker processes (default: the number of CPUs)\n"
-    "  --force       compile even what is cached, replacing it\n";
+    "  --force       compile even what is cached, replacing it\n"
+    "  --dry-run     list the variants the spec and --arch give, compile nothing, open no cache\n";
 
 struct options {
     const char *spec;
     int arches[MAX_ARCHES], arch_specific[MAX_ARCHES], arch_count;
-    int jobs, force;
+    int jobs, force, dry_run;
 };
 
 static int parse_arches(const char *text, struct options *o)
@@ -58,17 +59,22 @@ static int parse_options(int argc, char **argv, struct options *o)
     static const struct option OPTIONS[] = {
         {"arch", required_argument, 0, 'a'}, {"spec", required_argument, 0, 's'},
         {"jobs", required_argument, 0, 'j'}, {"force", no_argument, 0, 'f'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+        {"dry-run", no_argument, 0, 'n'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     o->jobs = cpus > 0 ? (int)cpus : 1;
+    if (fcjit_wants_help(argc, argv)) {
+        fputs(HELP, stdout);
+        return 1;
+    }
     int c;
     while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1) {
         switch (c) {
         case 'a': if (parse_arches(optarg, o)) return -1; break;
         case 's': o->spec = optarg; break;
         case 'f': o->force = 1; break;
+        case 'n': o->dry_run = 1; break;
         case 'j': if (fcjit_parse_int("precompile", "jobs", optarg, 1, 256, &o->jobs)) return -1; break;
         case 'h': fputs(HELP, stdout); return 1;
         default: fputs(HELP, stderr); return -1;
@@ -224,13 +230,19 @@ static void summarize(const struct tally *t, size_t total, double wall, int json
 {
     const double median = t->compiled ? fcjit_median(t->compile_ms, t->compiled) : 0;   /* sorts them */
     const double max = t->compiled ? t->compile_ms[t->compiled - 1] : 0;
+    char times[96] = "none compiled";   /* a warm cache: no compile time to speak of */
+    if (json && t->compiled)
+        snprintf(times, sizeof times, "\"median_compile_ms\": %.1f, \"max_compile_ms\": %.1f", median, max);
+    else if (json)
+        snprintf(times, sizeof times, "\"median_compile_ms\": null, \"max_compile_ms\": null");
+    else if (t->compiled)
+        snprintf(times, sizeof times, "%d compiled (median %.0f ms, max %.0f ms each)", t->compiled, median, max);
     if (json)
-        printf("{\"kernels\": %zu, \"compiled\": %d, \"cached\": %d, \"failed\": %d, \"spilling\": %d, "
-               "\"median_compile_ms\": %.1f, \"max_compile_ms\": %.1f, \"wall_s\": %.2f}\n",
-               total, t->compiled, t->cached, t->failed, t->spilled, median, max, wall);
+        printf("{\"kernels\": %zu, \"compiled\": %d, \"cached\": %d, \"failed\": %d, \"spilling\": %d, %s, "
+               "\"wall_s\": %.2f}\n", total, t->compiled, t->cached, t->failed, t->spilled, times, wall);
     else
-        printf("%zu kernels: %d compiled (median %.0f ms, max %.0f ms each), %d already cached, %d failed, "
-               "%d spilling; %.1f s wall\n", total, t->compiled, median, max, t->cached, t->failed, t->spilled, wall);
+        printf("%zu kernels: %s, %d already cached, %d failed, %d spilling; %.1f s wall\n", total, times, t->cached,
+               t->failed, t->spilled, wall);
 }
 
 int fcjit_compile_list(const struct fcjit_globals *g, const struct fc_variant_list *variants, int jobs, int force,
@@ -285,6 +297,23 @@ int fcjit_compile_list(const struct fcjit_globals *g, const struct fc_variant_li
     return t.failed ? fcjit_exit_for(t.first_failure) : FCJIT_EXIT_OK;
 }
 
+static int print_dry_run(const struct fc_variant_list *list, int json)
+{
+    if (json)
+        printf("{\"kernels\": %zu, \"pruned\": %zu, \"variants\": [", list->count, list->pruned);
+    for (size_t i = 0; i < list->count; i++) {
+        char name[FC_VARIANT_NAME_MAX];
+        fc_variant_name(&list->items[i], name);
+        printf(json ? "%s\"%s\"" : "%s%s\n", json && i ? ", " : "", name);
+    }
+    if (json)
+        printf("]}\n");
+    else
+        printf("%zu kernels would be compiled or found cached (%zu candidates of the spec pruned)\n", list->count,
+               list->pruned);
+    return FCJIT_EXIT_OK;
+}
+
 int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g)
 {
     struct options o;
@@ -301,7 +330,9 @@ int fcjit_precompile(int argc, char **argv, const struct fcjit_globals *g)
         fc_variant_list_free(&list);
         return FCJIT_EXIT_USAGE;
     }
-    int code = fcjit_compile_list(g, &list, o.jobs, o.force, 0);
+    int code = o.dry_run ? print_dry_run(&list, g->json) : fcjit_require_writable_cache(g, "precompile");
+    if (!o.dry_run && code == FCJIT_EXIT_OK)
+        code = fcjit_compile_list(g, &list, o.jobs, o.force, 0);
     fc_variant_list_free(&list);
     return code;
 }

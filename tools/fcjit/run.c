@@ -29,6 +29,10 @@ static const char HELP[] =
     "  --scale X          softmax scale (default 1/sqrt(head_dim))\n"
     "%s";
 
+static const char PLAN_HELP[] =
+    "plan:\n"
+    "  --arch A           the target to plan for, e.g. sm_80, sm_86, sm_90a (default sm_90a); no GPU needed\n";
+
 static const char RUN_HELP[] =
     "run:\n"
     "  --device N         CUDA device (default 0)\n"
@@ -46,13 +50,14 @@ static const char RUN_HELP[] =
 struct run_options {
     struct fc_attention_params params;
     int device, iters, warmup, check_rows, check, want_lse, host_calls;
+    int arch, arch_specific;   /* plan --arch */
     unsigned long long seed;
 };
 
 
 enum { O_BATCH = 256, O_SEQLEN, O_SEQLEN_Q, O_SEQLEN_K, O_HEADS, O_HEADS_Q, O_HEADS_KV, O_HEAD_DIM, O_DTYPE,
        O_CAUSAL, O_SCALE, O_DEVICE, O_ITERS, O_WARMUP, O_CHECK_ROWS, O_NO_CHECK, O_NO_LSE, O_SEED, O_HOST_CALLS,
-       O_VARIANT };
+       O_VARIANT, O_ARCH };
 
 /* Option --name (its value in optarg) of `command`: an integer >= min. */
 static int at_least(const char *command, const char *name, int min, int *out)
@@ -73,20 +78,29 @@ static int parse_one(int c, const char *command, struct run_options *o)
     case O_HEADS_KV: return at_least(command, "heads-kv", 1, &p->heads_kv);
     case O_HEAD_DIM: return at_least(command, "head-dim", 1, &p->head_dim);
     case O_CAUSAL: p->causal = 1; return 0;
-    case O_SCALE: p->softmax_scale = strtof(optarg, NULL); return 0;
+    case O_SCALE: return fcjit_parse_float(command, "scale", optarg, &p->softmax_scale);
     case O_DEVICE: return at_least(command, "device", 0, &o->device);
     case O_ITERS: return at_least(command, "iters", 1, &o->iters);
     case O_WARMUP: return at_least(command, "warmup", 0, &o->warmup);
     case O_CHECK_ROWS: return at_least(command, "check-rows", 0, &o->check_rows);
     case O_NO_CHECK: o->check = 0; return 0;
     case O_NO_LSE: o->want_lse = 0; return 0;
-    case O_SEED: o->seed = strtoull(optarg, NULL, 10); return 0;
+    case O_SEED: return fcjit_parse_u64(command, "seed", optarg, &o->seed);
     case O_HOST_CALLS: return at_least(command, "host-calls", 1, &o->host_calls);
     case O_VARIANT: return setenv("FC_FORCE_VARIANT", optarg, 1);   /* read by fc_context_create */
     case O_DTYPE:
         if (fc_dtype_parse(optarg, &p->dtype) == 0)
             return 0;
-        fprintf(stderr, "fcjit: --dtype takes f16 or bf16, not '%s'\n", optarg);
+        fprintf(stderr, "fcjit %s: --dtype takes f16 or bf16, not '%s'\n", command, optarg);
+        return -1;
+    case O_ARCH:
+        if (strcmp(command, "plan")) {
+            fprintf(stderr, "fcjit %s: --arch is plan's; %s uses the GPU's own\n", command, command);
+            return -1;
+        }
+        if (fc_arch_parse(optarg, &o->arch, &o->arch_specific) == 0)
+            return 0;
+        fprintf(stderr, "fcjit plan: bad --arch '%s' (e.g. sm_80, sm_86, sm_90a)\n", optarg);
         return -1;
     default: return -1;
     }
@@ -102,7 +116,8 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
         {"causal", 0, 0, O_CAUSAL}, {"scale", 1, 0, O_SCALE}, {"device", 1, 0, O_DEVICE},
         {"iters", 1, 0, O_ITERS}, {"warmup", 1, 0, O_WARMUP}, {"check-rows", 1, 0, O_CHECK_ROWS},
         {"no-check", 0, 0, O_NO_CHECK}, {"no-lse", 0, 0, O_NO_LSE}, {"seed", 1, 0, O_SEED},
-        {"host-calls", 1, 0, O_HOST_CALLS}, {"variant", 1, 0, O_VARIANT}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+        {"host-calls", 1, 0, O_HOST_CALLS}, {"variant", 1, 0, O_VARIANT}, {"arch", 1, 0, O_ARCH},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     fc_attention_params_init(&o->params);
@@ -115,15 +130,16 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
     o->check_rows = 256;
     o->check = o->want_lse = 1;
     o->seed = (unsigned long long)time(NULL);
+    o->arch = 90;   /* what a device-less context plans for */
+    o->arch_specific = 1;
+    if (fcjit_wants_help(argc, argv)) {
+        printf(HELP, command, !strcmp(command, "run") ? RUN_HELP : !strcmp(command, "plan") ? PLAN_HELP : "");
+        return 1;
+    }
     int c;
-    while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1) {
-        if (c == 'h') {
-            printf(HELP, command, strcmp(command, "run") ? "" : RUN_HELP);
-            return 1;
-        }
+    while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1)
         if (c == '?' || parse_one(c, command, o))
             return -1;
-    }
     if (optind < argc) {
         fprintf(stderr, "fcjit %s: unexpected argument '%s'\n", command, argv[optind]);
         return -1;
@@ -137,16 +153,32 @@ static void print_shape(const struct fc_attention_params *p)
            p->heads_kv, p->head_dim, fc_dtype_name(p->dtype), p->causal ? " causal" : "");
 }
 
+/* The shape rules, checked before any GPU is looked for, so that bad input says 2 everywhere. */
+static int check_shape(const char *command, const struct run_options *o)
+{
+    struct fc_problem problem;
+    char msg[FC_MESSAGE_MAX];
+    enum fc_status status = fc_problem_shape(&o->params, &problem, msg, sizeof msg);
+    if (status != FC_OK)
+        fprintf(stderr, "fcjit %s: %s: %s\n", command, fc_status_name(status), msg);
+    return fcjit_exit_for(status);
+}
+
 int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g)
 {
     struct run_options o;
     int parsed = parse_options(argc, argv, "plan", &o);
     if (parsed)
         return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
+    int code = check_shape("plan", &o);
+    if (code != FCJIT_EXIT_OK)
+        return code;
     enum fc_status status;
     struct fc_context *ctx = fcjit_open_context(g, FC_DEVICE_NONE, &status);
     if (!ctx)
         return fcjit_exit_for(status);
+    ctx->target.arch = o.arch;   /* NOTE: fcjit links the internal library; the public API has no such knob */
+    ctx->target.arch_specific = o.arch_specific;
     struct fc_plan_info info;
     status = fc_attention_plan(ctx, &o.params, &info);
     if (status != FC_OK)
@@ -154,8 +186,10 @@ int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g)
     else if (g->json)
         printf("{\"kernel\": \"%s\", \"reason\": \"%s\"}\n", info.kernel, info.reason);
     else {
+        char arch[FC_ARCH_NAME_MAX];
+        fc_arch_name(o.arch, o.arch_specific, arch);
         print_shape(&o.params);
-        printf(" on sm_90a\n  kernel: %s\n  why:    %s\n", info.kernel, info.reason);
+        printf(" on %s\n  kernel: %s\n  why:    %s\n", arch, info.kernel, info.reason);
     }
     fc_context_destroy(ctx);
     return fcjit_exit_for(status);
@@ -169,6 +203,9 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
     int parsed = parse_options(argc, argv, "explain", &o);
     if (parsed)
         return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
+    int code = check_shape("explain", &o);
+    if (code != FCJIT_EXIT_OK)
+        return code;
     enum fc_status status;
     char why_no_gpu[512] = "";
     const struct fc_cuda_api *cuda = fc_cuda_load(why_no_gpu, sizeof why_no_gpu);
@@ -423,12 +460,15 @@ int fcjit_run(int argc, char **argv, const struct fcjit_globals *g)
     int parsed = parse_options(argc, argv, "run", &o);
     if (parsed)
         return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
+    int code = check_shape("run", &o);
+    if (code != FCJIT_EXIT_OK)
+        return code;
     enum fc_status status;
     struct fc_context *ctx = fcjit_open_context(g, o.device, &status);
     if (!ctx)
         return fcjit_exit_for(status);
     int pushed;
-    int code = fc_context_enter(ctx, &pushed) == FC_OK ? run_on_device(ctx, g, &o) : FCJIT_EXIT_ERROR;
+    code = fc_context_enter(ctx, &pushed) == FC_OK ? run_on_device(ctx, g, &o) : FCJIT_EXIT_ERROR;
     fc_context_leave(ctx, pushed);
     fc_context_destroy(ctx);
     return code;

@@ -26,6 +26,7 @@
 
 #define CHECK_ROWS 32
 #define HEADS_TIMES_DIM 2048   /* BENCH.md: heads_q = 2048 / head_dim */
+#define TUNE_MEASUREMENTS_MAX 100000   /* the shipped sweep takes about 2,500 */
 
 static const char HELP[] =
     "usage: fcjit tune [--spec FILE] [--iters N] [--warmup N] [--margin PCT] [--jobs N] [--restart]\n"
@@ -77,6 +78,10 @@ static int parse_options(int argc, char **argv, struct options *o)
     o->jobs = cpus > 0 ? (int)cpus : 1;
     o->arch = 90;
     o->arch_specific = 1;
+    if (fcjit_wants_help(argc, argv)) {
+        fputs(HELP, stdout);
+        return 1;
+    }
     int c;
     while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1) {
         switch (c) {
@@ -104,16 +109,24 @@ static int parse_options(int argc, char **argv, struct options *o)
     return 0;
 }
 
-/* One bucket and its candidates (indexes into the spec's variants). */
+/* A candidate on the arch, sorted by what a bucket must match, then by its place in the spec. */
+struct candidate {
+    int dtype, head_dim, causal;
+    size_t index;   /* into the spec's variants */
+};
+
+/* One bucket and its candidates: a run of the sorted candidates. */
 struct bucket_work {
     struct fc_tune_problem problem;
     char name[FC_BUCKET_NAME_MAX];
-    size_t *candidates, count;
+    const struct candidate *candidates;
+    size_t count;
 };
 
 struct work {
     struct fc_variant_list variants;        /* every candidate of the spec */
     struct fc_tune_problem_list problems;
+    struct candidate *on_arch;              /* the spec's candidates for this arch, sorted */
     struct bucket_work *buckets;
     size_t bucket_count, measurements;
     struct fc_variant_list to_compile;      /* the candidates some bucket on this arch takes */
@@ -121,8 +134,7 @@ struct work {
 
 static void work_free(struct work *w)
 {
-    for (size_t i = 0; i < w->bucket_count; i++)
-        free(w->buckets[i].candidates);
+    free(w->on_arch);
     free(w->buckets);
     fc_variant_list_free(&w->variants);
     fc_tune_problem_list_free(&w->problems);
@@ -130,8 +142,8 @@ static void work_free(struct work *w)
     memset(w, 0, sizeof *w);
 }
 
-/* Pairs each bucket with the candidates of its dtype, head_dim and causality on the arch. */
-static enum fc_status plan_work(const struct options *o, int arch, int arch_specific, struct work *w)
+/* Reads the spec (the shipped one without --spec): before any GPU is looked for. */
+static enum fc_status load_spec(const struct options *o, struct work *w)
 {
     char err[1024] = "";
     enum fc_status status;
@@ -143,47 +155,83 @@ static enum fc_status plan_work(const struct options *o, int arch, int arch_spec
         status = fc_config_parse_tune(f->text, f->length, "tuning_db/tune.yaml", &w->variants, &w->problems, err,
                                       sizeof err);
     }
-    if (status != FC_OK) {
+    if (status != FC_OK)
         fprintf(stderr, "fcjit tune: %s\n", err);
-        return status;
+    return status;
+}
+
+static int compare_candidates(const void *a, const void *b)
+{
+    const struct candidate *x = a, *y = b;
+    if (x->dtype != y->dtype)
+        return x->dtype - y->dtype;
+    if (x->head_dim != y->head_dim)
+        return x->head_dim - y->head_dim;
+    if (x->causal != y->causal)
+        return x->causal - y->causal;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* The first of the sorted candidates a bucket takes (or where it would be). */
+static size_t first_candidate(const struct candidate *sorted, size_t count, const struct fc_tune_problem *p)
+{
+    const struct candidate key = {(int)p->dtype, p->head_dim, p->causal, 0};
+    size_t low = 0, high = count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (compare_candidates(&sorted[middle], &key) < 0)
+            low = middle + 1;
+        else
+            high = middle;
     }
-    w->buckets = calloc(w->problems.count, sizeof *w->buckets);
+    return low;
+}
+
+/* Pairs each bucket of the spec with the candidates of its dtype, head_dim and causality on the
+ * arch: sorted once, then a binary search per bucket, so that a spec at its caps plans in well
+ * under a second. */
+static enum fc_status plan_work(int arch, int arch_specific, struct work *w)
+{
+    size_t on_arch = 0;
+    w->on_arch = calloc(w->variants.count + 1, sizeof *w->on_arch);
+    w->buckets = calloc(w->problems.count + 1, sizeof *w->buckets);
     w->to_compile.items = calloc(w->variants.count + 1, sizeof *w->to_compile.items);
     char *used = calloc(w->variants.count + 1, 1);
-    if (!w->buckets || !w->to_compile.items || !used) {
+    if (!w->on_arch || !w->buckets || !w->to_compile.items || !used) {
         free(used);
         return FC_ERR_NOMEM;
     }
+    for (size_t v = 0; v < w->variants.count; v++) {
+        const struct fc_variant *c = &w->variants.items[v];
+        if (c->arch == arch && c->arch_specific == arch_specific)
+            w->on_arch[on_arch++] = (struct candidate){(int)c->dtype, c->head_dim, c->causal, v};
+    }
+    qsort(w->on_arch, on_arch, sizeof *w->on_arch, compare_candidates);
     for (size_t p = 0; p < w->problems.count; p++) {
-        const struct fc_tune_problem *problem = &w->problems.items[p];
         struct bucket_work *b = &w->buckets[w->bucket_count];
-        b->candidates = calloc(w->variants.count + 1, sizeof *b->candidates);
-        if (!b->candidates) {
-            free(used);
-            return FC_ERR_NOMEM;
-        }
-        b->problem = *problem;
-        fc_bucket_name(problem, b->name);
-        for (size_t v = 0; v < w->variants.count; v++) {
-            const struct fc_variant *c = &w->variants.items[v];
-            if (c->dtype == problem->dtype && c->head_dim == problem->head_dim && c->causal == problem->causal &&
-                c->arch == arch && c->arch_specific == arch_specific) {
-                b->candidates[b->count++] = v;
-                if (!used[v]) {
-                    used[v] = 1;
-                    w->to_compile.items[w->to_compile.count++] = *c;
-                }
-            }
-        }
-        if (b->count) {
-            w->bucket_count++;
-            w->measurements += b->count;
-        } else {
-            free(b->candidates);
-            b->candidates = NULL;
+        b->problem = w->problems.items[p];
+        const size_t first = first_candidate(w->on_arch, on_arch, &b->problem);
+        const struct candidate key = {(int)b->problem.dtype, b->problem.head_dim, b->problem.causal, 0};
+        b->candidates = &w->on_arch[first];
+        while (first + b->count < on_arch && b->candidates[b->count].dtype == key.dtype &&
+               b->candidates[b->count].head_dim == key.head_dim && b->candidates[b->count].causal == key.causal)
+            b->count++;
+        if (!b->count)
+            continue;
+        fc_bucket_name(&b->problem, b->name);
+        w->bucket_count++;
+        w->measurements += b->count;
+        for (size_t i = 0; i < b->count && !used[first + i]; i++) {   /* a run is all used or none */
+            used[first + i] = 1;
+            w->to_compile.items[w->to_compile.count++] = w->variants.items[b->candidates[i].index];
         }
     }
     free(used);
+    if (w->measurements > TUNE_MEASUREMENTS_MAX) {
+        fprintf(stderr, "fcjit tune: the spec pairs its buckets and candidates into %zu measurements, more than %d "
+                "(a day of GPU time at a second each); split the sweep\n", w->measurements, TUNE_MEASUREMENTS_MAX);
+        return FC_ERR_CONFIG;
+    }
     return FC_OK;
 }
 
@@ -273,7 +321,7 @@ static enum fc_status tune_bucket(struct fc_context *ctx, const struct options *
         return FC_ERR_NOMEM;
     for (size_t i = 0; i < b->count; i++) {
         char name[FC_VARIANT_NAME_MAX];
-        fc_variant_name(&w->variants.items[b->candidates[i]], name);
+        fc_variant_name(&w->variants.items[b->candidates[i].index], name);
         int found = 0;
         if (!o->restart && fc_tuning_has(ctx->cache, id, b->name, name, &found, msg, sizeof msg) == FC_OK && found)
             measured[i] = 1;
@@ -293,7 +341,7 @@ static enum fc_status tune_bucket(struct fc_context *ctx, const struct options *
         prepared = 1;
     }
     for (size_t i = 0; i < b->count && status == FC_OK && !interrupted; i++) {
-        const struct fc_variant *v = &w->variants.items[b->candidates[i]];
+        const struct fc_variant *v = &w->variants.items[b->candidates[i].index];
         struct fc_tuning_row row;
         memset(&row, 0, sizeof row);
         row.id = *id;
@@ -411,7 +459,7 @@ static void print_dry_run(const struct work *w, int json)
             printf("%s: %zu candidates\n", b->name, b->count);
         for (size_t c = 0; c < b->count; c++) {
             char name[FC_VARIANT_NAME_MAX];
-            fc_variant_name(&w->variants.items[b->candidates[c]], name);
+            fc_variant_name(&w->variants.items[b->candidates[c].index], name);
             if (json)
                 printf("%s\"%s\"", c ? ", " : "", name);
             else
@@ -427,30 +475,39 @@ static void print_dry_run(const struct work *w, int json)
                w->bucket_count, w->measurements, w->to_compile.count, w->variants.pruned);
 }
 
+/* After the spec was read (status): the buckets and candidates on --arch, measured nothing. */
+static int dry_run(const struct options *o, struct work *w, enum fc_status status, int json)
+{
+    if (status == FC_OK)
+        status = plan_work(o->arch, o->arch_specific, w);
+    if (status == FC_OK)
+        print_dry_run(w, json);
+    work_free(w);
+    return fcjit_exit_for(status);
+}
+
 int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
 {
     struct options o;
     int parsed = parse_options(argc, argv, &o);
     if (parsed)
         return parsed > 0 ? FCJIT_EXIT_OK : FCJIT_EXIT_USAGE;
-    if (o.dry_run) {
-        struct work w;
-        enum fc_status status = plan_work(&o, o.arch, o.arch_specific, &w);
-        if (status == FC_OK)
-            print_dry_run(&w, g->json);
-        work_free(&w);
-        return fcjit_exit_for(status);
-    }
+    struct work w;
+    enum fc_status status = load_spec(&o, &w);
+    if (status != FC_OK || o.dry_run)
+        return dry_run(&o, &w, status, g->json);
     if (g->no_disk_cache) {
         fprintf(stderr, "fcjit tune: the measurements go to the kernel cache's database; drop --no-cache\n");
+        work_free(&w);
         return FCJIT_EXIT_USAGE;
     }
-    enum fc_status status;
-    struct fc_context *ctx = fcjit_open_context(g, 0, &status);
-    if (!ctx)
-        return fcjit_exit_for(status);
-    struct work w;
-    status = plan_work(&o, ctx->target.arch, ctx->target.arch_specific, &w);
+    int code = fcjit_require_writable_cache(g, "tune");
+    struct fc_context *ctx = code == FCJIT_EXIT_OK ? fcjit_open_context(g, 0, &status) : NULL;
+    if (!ctx) {
+        work_free(&w);
+        return code == FCJIT_EXIT_OK ? fcjit_exit_for(status) : code;
+    }
+    status = plan_work(ctx->target.arch, ctx->target.arch_specific, &w);
     if (status == FC_OK && w.bucket_count == 0) {
         fprintf(stderr, "fcjit tune: no candidate of the spec runs on this GPU (sm_%d%s)\n", ctx->target.arch,
                 ctx->target.arch_specific ? "a" : "");
@@ -486,7 +543,7 @@ int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
         status = tune_bucket(ctx, &o, &w, &w.buckets[i], &id, scrub, 2 * (size_t)l2_bytes / 4, &progress);
     sigaction(SIGINT, &previous, NULL);
     const size_t measured_now = progress.done - progress.skipped;
-    int code = fcjit_exit_for(status);
+    code = fcjit_exit_for(status);
     if (interrupted) {
         fprintf(stderr, "\nfcjit tune: interrupted after %zu of %zu measurements; every finished one is stored "
                 "in %s: run `fcjit tune` again to resume\n", progress.done, progress.total, fc_cache_path(ctx->cache));
