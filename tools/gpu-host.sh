@@ -32,7 +32,10 @@ export OUT=${OUT:-/tmp/flashcore-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export FLASHCORE_LIB="$PWD/.carry/lib/libflashcore.so" PYTHONUNBUFFERED=1 FC_SOURCE_ROOT="$PWD"
-export FCJIT="$PWD/.carry/bin/fcjit" DB=/tmp/flashcore-gpu-host.db
+# NOTE: the databases live in a private folder: FlashCore loads no kernel from a folder others can
+# write (a plain /tmp), see the README's "What is trusted".
+mkdir -p -m 700 /tmp/flashcore-gpu-host
+export FCJIT="$PWD/.carry/bin/fcjit" DB=/tmp/flashcore-gpu-host/tuning.db
 # The flashcore package straight from the checkout: it loads $FLASHCORE_LIB (no pip install here).
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 rm -f "$OUT/.steps"
@@ -243,19 +246,19 @@ decode-quick)   # decode sanitizer, decode configurations vs the peers, ncu
     step decode-profile 200 decode_profile
     ;;
 tune)   # the default sweep from an empty database (compiles included), then its results out
-    export DB=/tmp/flashcore-tune.db
+    export DB=/tmp/flashcore-gpu-host/tune.db
     rm -f "$DB" "$DB"-*
     step tune 580 "\$FCJIT --db \$DB tune; export_tuning"
     ;;
 tune-resume)   # the default sweep interrupted with SIGINT after $TUNE_CUT s, then resumed to the end
-    export DB=/tmp/flashcore-tune.db
+    export DB=/tmp/flashcore-gpu-host/tune.db
     rm -f "$DB" "$DB"-*
     step tune-cut $((${TUNE_CUT:-90} + 30)) "timeout -s INT ${TUNE_CUT:-90} \$FCJIT --db \$DB tune; echo \"tune exit \$?\"; \
         \$FCJIT --db \$DB cache export $OUT/results-at-cut.tsv; wc -l $OUT/results-at-cut.tsv"
     step tune-resume 465 "\$FCJIT --db \$DB tune; export_tuning"
     ;;
 tuned-bench)   # BENCH.md's sweep: tuned winners vs the heuristic (FC_TUNED=0) vs the peers
-    export DB=/tmp/flashcore-tune.db
+    export DB=/tmp/flashcore-gpu-host/tune.db
     [ -f "$DB" ] || "$FCJIT" --db "$DB" cache import "${TUNING_RESULTS:-$OUT/tuning-results.tsv}"
     step explain 60 "\$FCJIT --db \$DB explain --head-dim 128 --seqlen 2048 --causal; \
         \$FCJIT --db \$DB explain --head-dim 64 --seqlen 16384 --dtype bf16"
@@ -276,7 +279,7 @@ checks)   # correctness only, so run side by side on the GPU: gpu suite, the pac
     step python-gpu 480 "FC_TUNING_DB=\$DB python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py" &
     step memcheck 480 "SANITIZE_TOOLS=memcheck sanitize" &
     wait
-    step python-cpu 120 "python3 -m pytest -p no:cacheprovider -rs -q tests/python --ignore=tests/python/test_gpu.py"
+    step python-cpu 60 "python3 -m pytest -p no:cacheprovider -rs -q tests/python --ignore=tests/python/test_gpu.py"
     ;;
 validate)
     step gpu-suite 400 .carry/bin/test_gpu
