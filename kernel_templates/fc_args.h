@@ -5,6 +5,12 @@
 #ifndef FC_ARGS_H
 #define FC_ARGS_H
 
+/* The key mask's run-time parameters, shared by the kernels (kernel_templates/mask.cuh) and the
+ * host's mirror of its rule (src/mask.c). A new mask policy (a sliding window) adds its fields here. */
+struct fc_mask {
+    int causal;   /* 0 or 1, bottom-right aligned; the kernels take it at compile time, as the variant's */
+};
+
 /* Passed by value as one `const __grid_constant__` parameter. Strides in elements. */
 struct fc_kernel_args {
     const void *q, *k, *v;
@@ -23,6 +29,7 @@ struct fc_kernel_args {
      * head, query row) for the combine kernel. */
     int splits, split_keys;
     float *o_partial, *lse_partial;
+    struct fc_mask mask;
 };
 
 /* CUtensorMap's storage (128 bytes, 64-byte aligned, as cuda.h defines it), spelled so that both

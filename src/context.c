@@ -313,7 +313,7 @@ enum fc_status fc_context_kernel(struct fc_context *ctx, const struct fc_plan *p
         fc_log(&ctx->logger, FC_LOG_DEBUG,
                "B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s -> %s (%s; %s)", problem->batch,
                problem->seqlen_q, problem->seqlen_k, problem->heads_q, problem->heads_kv,
-               problem->head_dim, fc_dtype_name(problem->dtype), problem->causal ? " causal" : "",
+               problem->head_dim, fc_dtype_name(problem->dtype), problem->mask.causal ? " causal" : "",
                cubin.record.name, cubin.origin == FC_CUBIN_COMPILED ? "compiled" : "from cache", plan->reason);
     fc_cubin_free(&cubin);
     if (status != FC_OK)

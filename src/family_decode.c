@@ -97,8 +97,8 @@ static void choose_splits(const struct fc_problem *problem, const struct fc_targ
     const int per_sm = smem > 0 && limit / smem > 1 ? limit / smem : 1;
     const long long slots = (long long)(target->sm_count > 0 ? target->sm_count : DEFAULT_SM_COUNT) * per_sm;
     const long long blocks = (long long)problem->batch * problem->heads_kv;
-    const struct fc_mask mask = fc_problem_mask(problem);
-    const int keys = fc_mask_keys(&mask, 0, problem->seqlen_q).end;   /* what any packed row sees */
+    /* the keys some packed row sees: its rows are the query rows 0 .. seqlen_q - 1 */
+    const int keys = fc_mask_keys(&problem->mask, problem->seqlen_q, problem->seqlen_k, 0, problem->seqlen_q).end;
     const int tiles = (int)(((long long)keys + v->block_n - 1) / v->block_n);
     int most = tiles / MIN_SPLIT_TILES;
     most = most < 1 ? 1 : most > MAX_SPLITS ? MAX_SPLITS : most;

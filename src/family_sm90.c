@@ -83,7 +83,7 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         return NULL;
     }
     defaults(v);
-    if (check(v, NULL, 0) == 0 && d == 128 && problem->causal && problem->seqlen_k <= SHORT_KEYS) {
+    if (check(v, NULL, 0) == 0 && d == 128 && problem->mask.causal && problem->seqlen_k <= SHORT_KEYS) {
         /* NOTE: few causal key tiles leave too little to hide a 165 KB CTA's prologue: one
          * consumer warpgroup x 64 keys (82 KB, two CTAs per SM) measured faster on the H200
          * at 512 keys (264 vs 226 TF/s) and 1k (357 vs 341); slower from 2k on (428 vs 451). */

@@ -4,23 +4,20 @@
 #ifndef FC_MASK_INTERNAL_H
 #define FC_MASK_INTERNAL_H
 
-/** The attention policy over keys. Causal is bottom-right aligned: query row i sees keys
- *  j <= i + seqlen_k - seqlen_q. */
-struct fc_mask {
-    int seqlen_q, seqlen_k;
-    int causal;   /* 0 or 1 */
-};
+#include "fc_args.h"   /* struct fc_mask: the same parameters the kernels get */
 
 /** Keys [begin, end): begin == end when none is visible. */
 struct fc_key_range {
     int begin, end;
 };
 
-/** The keys some query row in [row_begin, row_end) sees (for one row: row_end = row_begin + 1).
- *  Every key in the range is seen by the last of those rows. */
-struct fc_key_range fc_mask_keys(const struct fc_mask *mask, int row_begin, int row_end);
+/** The keys some query row in [row_begin, row_end) of a seqlen_q x seqlen_k problem sees (for one
+ *  row: row_end = row_begin + 1). Every key in the range is seen by the last of those rows.
+ *  Causal is bottom-right aligned: query row i sees keys j <= i + seqlen_k - seqlen_q. */
+struct fc_key_range fc_mask_keys(const struct fc_mask *mask, int seqlen_q, int seqlen_k, int row_begin,
+                                 int row_end);
 
 /** 1 if query row `row` sees key `key`. */
-int fc_mask_visible(const struct fc_mask *mask, int row, int key);
+int fc_mask_visible(const struct fc_mask *mask, int seqlen_q, int seqlen_k, int row, int key);
 
 #endif

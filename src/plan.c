@@ -55,7 +55,7 @@ static void base_variant(const struct fc_problem *problem, const struct fc_targe
     memset(v, 0, sizeof *v);   /* the kernel table compares variants bytewise */
     v->dtype = problem->dtype;
     v->head_dim = problem->head_dim;
-    v->causal = problem->causal;
+    v->causal = problem->mask.causal;
     v->arch = target->arch;
     v->arch_specific = target->arch_specific;
 }

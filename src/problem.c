@@ -111,7 +111,7 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *p, struct fc_p
     out->heads_q = p->heads_q;
     out->heads_kv = p->heads_kv;
     out->head_dim = p->head_dim;
-    out->causal = p->causal;
+    out->mask.causal = p->causal;
     out->softmax_scale = p->softmax_scale != 0.f ? p->softmax_scale : 1.f / sqrtf((float)p->head_dim);
     return FC_OK;
 }
@@ -154,9 +154,4 @@ enum fc_status fc_problem_from_params(const struct fc_attention_params *p, struc
 {
     enum fc_status status = fc_problem_shape(p, out, msg, size);
     return status == FC_OK ? fc_problem_tensors(p, out, msg, size) : status;
-}
-
-struct fc_mask fc_problem_mask(const struct fc_problem *p)
-{
-    return (struct fc_mask){p->seqlen_q, p->seqlen_k, p->causal};
 }

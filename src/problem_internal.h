@@ -13,7 +13,8 @@
 /** fc_attention_params after every rule is checked: strides resolved, scale resolved. */
 struct fc_problem {
     enum fc_dtype dtype;
-    int batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal;
+    int batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
+    struct fc_mask mask;     /* which keys each query row sees (src/mask.c) */
     const void *q, *k, *v;   /* NULL until the tensor rules are checked */
     void *out;
     float *lse;
@@ -40,8 +41,5 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *params, stru
 /** Both halves: everything is checked before anything is compiled or launched. */
 enum fc_status fc_problem_from_params(const struct fc_attention_params *params, struct fc_problem *out,
                                       char *msg, size_t msg_size);
-
-/** The problem's mask (which keys each query row sees). */
-struct fc_mask fc_problem_mask(const struct fc_problem *problem);
 
 #endif

@@ -36,7 +36,7 @@ struct fc_tune_problem fc_bucket_of(const struct fc_problem *p)
     memset(&b, 0, sizeof b);
     b.dtype = p->dtype;
     b.head_dim = p->head_dim;
-    b.causal = p->causal;
+    b.causal = p->mask.causal;
     b.gqa = p->heads_q / p->heads_kv;
     b.seqlen = p->seqlen_q > p->seqlen_k ? p->seqlen_q : p->seqlen_k;
     return b;

@@ -148,7 +148,7 @@ static struct fc_problem problem_of(int head_dim, int causal, int seqlen_q, int 
     p.dtype = FC_F16;
     p.batch = 1;
     p.head_dim = head_dim;
-    p.causal = causal;
+    p.mask.causal = causal;
     p.seqlen_q = seqlen_q;
     p.seqlen_k = seqlen_k;
     p.heads_q = heads_q;
