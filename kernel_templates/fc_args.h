@@ -32,6 +32,18 @@ struct fc_kernel_args {
     struct fc_mask mask;
 };
 
+/* fc_attention_merge's kernel (merge.cuh): two partial results of the same queries, and where the
+ * merged one goes. Tensors [batch, seq, head, head_dim] with strides in elements {batch, seq, head};
+ * LSEs [batch, head, seq] fp32. */
+struct fc_merge_args {
+    const void *out_a, *out_b;
+    void *out;
+    const float *lse_a, *lse_b;
+    float *lse;                     /* NULL: not written */
+    long long a_stride[3], b_stride[3], o_stride[3];
+    int batch, seqlen, heads;
+};
+
 /* CUtensorMap's storage (128 bytes, 64-byte aligned, as cuda.h defines it), spelled so that both
  * C and NVRTC's C++ accept it. */
 #ifdef __cplusplus

@@ -309,12 +309,15 @@ enum fc_status fc_context_kernel(struct fc_context *ctx, const struct fc_plan *p
     if (status != FC_OK)
         return status;
     status = load_module(ctx, plan, &cubin, out, msg);
-    if (status == FC_OK)
+    const char *origin = cubin.origin == FC_CUBIN_COMPILED ? "compiled" : "from cache";
+    if (status == FC_OK && problem)
         fc_log(&ctx->logger, FC_LOG_DEBUG,
                "B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s -> %s (%s; %s)", problem->batch,
                problem->seqlen_q, problem->seqlen_k, problem->heads_q, problem->heads_kv,
                problem->head_dim, fc_dtype_name(problem->dtype), problem->mask.causal ? " causal" : "",
-               cubin.record.name, cubin.origin == FC_CUBIN_COMPILED ? "compiled" : "from cache", plan->reason);
+               cubin.record.name, origin, plan->reason);
+    else if (status == FC_OK)
+        fc_log(&ctx->logger, FC_LOG_DEBUG, "%s (%s; %s)", cubin.record.name, origin, plan->reason);
     fc_cubin_free(&cubin);
     if (status != FC_OK)
         return status;

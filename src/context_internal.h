@@ -57,7 +57,8 @@ enum fc_status fc_context_plan(struct fc_context *ctx, const struct fc_attention
 
 /**
  * The loaded kernel for a variant (copied into *out): the in-memory table, else the JIT (SQLite or NVRTC) and
- * cuModuleLoadData. Thread-safe; the caller has made ctx->cu_context current.
+ * cuModuleLoadData. Thread-safe; the caller has made ctx->cu_context current. problem (may be NULL:
+ * fc_attention_merge) is for the debug log.
  */
 enum fc_status fc_context_kernel(struct fc_context *ctx, const struct fc_plan *plan,
                                  const struct fc_problem *problem, struct fc_kernel *out);

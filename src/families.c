@@ -3,7 +3,7 @@
 
 #include "family_internal.h"
 
-extern const struct fc_family fc_family_decode, fc_family_sm90, fc_family_sm80, fc_family_reference;
+extern const struct fc_family fc_family_decode, fc_family_sm90, fc_family_sm80, fc_family_reference, fc_family_merge;
 
 /* NOTE: decode first: where it takes a problem (few query rows per K/V head) it reads K and V
  * once for all of them; the reference kernel last: it takes every valid problem. */
@@ -12,6 +12,7 @@ const struct fc_family *const fc_families[] = {
     &fc_family_sm90,
     &fc_family_sm80,
     &fc_family_reference,
+    &fc_family_merge,   /* not an attention kernel: fc_attention_merge's; the selector skips it */
     NULL,
 };
 

@@ -29,7 +29,8 @@ struct fc_family {
     int (*smem_bytes)(const struct fc_variant *v);
     /** The selector's question. Takes the problem on the target: fills v's tiles (v holds the
      *  problem's dtype, head_dim, causality and arch) and returns why this kernel, a constant
-     *  sentence. Else NULL, with *why_not a constant sentence for the record, or NULL. */
+     *  sentence. Else NULL, with *why_not a constant sentence for the record, or NULL. NULL for a
+     *  family that is not an attention kernel (merge): the selector never asks it. */
     const char *(*select)(const struct fc_problem *problem, const struct fc_target *target,
                           struct fc_variant *v, const char **why_not);
     /** After FC_FORCE_VARIANT replaced some tiles but named no ping-pong: re-derive the defaults
@@ -42,7 +43,8 @@ struct fc_family {
     /** The grid when it is not one CTA per block_m query rows of a (batch, query head); NULL: that. */
     enum fc_status (*launch_shape)(const struct fc_problem *problem, const struct fc_target *target,
                                    struct fc_plan *plan, char *msg, size_t msg_size);
-    /** Fills the kernel's one argument (into args->bytes) and args->params. */
+    /** Fills the kernel's one argument (into args->bytes) and args->params (NULL for merge, whose
+     *  public call builds its own). */
     enum fc_status (*kernel_args)(const struct fc_launch *launch, struct fc_launch_args *args);
     /** Launches a call; NULL: the kernel once, with plan->grid CTAs. */
     enum fc_status (*launch)(const struct fc_launch *launch);

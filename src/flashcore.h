@@ -154,6 +154,40 @@ FC_API enum fc_status fc_attention_plan(struct fc_context *context,
                                         const struct fc_attention_params *params,
                                         struct fc_plan_info *info);
 
+/**
+ * Two partial attention results of the same queries over disjoint sets of keys, for
+ * fc_attention_merge: what context-parallel (ring) attention combines after each step. Each is an
+ * output as fc_attention_forward writes it, [batch, seq, head, head_dim] with the strides of
+ * fc_attention_params (all 0: packed; multiples of 8 elements), and its natural-log LSE,
+ * [batch, head, seq] fp32. Start from fc_merge_params_init.
+ *
+ * NOTE: struct_size is how this struct grows without breaking compiled callers: the library reads
+ * the fields a caller's struct_size covers (later fields count as 0) and refuses a struct that has
+ * nonzero fields it does not know.
+ */
+struct fc_merge_params {
+    size_t struct_size;      /**< sizeof(struct fc_merge_params) as the caller was compiled: set by init */
+    enum fc_dtype dtype;     /**< FC_F16 or FC_BF16, all three outputs */
+    int batch, seqlen, heads, head_dim;
+    const void *out_a, *out_b;   /**< device pointers, 16-byte aligned */
+    const float *lse_a, *lse_b;  /**< device pointers; a row that saw no key has -inf */
+    void *out;               /**< the merged output; may be out_a or out_b (in place) */
+    float *lse;              /**< the merged LSE, or NULL; may be lse_a or lse_b */
+    int64_t a_stride[3], b_stride[3], o_stride[3];
+};
+
+/** Zeroes *params and sets struct_size. */
+FC_API void fc_merge_params_init(struct fc_merge_params *params);
+
+/**
+ * Merges two partial results through their LSEs: lse = log(exp(lse_a) + exp(lse_b)) and out =
+ * exp(lse_a - lse) out_a + exp(lse_b - lse) out_b, in fp32, per row; a part with LSE -inf (no
+ * key) weighs 0, and a row with both -inf is 0 with LSE -inf. Asynchronous on stream, like
+ * fc_attention_forward (graph-capturable on an in-memory hit), and validated the same way.
+ */
+FC_API enum fc_status fc_attention_merge(struct fc_context *context, const struct fc_merge_params *params,
+                                         void *stream);
+
 /** The message of the last failure on this context ("" if none). Valid until the next call. */
 FC_API const char *fc_context_errmsg(const struct fc_context *context);
 

@@ -66,6 +66,8 @@ static void select_family(const struct fc_problem *problem, const struct fc_targ
 {
     const char *declined = NULL;
     for (int i = 0; fc_families[i]; i++) {
+        if (!fc_families[i]->select)   /* not an attention kernel (merge) */
+            continue;
         base_variant(problem, target, &plan->variant);
         plan->variant.family = fc_families[i]->id;
         const char *why_not = NULL;

@@ -46,9 +46,7 @@ static enum fc_status check_sizes(const struct fc_attention_params *p, char *msg
     return FC_OK;
 }
 
-/* Resolves packed strides, checks alignment, and checks that the furthest element's byte offset
- * fits in int64 (kernels index in 64 bits). */
-static enum fc_status check_strides(const char *name, const int64_t given[3], int batch, int seqlen, int heads,
+enum fc_status fc_problem_strides(const char *name, const int64_t given[3], int batch, int seqlen, int heads,
                                     int head_dim, int element_bytes, int64_t out[3], char *msg, size_t size)
 {
     const int64_t align = STRIDE_ALIGN_BYTES / element_bytes;
@@ -99,10 +97,10 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *p, struct fc_p
     if (status != FC_OK)
         return status;
     const int bytes = dtype->bytes, d = p->head_dim;
-    if ((status = check_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
-        (status = check_strides("k", p->k_stride, p->batch, p->seqlen_k, p->heads_kv, d, bytes, out->k_stride, msg, size)) ||
-        (status = check_strides("v", p->v_stride, p->batch, p->seqlen_k, p->heads_kv, d, bytes, out->v_stride, msg, size)) ||
-        (status = check_strides("out", p->o_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
+    if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
+        (status = fc_problem_strides("k", p->k_stride, p->batch, p->seqlen_k, p->heads_kv, d, bytes, out->k_stride, msg, size)) ||
+        (status = fc_problem_strides("v", p->v_stride, p->batch, p->seqlen_k, p->heads_kv, d, bytes, out->v_stride, msg, size)) ||
+        (status = fc_problem_strides("out", p->o_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
         return status;
     out->dtype = p->dtype;
     out->batch = p->batch;
@@ -116,7 +114,7 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *p, struct fc_p
     return FC_OK;
 }
 
-static enum fc_status check_pointer(const char *name, const void *pointer, unsigned align, char *msg, size_t size)
+enum fc_status fc_problem_pointer(const char *name, const void *pointer, unsigned align, char *msg, size_t size)
 {
     if (!pointer)
         return fail(FC_ERR_INVALID_ARG, msg, size, "%s is NULL", name);
@@ -129,12 +127,12 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *p, struct fc
                                   size_t size)
 {
     enum fc_status status;
-    if ((status = check_pointer("q", p->q, POINTER_ALIGN_BYTES, msg, size)) ||
-        (status = check_pointer("k", p->k, POINTER_ALIGN_BYTES, msg, size)) ||
-        (status = check_pointer("v", p->v, POINTER_ALIGN_BYTES, msg, size)) ||
-        (status = check_pointer("out", p->out, POINTER_ALIGN_BYTES, msg, size)))
+    if ((status = fc_problem_pointer("q", p->q, POINTER_ALIGN_BYTES, msg, size)) ||
+        (status = fc_problem_pointer("k", p->k, POINTER_ALIGN_BYTES, msg, size)) ||
+        (status = fc_problem_pointer("v", p->v, POINTER_ALIGN_BYTES, msg, size)) ||
+        (status = fc_problem_pointer("out", p->out, POINTER_ALIGN_BYTES, msg, size)))
         return status;
-    if (p->lse && (status = check_pointer("lse", p->lse, sizeof(float), msg, size)))
+    if (p->lse && (status = fc_problem_pointer("lse", p->lse, sizeof(float), msg, size)))
         return status;
     int64_t rows;
     if (p->lse && (__builtin_mul_overflow((int64_t)p->batch, (int64_t)p->heads_q, &rows) ||

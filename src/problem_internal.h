@@ -38,6 +38,15 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *params, struct
 enum fc_status fc_problem_tensors(const struct fc_attention_params *params, struct fc_problem *problem, char *msg,
                                   size_t msg_size);
 
+/** One tensor's strides {batch, seq, head} in elements: all 0 resolves to packed; else each positive
+ *  and a multiple of 16 bytes, and the furthest element's byte offset fits in 64 bits (kernels
+ *  index in 64 bits). The message names the tensor. Shared with fc_attention_merge. */
+enum fc_status fc_problem_strides(const char *name, const int64_t given[3], int batch, int seqlen, int heads,
+                                  int head_dim, int element_bytes, int64_t out[3], char *msg, size_t msg_size);
+
+/** A device pointer present and `align`-byte aligned; the message names it. */
+enum fc_status fc_problem_pointer(const char *name, const void *pointer, unsigned align, char *msg, size_t msg_size);
+
 /** Both halves: everything is checked before anything is compiled or launched. */
 enum fc_status fc_problem_from_params(const struct fc_attention_params *params, struct fc_problem *out,
                                       char *msg, size_t msg_size);

@@ -14,6 +14,7 @@ enum fc_kernel_family {
     FC_KERNEL_SM80 = 1,        /* kernel_templates/fwd_sm80.cuh: mma.sync tensor cores, sm_80+ */
     FC_KERNEL_SM90 = 2,        /* kernel_templates/fwd_sm90.cuh: TMA + WGMMA, sm_90a */
     FC_KERNEL_DECODE = 3,      /* kernel_templates/fwd_decode.cuh: split-KV, GQA-packed rows, sm_80+ */
+    FC_KERNEL_MERGE = 4,       /* kernel_templates/merge.cuh: fc_attention_merge, not an attention kernel */
     FC_KERNEL_FAMILY_COUNT
 };
 

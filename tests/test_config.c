@@ -29,7 +29,9 @@
 #define PRECOMPILE_SM80 80
 #define PRECOMPILE_SM90 (16 + 2 + 4)   /* + causal short-sequence tiles at 128, long at 64 */
 #define PRECOMPILE_DECODE 80   /* as sm80 */
-#define PRECOMPILE_VARIANTS (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90)
+#define PRECOMPILE_MERGE 40    /* fc_attention_merge's kernel: four archs, two dtypes, five head dims */
+#define PRECOMPILE_VARIANTS \
+    (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90 + PRECOMPILE_MERGE)
 
 static const char *precompile_path;
 
@@ -123,13 +125,15 @@ static void test_precompile_spec(void **state)
     struct fc_variant second = expected_variant(FC_F16, 64, 1, 90, 1);
     struct fc_variant last_reference = expected_variant(FC_BF16, 256, 1, 80, 0);
     struct fc_variant last_sm80 = expected_family_variant(FC_KERNEL_SM80, FC_BF16, 256, 1, 89, 0);
-    struct fc_variant last = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 64, 1, 90, 1);
-    last.block_m = 192;
-    last.warps = 16;
+    struct fc_variant last_sm90 = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 64, 1, 90, 1);
+    last_sm90.block_m = 192;
+    last_sm90.warps = 16;
+    struct fc_variant last = expected_family_variant(FC_KERNEL_MERGE, FC_BF16, 256, 0, 89, 0);
     assert_variant_equal(&list.items[0], &first);
     assert_variant_equal(&list.items[1], &second);
     assert_variant_equal(&list.items[PRECOMPILE_REFERENCE - 1], &last_reference);
     assert_variant_equal(&list.items[PRECOMPILE_REFERENCE + PRECOMPILE_SM80 - 1], &last_sm80);
+    assert_variant_equal(&list.items[list.count - PRECOMPILE_MERGE - 1], &last_sm90);
     assert_variant_equal(&list.items[list.count - 1], &last);
     size_t hopper = 0;
     for (size_t i = 0; i < list.count; i++) {
@@ -138,7 +142,8 @@ static void test_precompile_spec(void **state)
             fail_msg("variant %zu fails fc_variant_check: %s", i, why);
         hopper += list.items[i].arch == 90 && list.items[i].arch_specific;
     }
-    assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_DECODE / 4 + PRECOMPILE_SM90);
+    assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_DECODE / 4 + PRECOMPILE_SM90 +
+                                 PRECOMPILE_MERGE / 4);
     fc_variant_list_free(&list);
     assert_list_empty(&list);
 }

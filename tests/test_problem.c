@@ -409,6 +409,79 @@ static void test_sizes_at_the_int_limits(void **state)
     assert_non_null(strstr(msg, "lse"));
 }
 
+static struct fc_merge_params valid_merge(void)
+{
+    struct fc_merge_params m;
+    fc_merge_params_init(&m);
+    m.dtype = FC_BF16;
+    m.batch = 2;
+    m.seqlen = 100;
+    m.heads = 8;
+    m.head_dim = 128;
+    m.out_a = m.out_b = m.out = device_memory;
+    m.lse_a = m.lse_b = m.lse = (float *)device_memory;
+    return m;
+}
+
+/* fc_attention_merge checks every field before it looks for a GPU, reads a struct as long as its
+ * caller's struct_size says, and refuses fields it does not know. */
+static void test_merge_rules(void **state)
+{
+    (void)state;
+    struct fc_context *ctx = compile_only_context();
+    struct fc_merge_params m = valid_merge();
+    assert_int_equal(m.struct_size, sizeof m);
+    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_NO_DEVICE);   /* valid: then the GPU */
+    assert_int_equal(fc_attention_merge(ctx, NULL, NULL), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "params is NULL"));
+    m.struct_size = 0;   /* never initialized */
+    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "fc_merge_params_init"));
+    /* an older caller's shorter struct: the fields past it read as 0 (here: o_stride, packed) */
+    m = valid_merge();
+    m.o_stride[0] = 7;   /* beyond the size the "old caller" declares: never read */
+    m.struct_size = offsetof(struct fc_merge_params, o_stride);
+    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_NO_DEVICE);
+    /* a newer caller's longer struct: zeros beyond what this library knows are fine, a value is not */
+    struct { struct fc_merge_params known; int64_t newer; } grown = {valid_merge(), 0};
+    grown.known.struct_size = sizeof grown;
+    assert_int_equal(fc_attention_merge(ctx, &grown.known, NULL), FC_ERR_NO_DEVICE);
+    grown.newer = 1;
+    assert_int_equal(fc_attention_merge(ctx, &grown.known, NULL), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "does not know"));
+    m = valid_merge();
+    m.heads = 0;
+    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "heads must be positive"));
+    m = valid_merge();
+    m.head_dim = 264;
+    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_UNSUPPORTED);
+    m = valid_merge();
+    m.dtype = FC_E4M3;
+    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_UNSUPPORTED);
+    m = valid_merge();
+    m.out_b = device_memory + 8;
+    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "out_b"));
+    m = valid_merge();
+    m.lse_b = NULL;
+    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "lse_b is NULL"));
+    m = valid_merge();
+    m.lse = NULL;   /* the merged LSE is optional */
+    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_NO_DEVICE);
+    m.a_stride[0] = 100 * 8 * 128;
+    m.a_stride[1] = 8 * 128 + 4;   /* not 16 bytes */
+    m.a_stride[2] = 128;
+    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "out_a_stride[1]"));
+    m = valid_merge();
+    m.batch = m.heads = m.seqlen = INT_MAX;   /* rows past one launch, checked in 64 bits */
+    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_UNSUPPORTED);
+    assert_int_equal(fc_attention_merge(NULL, &m, NULL), FC_ERR_INVALID_ARG);
+    fc_context_destroy(ctx);
+}
+
 static void test_context_create_failures_keep_a_message(void **state)
 {
     (void)state;
@@ -461,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_tuned_winner_replaces_the_heuristic),
         cmocka_unit_test(test_plan_needs_no_tensors),
         cmocka_unit_test(test_sizes_at_the_int_limits),
+        cmocka_unit_test(test_merge_rules),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };

@@ -412,7 +412,8 @@ def geometric_means(rows):
         ratios = [row[f"ratio_{name}"] for row in rows if row.get(f"ratio_{name}")]
         if ratios:
             mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-            parts.append(f"{name} {mean:.4f}x ({len(ratios)} rows, {min(ratios):.3f}-{max(ratios):.3f})")
+            parts.append(f"{name} {mean:.4f}x ({len(ratios)} rows, "
+                         f"{min(ratios):.3f}-{max(ratios):.3f})")
     return "geometric means of time / ours: " + ("; ".join(parts) if parts else "none")
 
 

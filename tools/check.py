@@ -173,18 +173,22 @@ def attention_pytorch(q, k, v, causal, visible, scale):
     return torch.matmul(torch.softmax(scores, dim=-1), v)
 
 
-def reference(q, k, v, causal, scale):
+def reference(q, k, v, causal, scale, visible=None):
     """Float64 out [B, Sq, Hq, D] and lse [B, Hq, Sq], err_pt, and has_key [Sq].
 
     Computed per batch and chunk of heads to bound the float64 scores' memory. err_pt is PyTorch's
-    max abs error over the rows that see a key (PyTorch gives NaN on the others).
+    max abs error over the rows that see a key (PyTorch gives NaN on the others). visible: an
+    [Sq, Sk] bool mask of any other shape of visibility (then causal is ignored).
     """
     import torch
 
     batch, seqlen_q, heads_q, head_dim = q.shape
     seqlen_k, heads_kv = k.shape[1], k.shape[2]
     group = heads_q // heads_kv
-    visible = visible_keys(seqlen_q, seqlen_k, causal, q.device)
+    if visible is None:
+        visible = visible_keys(seqlen_q, seqlen_k, causal, q.device)
+    else:
+        causal = not bool(visible.all())   # attention_pytorch masks only when asked
     has_key = visible.any(dim=1)
     out = torch.empty(batch, seqlen_q, heads_q, head_dim, dtype=torch.float64, device=q.device)
     lse = torch.empty(batch, heads_q, seqlen_q, dtype=torch.float64, device=q.device)

@@ -3,6 +3,7 @@
     import flashcore
     print(flashcore.info())                           # versions, library, GPU: no GPU needed
     out = flashcore.attention(q, k, v, causal=True)   # q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D]
+    out, lse = flashcore.merge(out_a, lse_a, out_b, lse_b)   # two partial results, disjoint keys
     print(flashcore.explain(q, k, v, causal=True))    # which kernel, and why
 
 The package holds libflashcore and calls it through ctypes: it depends on no torch C++ ABI and
@@ -26,15 +27,19 @@ else:
         _TORCH_MISSING = f"torch {_torch.__version__} has no torch.library.custom_op (2.4 or later)"
 
 if _TORCH_MISSING is None:
-    from ._ops import attention
+    from ._ops import attention, merge
 else:
     def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False):
         """flashcore.attention needs PyTorch 2.4 or later; see the ImportError's message."""
         raise ImportError(f"flashcore.attention needs PyTorch: {_TORCH_MISSING}")
 
+    def merge(out_a, lse_a, out_b, lse_b):
+        """flashcore.merge needs PyTorch 2.4 or later; see the ImportError's message."""
+        raise ImportError(f"flashcore.merge needs PyTorch: {_TORCH_MISSING}")
+
 __all__ = ["ArgumentError", "Context", "FC_DEVICE_NONE", "FlashCoreError", "Info", "Plan",
-           "PreparedAttention", "attention", "context", "explain", "info", "library_path", "plan",
-           "version"]
+           "PreparedAttention", "attention", "context", "explain", "info", "library_path", "merge",
+           "plan", "version"]
 
 
 def __getattr__(name):

@@ -78,6 +78,28 @@ class AttentionParams(ctypes.Structure):
     ]
 
 
+class MergeParams(ctypes.Structure):
+    """struct fc_merge_params (struct_size first: the library reads what it covers)."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("dtype", ctypes.c_int),            # enum fc_dtype
+        ("batch", ctypes.c_int),
+        ("seqlen", ctypes.c_int),
+        ("heads", ctypes.c_int),
+        ("head_dim", ctypes.c_int),
+        ("out_a", ctypes.c_void_p),
+        ("out_b", ctypes.c_void_p),
+        ("lse_a", ctypes.c_void_p),         # const float *
+        ("lse_b", ctypes.c_void_p),
+        ("out", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),           # float *, NULL: not written
+        ("a_stride", Strides),
+        ("b_stride", Strides),
+        ("o_stride", Strides),
+    ]
+
+
 class PlanInfo(ctypes.Structure):
     """struct fc_plan_info."""
 
@@ -166,6 +188,9 @@ def load_library(path=None):
                                                     ctypes.c_void_p]),
             "fc_attention_plan": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(AttentionParams),
                                                  ctypes.POINTER(PlanInfo)]),
+            "fc_merge_params_init": (None, [ctypes.POINTER(MergeParams)]),
+            "fc_attention_merge": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(MergeParams),
+                                                  ctypes.c_void_p]),
             "fc_context_errmsg": (ctypes.c_char_p, [ctypes.c_void_p]),
             "fc_context_destroy": (None, [ctypes.c_void_p]),
             "fc_status_name": (ctypes.c_char_p, [ctypes.c_int]),
@@ -409,6 +434,26 @@ class Context:
         if lse is not None:
             params.lse = lse.data_ptr()
         status = self._lib.fc_attention_forward(self._live_handle(), ctypes.byref(params), stream)
+        if status != FC_OK:
+            raise self._error(status)
+
+    def merge(self, out_a, lse_a, out_b, lse_b, out, lse, stream):
+        """Launches fc_attention_merge on stream: out and lse (None: not written) get the merge
+        of two partial results of the same queries over disjoint keys. The caller has checked
+        that the tensors are CUDA tensors of this context's device with matching shapes
+        (flashcore.merge does); the library checks the rest (alignment, strides, head_dim)."""
+        params = MergeParams()
+        self._lib.fc_merge_params_init(ctypes.byref(params))
+        params.dtype = fc_dtype(out_a.dtype)
+        params.batch, params.seqlen, params.heads, params.head_dim = out_a.shape
+        params.out_a, params.out_b = out_a.data_ptr(), out_b.data_ptr()
+        params.out = out.data_ptr()
+        params.lse_a, params.lse_b = lse_a.data_ptr(), lse_b.data_ptr()
+        params.lse = lse.data_ptr() if lse is not None else None
+        params.a_stride = Strides(*_element_strides(out_a, "out_a"))
+        params.b_stride = Strides(*_element_strides(out_b, "out_b"))
+        params.o_stride = Strides(*_element_strides(out, "out"))
+        status = self._lib.fc_attention_merge(self._live_handle(), ctypes.byref(params), stream)
         if status != FC_OK:
             raise self._error(status)
 

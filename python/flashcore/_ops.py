@@ -94,3 +94,66 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False):
                           None if softmax_scale is None else float(softmax_scale),
                           bool(return_lse))
     return (out, lse) if return_lse else out
+
+
+def _check_merge_inputs(out_a, lse_a, out_b, lse_b, fake):
+    """What the C struct cannot express; the library checks alignment, strides and head_dim."""
+    for name, tensor in (("out_a", out_a), ("out_b", out_b)):
+        if tensor.dim() != 4:
+            raise ArgumentError(f"{name} must be 4-D [batch, seq, heads, head_dim], "
+                                f"not {tuple(tensor.shape)}")
+        if tensor.dtype not in _DTYPES:
+            raise ArgumentError(f"{name} is {tensor.dtype}: float16 and bfloat16 are supported")
+        if tensor.stride(3) != 1:
+            raise ArgumentError(f"{name}: the last dimension must be contiguous (stride 1), "
+                                f"not stride {tensor.stride(3)}")
+    if out_b.shape != out_a.shape or out_b.dtype != out_a.dtype:
+        raise ArgumentError(f"out_b is {tuple(out_b.shape)} {out_b.dtype}, "
+                            f"out_a {tuple(out_a.shape)} {out_a.dtype}")
+    shape = _binding.lse_shape(out_a.shape)
+    for name, lse in (("lse_a", lse_a), ("lse_b", lse_b)):
+        if (tuple(lse.shape) != tuple(shape) or lse.dtype != torch.float32
+                or not lse.is_contiguous()):
+            raise ArgumentError(f"{name} must be a contiguous float32 {list(shape)}, "
+                                f"not {tuple(lse.shape)} {lse.dtype}")
+    tensors = (out_a, lse_a, out_b, lse_b)
+    if any(tensor.device != out_a.device for tensor in tensors):
+        raise ArgumentError("out_a, lse_a, out_b and lse_b must be on one device")
+    allowed = ("cuda", "meta") if fake else ("cuda",)
+    if out_a.device.type not in allowed:
+        raise ArgumentError(f"the tensors are on {out_a.device}: flashcore.merge runs on CUDA "
+                            "tensors")
+
+
+@torch.library.custom_op("flashcore::merge", mutates_args=())
+def _merge(out_a: torch.Tensor, lse_a: torch.Tensor, out_b: torch.Tensor, lse_b: torch.Tensor
+           ) -> Tuple[torch.Tensor, torch.Tensor]:
+    _check_merge_inputs(out_a, lse_a, out_b, lse_b, fake=False)
+    out = torch.empty(out_a.shape, dtype=out_a.dtype, device=out_a.device)
+    lse = torch.empty(lse_a.shape, dtype=torch.float32, device=out_a.device)
+    _api.context(out_a.device.index).merge(out_a, lse_a, out_b, lse_b, out, lse,
+                                            _current_stream(out_a.device.index))
+    return out, lse
+
+
+@_merge.register_fake
+def _merge_fake(out_a, lse_a, out_b, lse_b):
+    _check_merge_inputs(out_a, lse_a, out_b, lse_b, fake=True)
+    return out_a.new_empty(out_a.shape), lse_a.new_empty(lse_a.shape)
+
+
+def merge(out_a, lse_a, out_b, lse_b):
+    """Merges two partial attention results of the same queries over disjoint sets of keys.
+
+    out_a, out_b: [batch, seq, heads, head_dim] float16/bfloat16 (last dimension contiguous), as
+    flashcore.attention returns them; lse_a, lse_b: their float32 [batch, heads, seq] LSEs
+    (return_lse=True). Returns (out, lse) of attention over both key sets: lse = log(exp(lse_a) +
+    exp(lse_b)), out = exp(lse_a - lse) out_a + exp(lse_b - lse) out_b, computed in float32. A
+    part with LSE -inf (no key) weighs 0. The building block of context-parallel (ring)
+    attention (tools/ring_attention.py). Runs on torch.cuda.current_stream(); a custom op like
+    attention (torch.compile, CUDA graphs). Raises flashcore.FlashCoreError.
+    """
+    for name, tensor in (("out_a", out_a), ("lse_a", lse_a), ("out_b", out_b), ("lse_b", lse_b)):
+        if not isinstance(tensor, torch.Tensor):
+            raise ArgumentError(f"{name} must be a torch.Tensor, not {type(tensor).__name__}")
+    return _merge(out_a, lse_a, out_b, lse_b)

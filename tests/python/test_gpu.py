@@ -301,3 +301,81 @@ def test_plan_for_the_gpu_names_its_arch(cuda):
     assert flashcore.info()["gpu"].startswith("cuda:0 (sm_")
     text = flashcore.explain(q, k, v, causal=True)
     assert f"on cuda:{plan.device} ({plan.arch})" in text and plan.kernel in text
+
+
+def merged_against_reference(torch, q, k, v, visible, out, lse, scale):
+    """Judges a merged result against attention over all of k, v with `visible`, by BENCH.md's rule."""
+    ref_out, ref_lse, err_pt, has_key = check.reference(q, k, v, None, scale, visible=visible)
+    assert bool(torch.isfinite(out).all()), "NaN/Inf in the merged output"
+    bound = check.ERROR_FACTOR * err_pt + check.ERROR_SLACK
+    err = check.max_abs_diff(out, ref_out)
+    assert err <= bound, f"max |out - ref| {err:.3g} > 2 * err_pt + 1e-5 = {bound:.3g}"
+    lse_err = check.max_abs_diff(lse[:, :, has_key], ref_lse[:, :, has_key])
+    assert lse_err <= check.LSE_TOLERANCE, f"lse err {lse_err:.3g}"
+    assert bool((out[:, ~has_key] == 0).all()) and bool(torch.isneginf(lse[:, :, ~has_key]).all())
+    return err, err_pt
+
+
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+def test_merge_of_two_key_ranges_is_attention_over_both(cuda, dtype_name, head_dim):
+    """Three splits: keys cut anywhere (non-causal); a ring step's causal query chunk (its keys
+    before the chunk fully visible, the chunk's own causal); and a part in which most rows see no
+    key (LSE -inf: they take the other part's). Then in place, bit for bit."""
+    torch = cuda
+    dtype = getattr(torch, dtype_name)
+    torch.manual_seed(head_dim * 10 + (dtype == torch.bfloat16))
+    scale = 1.0 / math.sqrt(head_dim)
+    rows = lambda sq, sk: torch.arange(sq, device="cuda")[:, None]  # noqa: E731
+    cols = lambda sq, sk: torch.arange(sk, device="cuda")[None, :]  # noqa: E731
+
+    q, k, v = random_qkv(torch, 2, 300, 1000, 8, 2, head_dim, dtype)
+    a, b = 333, 1000   # non-causal, cut at 333
+    out_a, lse_a = flashcore.attention(q, k[:, :a], v[:, :a], return_lse=True)
+    out_b, lse_b = flashcore.attention(q, k[:, a:b], v[:, a:b], return_lse=True)
+    out, lse = flashcore.merge(out_a, lse_a, out_b, lse_b)
+    merged_against_reference(torch, q, k, v, torch.ones(300, 1000, dtype=torch.bool, device="cuda"),
+                             out, lse, scale)
+
+    q, k, v = random_qkv(torch, 2, 256, 1024, 8, 2, head_dim, dtype)   # the last 256 query rows
+    out_a, lse_a = flashcore.attention(q, k[:, :768], v[:, :768], return_lse=True)
+    out_b, lse_b = flashcore.attention(q, k[:, 768:], v[:, 768:], causal=True, return_lse=True)
+    out, lse = flashcore.merge(out_a, lse_a, out_b, lse_b)
+    merged_against_reference(torch, q, k, v, cols(256, 1024) <= rows(256, 1024) + 768, out, lse, scale)
+
+    q, k, v = random_qkv(torch, 1, 300, 114, 4, 4, head_dim, dtype)
+    out_a, lse_a = flashcore.attention(q, k[:, :50], v[:, :50], causal=True, return_lse=True)
+    assert bool(torch.isneginf(lse_a[:, :, :250]).all())   # 300 rows against 50 keys, bottom-right
+    out_b, lse_b = flashcore.attention(q, k[:, 50:], v[:, 50:], return_lse=True)
+    out, lse = flashcore.merge(out_a, lse_a, out_b, lse_b)
+    visible = torch.cat([cols(300, 50) <= rows(300, 50) - 250,
+                         torch.ones(300, 64, dtype=torch.bool, device="cuda")], dim=1)
+    merged_against_reference(torch, q, k, v, visible, out, lse, scale)
+    out_none, lse_none = flashcore.merge(out_a, lse_a, out_a, lse_a)   # no key on either side
+    assert bool((out_none[:, :250] == 0).all()) and bool(torch.isneginf(lse_none[:, :, :250]).all())
+
+    flashcore.context(q.device.index).merge(out_a, lse_a, out_b, lse_b, out_a, lse_a,   # in place
+                                            torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    assert bit_equal(out_a, out) and bit_equal(lse_a, lse)
+
+
+def test_merge_runs_under_compile_and_cuda_graphs(cuda):
+    torch = cuda
+    q, k, v = random_qkv(torch, 2, 256, 512, 8, 2, 128)
+
+    def ring_step(q, k, v, out, lse):
+        part, part_lse = flashcore.attention(q, k, v, return_lse=True)
+        return flashcore.merge(out, lse, part, part_lse)
+
+    out0, lse0 = flashcore.attention(q, k[:, :256], v[:, :256], return_lse=True)
+    eager = ring_step(q, k[:, 256:], v[:, 256:], out0, lse0)
+    compiled = torch.compile(ring_step, fullgraph=True)(q, k[:, 256:], v[:, 256:], out0, lse0)
+    assert bit_equal(eager[0], compiled[0]) and bit_equal(eager[1], compiled[1])
+    k2, v2 = k[:, 256:].contiguous(), v[:, 256:].contiguous()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = ring_step(q, k2, v2, out0, lse0)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert bit_equal(eager[0], captured[0]) and bit_equal(eager[1], captured[1])

@@ -226,3 +226,39 @@ def test_forward_only_backward_says_so(torch):
     out = flashcore.attention(q, q, q)
     with pytest.raises(RuntimeError, match="no autograd formula was registered"):
         out.sum().backward()
+
+
+def test_merge_op_schema_fake_kernel_and_compile(torch):
+    op = torch.ops.flashcore.merge.default
+    assert str(op._schema) == ("flashcore::merge(Tensor out_a, Tensor lse_a, Tensor out_b, "
+                               "Tensor lse_b) -> (Tensor, Tensor)")
+    out_a = meta(torch, (2, 100, 8, 128), torch.bfloat16)
+    lse_a = meta(torch, (2, 8, 100), torch.float32)
+    out, lse = flashcore.merge(out_a, lse_a, out_a, lse_a)
+    assert out.shape == out_a.shape and out.dtype == torch.bfloat16 and lse.shape == (2, 8, 100)
+
+    def ring_step(q, k, v, out, lse):   # one step of ring attention: attend, then merge
+        part, part_lse = flashcore.attention(q, k, v, return_lse=True)
+        return flashcore.merge(out, lse, part, part_lse)
+
+    torch._dynamo.reset()
+    q = meta(torch, (2, 100, 8, 128), torch.bfloat16)
+    explanation = torch._dynamo.explain(ring_step)(q, q, q, out_a, lse_a)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0, explanation
+
+
+@pytest.mark.parametrize("what, mutate, message", [
+    ("3-D", lambda a, la, b, lb: (a[0], la, b, lb), "out_a must be 4-D"),
+    ("shapes differ", lambda a, la, b, lb: (a, la, b[:, :50], lb), "out_b is (2, 50, 8, 128)"),
+    ("float32", lambda a, la, b, lb: (a.float(), la, b.float(), lb), "float16 and bfloat16"),
+    ("lse shape", lambda a, la, b, lb: (a, la[:, :, :5], b, lb), "lse_a must be a contiguous float32"),
+    ("lse dtype", lambda a, la, b, lb: (a, la, b, lb.half()), "lse_b must be a contiguous float32"),
+])
+def test_merge_bad_inputs_are_argument_errors(torch, what, mutate, message):
+    a = meta(torch, (2, 100, 8, 128), torch.bfloat16)
+    la = meta(torch, (2, 8, 100), torch.float32)
+    with pytest.raises(ArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        flashcore.merge(*mutate(a, la, a, la))
+    cpu = torch.zeros(2, 100, 8, 128, dtype=torch.bfloat16)
+    with pytest.raises(ArgumentError, match="runs on CUDA tensors"):
+        flashcore.merge(cpu, torch.zeros(2, 8, 100), cpu, torch.zeros(2, 8, 100))

@@ -1,0 +1,212 @@
+"""Context-parallel (ring) attention over torch.distributed, with flashcore.attention and
+flashcore.merge: a long sequence split across P GPUs, K/V passed around the ring.
+
+Rank r holds chunk r of the sequence's queries, keys and values ([B, S/P, H, D] each). At step t it
+attends its queries to the K/V chunk of rank (r - t) mod P, which its left neighbour sent it while
+the step before ran, and merges that partial result into its running (out, lse) through their
+log-sum-exps (flashcore.merge). Causal (S_q = S_k, bottom-right = top-left): an earlier rank's
+chunk is fully visible, its own chunk is the causal diagonal, a later rank's is not visible and is
+skipped. The ring itself is torch.distributed's (NCCL send/recv), not the library's.
+
+    torchrun --nproc-per-node 2 tools/ring_attention.py --seqlen 65536 --causal   # P GPUs, timed
+    python3 tools/ring_attention.py --simulate 4 --seqlen 8192 --causal          # P ranks in turn
+                                                                                  # on one GPU
+Each run checks sampled query rows of the gathered result against an fp64 reference over the whole
+sequence by BENCH.md's rule (max |out - ref| <= 2 err_pt + 1e-5, err_pt being PyTorch's own error
+in the input dtype on those rows; LSE within 1e-3), and, with several GPUs, times the ring against
+flashcore.attention of the whole sequence on one GPU (median of CUDA-event timings).
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import package_path  # noqa: E402
+
+package_path.use_repository_package_if_built()
+import flashcore  # noqa: E402
+import check  # noqa: E402  (the fp64 reference and BENCH.md's constants)
+
+CHECK_ROWS = 256   # sampled query rows judged against the fp64 reference
+
+
+def ring_step_part(q, k, v, source, rank, causal):
+    """The partial attention of rank's queries to rank `source`'s K/V chunk, or None (skipped)."""
+    if causal and source > rank:
+        return None
+    return flashcore.attention(q, k, v, causal=causal and source == rank, return_lse=True)
+
+
+def accumulate(running, part):
+    """running (out, lse) merged with part, either may be None."""
+    if part is None:
+        return running
+    return part if running is None else flashcore.merge(*running, *part)
+
+
+def simulate(q, k, v, ranks, causal):
+    """Every rank's loop, rank after rank, on one device: the ring's arithmetic without NCCL."""
+    import torch
+
+    chunks = [x.chunk(ranks, dim=1) for x in (q, k, v)]
+    outputs, lses = [], []
+    for rank in range(ranks):
+        running = None
+        for step in range(ranks):
+            source = (rank - step) % ranks
+            running = accumulate(running, ring_step_part(chunks[0][rank], chunks[1][source],
+                                                         chunks[2][source], source, rank, causal))
+        outputs.append(running[0])
+        lses.append(running[1])
+    return torch.cat(outputs, dim=1), torch.cat(lses, dim=2)
+
+
+def ring(q, k, v, causal):
+    """This rank's (out, lse) over the whole sequence: its chunk q, k, v, K/V passed around the
+    ring with NCCL while each step computes (the send of the next chunk overlaps this attention)."""
+    import torch
+    import torch.distributed as dist
+
+    rank, ranks, group = dist.get_rank(), dist.get_world_size(), None
+    send_to, receive_from = (rank + 1) % ranks, (rank - 1) % ranks
+    current = torch.stack([k, v])   # one buffer: one send and one receive per step
+    running = None
+    for step in range(ranks):
+        pending = None
+        if step + 1 < ranks:
+            incoming = torch.empty_like(current)
+            pending = dist.batch_isend_irecv([
+                dist.P2POp(dist.isend, current, send_to, group),
+                dist.P2POp(dist.irecv, incoming, receive_from, group)])
+        source = (rank - step) % ranks
+        part = ring_step_part(q, current[0], current[1], source, rank, causal)
+        running = accumulate(running, part)
+        if pending is not None:
+            for request in pending:
+                request.wait()
+            current = incoming
+    return running
+
+
+def judge(q, k, v, out, lse, causal, scale, seed):
+    """Sampled rows of out/lse against the fp64 reference over all of k, v: (passed, row dict)."""
+    import torch
+
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    seqlen = q.shape[1]
+    rows = torch.randperm(seqlen, generator=generator)[:CHECK_ROWS].sort().values
+    rows[0], rows[-1] = 0, seqlen - 1   # always the first and the last
+    rows = rows.unique().to(q.device)
+    keys = torch.arange(seqlen, device=q.device)
+    visible = (keys[None, :] <= rows[:, None]) if causal else torch.ones(
+        len(rows), seqlen, dtype=torch.bool, device=q.device)
+    ref_out, ref_lse, err_pt, has_key = check.reference(q[:, rows], k, v, None, scale,
+                                                        visible=visible)
+    err = check.max_abs_diff(out[:, rows], ref_out)
+    lse_err = check.max_abs_diff(lse[:, :, rows][:, :, has_key], ref_lse[:, :, has_key])
+    bound = check.ERROR_FACTOR * err_pt + check.ERROR_SLACK
+    finite = bool(torch.isfinite(out).all())
+    passed = finite and err <= bound and lse_err <= check.LSE_TOLERANCE
+    return passed, {"rows_checked": len(rows), "err": err, "err_pt": err_pt, "lse_err": lse_err,
+                    "finite": finite, "passed": passed}
+
+
+def time_ms(fn, iterations):
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iterations):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seqlen", type=int, default=65536)
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--heads", type=int, default=16)
+    parser.add_argument("--heads-kv", type=int, default=None, help="default: --heads")
+    parser.add_argument("--head-dim", type=int, default=128)
+    parser.add_argument("--dtype", choices=("f16", "bf16"), default="bf16")
+    parser.add_argument("--causal", action="store_true")
+    parser.add_argument("--simulate", type=int, metavar="P",
+                        help="P ranks in turn on one GPU (no NCCL)")
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", metavar="PATH")
+    args = parser.parse_args(argv)
+    import torch
+
+    dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    heads_kv = args.heads_kv or args.heads
+    distributed = args.simulate is None
+    if distributed:
+        import torch.distributed as dist
+
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+        rank, ranks = dist.get_rank(), dist.get_world_size()
+    else:
+        rank, ranks = 0, args.simulate
+    if args.seqlen % ranks:
+        parser.error(f"--seqlen {args.seqlen} is not a multiple of the {ranks} ranks")
+    torch.manual_seed(args.seed)   # every rank draws the same whole tensors, then keeps its chunk
+    shape_q = (args.batch, args.seqlen, args.heads, args.head_dim)
+    shape_kv = (args.batch, args.seqlen, heads_kv, args.head_dim)
+    q, k, v = (torch.randn(shape, dtype=dtype, device="cuda")
+               for shape in (shape_q, shape_kv, shape_kv))
+    scale = 1.0 / math.sqrt(args.head_dim)
+    result = {"seqlen": args.seqlen, "ranks": ranks, "causal": args.causal, "dtype": args.dtype,
+              "batch": args.batch, "heads": args.heads, "heads_kv": heads_kv,
+              "head_dim": args.head_dim, "gpu": torch.cuda.get_device_name(),
+              "mode": "simulated" if not distributed else "nccl"}
+    if not distributed:
+        out, lse = simulate(q, k, v, ranks, args.causal)
+    else:
+        chunk = slice(rank * args.seqlen // ranks, (rank + 1) * args.seqlen // ranks)
+        mine = [x[:, chunk].contiguous() for x in (q, k, v)]
+        out_mine, lse_mine = ring(*mine, args.causal)
+        outs = [torch.empty_like(out_mine) for _ in range(ranks)]
+        lses = [torch.empty_like(lse_mine) for _ in range(ranks)]
+        dist.all_gather(outs, out_mine)
+        dist.all_gather(lses, lse_mine.contiguous())
+        out, lse = torch.cat(outs, dim=1), torch.cat(lses, dim=2)
+    passed, checked = judge(q, k, v, out, lse, args.causal, scale, args.seed)
+    result.update(checked)
+    if distributed:
+        def one_gpu():
+            return flashcore.attention(q, k, v, causal=args.causal)
+
+        def on_the_ring():
+            ring(*mine, args.causal)
+            dist.barrier(device_ids=[torch.cuda.current_device()])
+
+        result["one_gpu_ms"] = time_ms(one_gpu, args.iterations) if rank == 0 else None
+        dist.barrier()
+        result["ring_ms"] = time_ms(on_the_ring, args.iterations)
+        if rank == 0:
+            result["speedup"] = result["one_gpu_ms"] / result["ring_ms"]
+    if rank == 0:
+        print(json.dumps(result), flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    if distributed:
+        dist.destroy_process_group()
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
