@@ -18,6 +18,8 @@
 #   tools/gpu-host.sh ab       this build against a baseline bundle in .carry-base/ (tools/gpu-bundle.sh
 #                              on the baseline commit, its .carry/ renamed): both precompiled, then
 #                              BENCH.md's sweep with the baseline timed on the same tensors
+#   tools/gpu-host.sh merge    fc_attention_merge's tests, ring attention simulated on one GPU
+#   tools/gpu-host.sh report   BENCH.md's sweep with bench.py --report into $OUT/report
 #   tools/gpu-host.sh checks   gpu suite, the package's GPU pytest suite and memcheck side by side
 #                              (correctness only), then the CPU pytest suite
 #   tools/gpu-host.sh sm90     the Hopper kernel: gpu suite, probes, sanitizer, tiles, quick bench
@@ -272,6 +274,18 @@ ab)   # a change that must not move speed: both builds precompiled, then timed i
     step bench-ab 500 "FC_TUNING_DB=\$DB python3 tools/bench.py --no-extra --baseline-lib $PWD/.carry-base/lib/libflashcore.so \
         --json $OUT/bench-ab.json"
     ;;
+merge)   # fc_attention_merge: the package's merge tests, then ring attention simulated on one GPU
+    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
+    step merge-tests 200 "FC_TUNING_DB=\$DB python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py -k merge"
+    step ring-sim 300 "for c in --causal ''; do FC_TUNING_DB=\$DB python3 tools/ring_attention.py --simulate 4 \
+        --seqlen 8192 \$c || exit 1; done; FC_TUNING_DB=\$DB python3 tools/ring_attention.py --simulate 2 \
+        --seqlen 65536 --causal --dtype f16"
+    ;;
+report)   # BENCH.md's sweep with tools/bench.py --report: JSON, plots, report.md, power per result
+    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
+    step report 500 "FC_TUNING_DB=\$DB python3 tools/bench.py --power-seconds \${POWER_SECONDS:-0.3} \
+        --report $OUT/report"
+    ;;
 checks)   # correctness only, so run side by side on the GPU: gpu suite, the package's GPU suite,
           # memcheck on odd shapes; then the CPU pytest suite
     export SANITIZE_DIMS="${SANITIZE_DIMS:-64 128}"
@@ -296,7 +310,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|validate|final|python" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|merge|report|validate|final|python" >&2
     exit 2
     ;;
 esac
