@@ -24,7 +24,9 @@ NVML_SUCCESS = 0
 NVML_CLOCK_SM = 1
 NVML_CLOCK_MEM = 2
 NVML_TEMPERATURE_GPU = 0
+NVML_FI_DEV_POWER_INSTANT = 186   # nvmlDeviceGetFieldValues: power now, not a 1 s average
 SAMPLE_INTERVAL_S = 0.01
+AVERAGED_WINDOW_S = 2.0   # NVML's averaged power covers 1 s: the second half of 2 s is this work alone
 IMPLEMENTATION_STYLES = {   # name: (label, matplotlib format)
     "ours": ("FlashCore", "o-"),
     "untuned": ("FlashCore, heuristic (FC_TUNED=0)", "o--"),
@@ -44,6 +46,7 @@ class Nvml:
     def __init__(self, index=0, uuid=None):
         self.error = None
         self.source = None
+        self.instant = False   # power read instantaneously (else NVML's 1 s average)
         try:
             self._open_pynvml(index, uuid)
         except ImportError:
@@ -66,12 +69,29 @@ class Nvml:
                 handle = None
         if handle is None:
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+
+        def instant_power():
+            value = pynvml.nvmlDeviceGetFieldValues(handle, [NVML_FI_DEV_POWER_INSTANT])[0]
+            if value.nvmlReturn != NVML_SUCCESS:
+                raise OSError(f"NVML field {NVML_FI_DEV_POWER_INSTANT}: status {value.nvmlReturn}")
+            return value.value.uiVal
+
+        # NOTE: on Ampere and later, nvmlDeviceGetPowerUsage is an average over the last second,
+        # which blurs results timed for less than that into their neighbours; the instantaneous
+        # field (drivers from 530 on) is read where the driver has it.
+        power = pynvml.nvmlDeviceGetPowerUsage
+        try:
+            instant_power()
+            power, self.instant = (lambda _: instant_power()), True
+        except Exception:   # no such field here: the averaged reading
+            pass
         self._read_raw = lambda: (
-            pynvml.nvmlDeviceGetPowerUsage(handle),
+            power(handle),
             pynvml.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM),
             pynvml.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_MEM),
             pynvml.nvmlDeviceGetTemperature(handle, NVML_TEMPERATURE_GPU))
-        self.source = f"pynvml {getattr(pynvml, '__version__', '')}".strip()
+        self.source = (f"pynvml {getattr(pynvml, '__version__', '')}".strip()
+                       + (", instantaneous power" if self.instant else ", power averaged over 1 s"))
 
     def _open_ctypes(self, index, uuid):
         lib = ctypes.CDLL("libnvidia-ml.so.1")
@@ -100,7 +120,7 @@ class Nvml:
             read("nvmlDeviceGetClockInfo", ctypes.c_int(NVML_CLOCK_SM)),
             read("nvmlDeviceGetClockInfo", ctypes.c_int(NVML_CLOCK_MEM)),
             read("nvmlDeviceGetTemperature", ctypes.c_int(NVML_TEMPERATURE_GPU)))
-        self.source = "libnvidia-ml.so.1 (ctypes)"
+        self.source = "libnvidia-ml.so.1 (ctypes), power averaged over 1 s"
 
     def read(self):
         """(power W, SM clock MHz, memory clock MHz, temperature C) now."""
@@ -138,16 +158,18 @@ class Sampler:
         self._thread.join()
 
 
-def summarize(samples, duration):
+def summarize(samples, duration, instant=False):
     """Power, clocks and temperature of a window from its samples.
 
-    NOTE: NVML's power reading is an average over the last second on recent GPUs (Ampere and
-    later), so the power is the median of the window's second half only, which a 1 s window of
-    steady work fills with readings of that work alone. Clocks and temperature come from all.
+    NOTE: NVML's plain power reading is an average over the last second on recent GPUs (Ampere
+    and later), so then the power is the median of the window's second half only (which a window
+    of 2 s or more fills with readings of this work alone); instantaneous readings count from the
+    first tenth on. Clocks and temperature come from all.
     """
     if not samples:
         return {"power_error": "no NVML sample in the window"}
-    late = [sample for sample in samples if sample[0] >= duration / 2] or samples
+    settle = duration / 10 if instant else duration / 2
+    late = [sample for sample in samples if sample[0] >= settle] or samples
     return {
         "power_w": statistics.median(sample[1] for sample in late),
         "power_w_max": max(sample[1] for sample in samples),
@@ -164,9 +186,12 @@ def power_while_running(fn, nvml, seconds, launch_ms, synchronize):
     """Runs fn back to back for about `seconds` while sampling NVML: summarize()'s dict.
 
     Launches in groups of about 10 ms of GPU work, synchronizing between groups so that the
-    window is the GPU's time, not a queue filled ahead of it.
+    window is the GPU's time, not a queue filled ahead of it. With averaged power readings the
+    window is at least AVERAGED_WINDOW_S, so that its second half reads this work alone.
     """
     group = max(1, int(10.0 / max(launch_ms, 1e-3)))
+    if not getattr(nvml, "instant", False):
+        seconds = max(seconds, AVERAGED_WINDOW_S)
     synchronize()
     with Sampler(nvml) as sampler:
         start = time.perf_counter()
@@ -175,7 +200,7 @@ def power_while_running(fn, nvml, seconds, launch_ms, synchronize):
                 fn()
             synchronize()
         duration = time.perf_counter() - start
-    return summarize(sampler.samples, duration)
+    return summarize(sampler.samples, duration, getattr(nvml, "instant", False))
 
 
 def add_efficiency(entry):

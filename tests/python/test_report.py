@@ -82,6 +82,8 @@ def test_plots_again_from_a_saved_json(tmp_path):
 
 
 class StandInNvml:
+    instant = True   # instantaneous power readings: no 2 s window for an averaged one
+
     def __init__(self):
         self.reads = 0
 
@@ -124,6 +126,14 @@ def test_nvml_through_pynvml(monkeypatch):
                                                          bench_report.NVML_CLOCK_MEM: 2619}[kind]
     fake.nvmlDeviceGetTemperature = lambda handle, sensor: 61
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    nvml = bench_report.Nvml(0, "GPU-1234")
-    assert nvml.error is None and nvml.source == "pynvml 0.0" and calls == ["init"]
+    nvml = bench_report.Nvml(0, "GPU-1234")   # no instantaneous field: the 1 s average
+    assert nvml.error is None and calls == ["init"] and not nvml.instant
+    assert nvml.source == "pynvml 0.0, power averaged over 1 s"
     assert nvml.read() == (612.345, 1755, 2619, 61)
+
+    field = types.SimpleNamespace(nvmlReturn=0, value=types.SimpleNamespace(uiVal=455_000))
+    fake.nvmlDeviceGetFieldValues = lambda handle, ids: (
+        [field] if ids == [bench_report.NVML_FI_DEV_POWER_INSTANT] else None)
+    nvml = bench_report.Nvml(0, "GPU-1234")
+    assert nvml.instant and nvml.source == "pynvml 0.0, instantaneous power"
+    assert nvml.read() == (455.0, 1755, 2619, 61)
