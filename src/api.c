@@ -7,8 +7,10 @@
 
 void fc_attention_params_init(struct fc_attention_params *params)
 {
-    if (params)
-        memset(params, 0, sizeof *params);
+    if (!params)
+        return;
+    memset(params, 0, sizeof *params);
+    params->struct_size = sizeof *params;
 }
 
 const char *fc_status_name(enum fc_status status)

@@ -12,7 +12,8 @@
 #define WARPS 4                  /* rows per CTA: one warp each */
 #define HEAD_DIM_MAX 256         /* a row's 16-byte chunks, one per lane */
 #define POINTER_ALIGN_BYTES 16   /* 16-byte loads and stores */
-#define PARAMS_SIZE_MAX 4096     /* a struct_size past this is an uninitialized struct */
+/* fc_merge_params as 0.2 first versioned it */
+#define PARAMS_SIZE_MIN (offsetof(struct fc_merge_params, o_stride) + sizeof(int64_t[3]))
 
 static int smem_bytes(const struct fc_variant *v)
 {
@@ -62,31 +63,6 @@ void fc_merge_params_init(struct fc_merge_params *params)
         return;
     memset(params, 0, sizeof *params);
     params->struct_size = sizeof *params;
-}
-
-/* The caller's struct as this library knows it: fields past its struct_size read as 0, and fields
- * this library does not know must be 0. */
-static enum fc_status read_params(const struct fc_merge_params *given, struct fc_merge_params *p, char *msg)
-{
-    if (!given) {
-        snprintf(msg, FC_MESSAGE_MAX, "params is NULL");
-        return FC_ERR_INVALID_ARG;
-    }
-    if (given->struct_size < offsetof(struct fc_merge_params, dtype) + sizeof given->dtype ||
-        given->struct_size > PARAMS_SIZE_MAX) {
-        snprintf(msg, FC_MESSAGE_MAX, "params->struct_size is %zu: start from fc_merge_params_init",
-                 given->struct_size);
-        return FC_ERR_INVALID_ARG;
-    }
-    memset(p, 0, sizeof *p);
-    memcpy(p, given, given->struct_size < sizeof *p ? given->struct_size : sizeof *p);
-    for (size_t i = sizeof *p; i < given->struct_size; i++)
-        if (((const unsigned char *)given)[i]) {
-            snprintf(msg, FC_MESSAGE_MAX, "params sets fields this library (FlashCore %s) does not know: byte %zu "
-                     "of %zu", fc_version(), i, given->struct_size);
-            return FC_ERR_UNSUPPORTED;
-        }
-    return FC_OK;
 }
 
 /* Every rule, before anything is compiled or launched; strides resolved into p. */
@@ -159,7 +135,8 @@ enum fc_status fc_attention_merge(struct fc_context *ctx, const struct fc_merge_
         return FC_ERR_INVALID_ARG;
     char *msg = fc_context_message(ctx);
     struct fc_merge_params p;
-    enum fc_status status = read_params(params, &p, msg);
+    enum fc_status status = fc_read_struct(params, sizeof p, PARAMS_SIZE_MIN, &p, "params", "fc_merge_params_init",
+                                           msg, FC_MESSAGE_MAX);
     if (status == FC_OK)
         status = validate(&p, msg);
     if (status != FC_OK)

@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 #define FC_VERSION_MAJOR 0
-#define FC_VERSION_MINOR 1
+#define FC_VERSION_MINOR 2
 #define FC_VERSION_PATCH 0
 
 /** Opaque: one per device and process; thread-safe. */
@@ -90,11 +90,16 @@ struct fc_options {
  *
  * Tensors are [batch, seq, head, head_dim] with the last dimension contiguous. Strides are in
  * elements, in the order {batch, seq, head}; all three 0 means packed BSHD.
+ *
+ * NOTE: struct_size is how this struct grows without breaking compiled callers: set it with
+ * fc_attention_params_init. The library reads the fields a caller's struct_size covers (later
+ * fields count as 0: their defaults) and refuses a struct with nonzero fields it does not know.
  * Query head h reads key/value head h / (heads_q / heads_kv) (GQA/MQA).
  * Causal masking is bottom-right aligned: query row i sees keys j <= i + seqlen_k - seqlen_q.
  * A query row that sees no key at all gets out = 0 and lse = -inf.
  */
 struct fc_attention_params {
+    size_t struct_size;      /**< sizeof(struct fc_attention_params) as the caller was compiled: set by init */
     enum fc_dtype dtype;
     int batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
     const void *q, *k, *v;   /**< device pointers, 16-byte aligned */
@@ -115,7 +120,8 @@ struct fc_plan_info {
 /** Fills *options with the defaults. */
 FC_API void fc_options_init(struct fc_options *options);
 
-/** Zeroes *params: packed strides, default scale, not causal, fp16. Sizes and pointers must be set. */
+/** Zeroes *params and sets struct_size: packed strides, default scale, not causal, fp16. Sizes and
+ *  pointers must be set. */
 FC_API void fc_attention_params_init(struct fc_attention_params *params);
 
 /**

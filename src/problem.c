@@ -2,6 +2,7 @@
  * rules first (no pointer is read), then the tensor rules. Size arithmetic is 64-bit and checked. */
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +13,9 @@
 #define STRIDE_ALIGN_BYTES 16    /* every row starts on a 16-byte boundary */
 #define HEAD_DIM_MIN 8
 #define HEAD_DIM_MAX 256
+#define STRUCT_SIZE_MAX 4096   /* a struct_size past this is an uninitialized struct */
+/* fc_attention_params as 0.2 first versioned it: every caller's struct has these fields */
+#define PARAMS_SIZE_MIN (offsetof(struct fc_attention_params, causal) + sizeof(int))
 
 static enum fc_status fail(enum fc_status status, char *msg, size_t size, const char *format, ...)
     __attribute__((format(printf, 4, 5)));
@@ -79,10 +83,33 @@ enum fc_status fc_problem_strides(const char *name, const int64_t given[3], int 
     return FC_OK;
 }
 
-enum fc_status fc_problem_shape(const struct fc_attention_params *p, struct fc_problem *out, char *msg, size_t size)
+enum fc_status fc_read_struct(const void *given, size_t size_known, size_t size_min, void *out, const char *what,
+                              const char *init, char *msg, size_t size)
 {
-    if (!p)
-        return fail(FC_ERR_INVALID_ARG, msg, size, "params is NULL");
+    if (!given)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "%s is NULL", what);
+    size_t struct_size;
+    memcpy(&struct_size, given, sizeof struct_size);   /* every versioned struct starts with it */
+    if (struct_size < size_min || struct_size > STRUCT_SIZE_MAX)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "%s->struct_size is %zu: start from %s", what, struct_size, init);
+    memset(out, 0, size_known);
+    memcpy(out, given, struct_size < size_known ? struct_size : size_known);
+    for (size_t i = size_known; i < struct_size; i++)
+        if (((const unsigned char *)given)[i])
+            return fail(FC_ERR_UNSUPPORTED, msg, size, "%s sets fields this library (FlashCore %s) does not know: "
+                        "byte %zu of %zu", what, fc_version(), i, struct_size);
+    return FC_OK;
+}
+
+enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct fc_problem *out, char *msg,
+                                size_t size)
+{
+    struct fc_attention_params local;
+    enum fc_status status = fc_read_struct(given, sizeof local, PARAMS_SIZE_MIN, &local, "params",
+                                           "fc_attention_params_init", msg, size);
+    if (status != FC_OK)
+        return status;
+    const struct fc_attention_params *p = &local;
     memset(out, 0, sizeof *out);
     const struct fc_dtype_traits *dtype = fc_dtype_traits(p->dtype);
     if (!dtype)
@@ -93,7 +120,7 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *p, struct fc_p
         return fail(FC_ERR_INVALID_ARG, msg, size, "causal must be 0 or 1 (got %d)", p->causal);
     if (!isfinite(p->softmax_scale))
         return fail(FC_ERR_INVALID_ARG, msg, size, "softmax_scale must be finite (0 selects 1/sqrt(head_dim))");
-    enum fc_status status = check_sizes(p, msg, size);
+    status = check_sizes(p, msg, size);
     if (status != FC_OK)
         return status;
     const int bytes = dtype->bytes, d = p->head_dim;
@@ -123,10 +150,15 @@ enum fc_status fc_problem_pointer(const char *name, const void *pointer, unsigne
     return FC_OK;
 }
 
-enum fc_status fc_problem_tensors(const struct fc_attention_params *p, struct fc_problem *out, char *msg,
+enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struct fc_problem *out, char *msg,
                                   size_t size)
 {
-    enum fc_status status;
+    struct fc_attention_params local;
+    enum fc_status status = fc_read_struct(given, sizeof local, PARAMS_SIZE_MIN, &local, "params",
+                                           "fc_attention_params_init", msg, size);
+    if (status != FC_OK)
+        return status;
+    const struct fc_attention_params *p = &local;
     if ((status = fc_problem_pointer("q", p->q, POINTER_ALIGN_BYTES, msg, size)) ||
         (status = fc_problem_pointer("k", p->k, POINTER_ALIGN_BYTES, msg, size)) ||
         (status = fc_problem_pointer("v", p->v, POINTER_ALIGN_BYTES, msg, size)) ||

@@ -47,6 +47,16 @@ enum fc_status fc_problem_strides(const char *name, const int64_t given[3], int 
 /** A device pointer present and `align`-byte aligned; the message names it. */
 enum fc_status fc_problem_pointer(const char *name, const void *pointer, unsigned align, char *msg, size_t msg_size);
 
+/**
+ * A public struct that grows through a leading struct_size field (fc_attention_params,
+ * fc_merge_params), as this library knows it: copies the fields the caller's struct_size covers
+ * into *out (size_known bytes, the rest 0). FC_ERR_INVALID_ARG for NULL or a struct_size below
+ * size_min (the first versioned struct) or absurdly large (never initialized: use `init`);
+ * FC_ERR_UNSUPPORTED when the caller sets fields past what this library knows.
+ */
+enum fc_status fc_read_struct(const void *given, size_t size_known, size_t size_min, void *out, const char *what,
+                              const char *init, char *msg, size_t msg_size);
+
 /** Both halves: everything is checked before anything is compiled or launched. */
 enum fc_status fc_problem_from_params(const struct fc_attention_params *params, struct fc_problem *out,
                                       char *msg, size_t msg_size);

@@ -423,6 +423,31 @@ static struct fc_merge_params valid_merge(void)
     return m;
 }
 
+/* fc_attention_params grows through struct_size: an uninitialized one is refused, a newer
+ * caller's longer struct is read up to what this library knows, if the rest is 0. */
+static void test_params_struct_size(void **state)
+{
+    (void)state;
+    struct fc_context *ctx = compile_only_context();
+    struct fc_attention_params p = valid_params();
+    assert_int_equal(p.struct_size, sizeof p);
+    struct fc_plan_info info;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    p.struct_size = 0;   /* never initialized: memset, or {0} */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_ERR_INVALID_ARG);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "fc_attention_params_init"));
+    assert_int_equal(fc_attention_forward(ctx, &p, NULL), FC_ERR_INVALID_ARG);
+    p.struct_size = (size_t)-1;   /* garbage */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_ERR_INVALID_ARG);
+    struct { struct fc_attention_params known; int32_t newer[2]; } grown = {valid_params(), {0, 0}};
+    grown.known.struct_size = sizeof grown;
+    assert_int_equal(fc_attention_plan(ctx, &grown.known, &info), FC_OK);
+    grown.newer[1] = 5;   /* a field this library does not know, set */
+    assert_int_equal(fc_attention_plan(ctx, &grown.known, &info), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(fc_context_errmsg(ctx), "does not know"));
+    fc_context_destroy(ctx);
+}
+
 /* fc_attention_merge checks every field before it looks for a GPU, reads a struct as long as its
  * caller's struct_size says, and refuses fields it does not know. */
 static void test_merge_rules(void **state)
@@ -437,11 +462,8 @@ static void test_merge_rules(void **state)
     m.struct_size = 0;   /* never initialized */
     assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_INVALID_ARG);
     assert_non_null(strstr(fc_context_errmsg(ctx), "fc_merge_params_init"));
-    /* an older caller's shorter struct: the fields past it read as 0 (here: o_stride, packed) */
-    m = valid_merge();
-    m.o_stride[0] = 7;   /* beyond the size the "old caller" declares: never read */
-    m.struct_size = offsetof(struct fc_merge_params, o_stride);
-    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_NO_DEVICE);
+    m.struct_size = offsetof(struct fc_merge_params, o_stride);   /* shorter than the first version */
+    assert_int_equal(fc_attention_merge(ctx, &m, NULL), FC_ERR_INVALID_ARG);
     /* a newer caller's longer struct: zeros beyond what this library knows are fine, a value is not */
     struct { struct fc_merge_params known; int64_t newer; } grown = {valid_merge(), 0};
     grown.known.struct_size = sizeof grown;
@@ -517,7 +539,7 @@ static void test_status_names(void **state)
     assert_string_equal(fc_status_name(FC_ERR_NO_COMPILER), "FC_ERR_NO_COMPILER");
     assert_string_equal(fc_status_name(FC_ERR_INTERNAL), "FC_ERR_INTERNAL");
     assert_string_equal(fc_status_name((enum fc_status)99), "FC_ERR_UNKNOWN");
-    assert_string_equal(fc_version(), "0.1.0");
+    assert_string_equal(fc_version(), "0.2.0");
 }
 
 int main(void)
@@ -535,6 +557,7 @@ int main(void)
         cmocka_unit_test(test_plan_needs_no_tensors),
         cmocka_unit_test(test_sizes_at_the_int_limits),
         cmocka_unit_test(test_merge_rules),
+        cmocka_unit_test(test_params_struct_size),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };

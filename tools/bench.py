@@ -450,8 +450,8 @@ def parse_args(argv):
                         help="also time FlashCore with its tuned winners ignored (FC_TUNED=0): the "
                              "heuristic; ratio_untuned = its time / ours")
     parser.add_argument("--baseline-lib", metavar="PATH",
-                        help="also time another libflashcore.so (another build) on the same tensors; "
-                             "ratio_baseline = its time / ours")
+                        help="also time another libflashcore.so (another build of the same API: 0.2 "
+                             "or later) on the same tensors; ratio_baseline = its time / ours")
     parser.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
     return parser.parse_args(argv)
 

@@ -9,7 +9,7 @@ tools/install-deps.sh
 ninja -C build-gpu
 rm -rf .carry && mkdir -p .carry/bin .carry/lib
 cp build-gpu/tools/fcjit build-gpu/tests/test_gpu build-gpu/tests/test_hopper .carry/bin/
-cp -P build-gpu/src/libflashcore.so build-gpu/src/libflashcore.so.0 build-gpu/src/libflashcore.so.0.1.0 .carry/lib/
+cp -P build-gpu/src/libflashcore.so build-gpu/src/libflashcore.so.[0-9]* .carry/lib/
 for lib in libsqlite3.so.0 libcmocka.so.0; do
     cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')" .carry/lib/
 done

@@ -54,9 +54,10 @@ Strides = ctypes.c_int64 * 3
 
 
 class AttentionParams(ctypes.Structure):
-    """struct fc_attention_params."""
+    """struct fc_attention_params (struct_size first: the library reads what it covers)."""
 
     _fields_ = [
+        ("struct_size", ctypes.c_size_t),   # set by fc_attention_params_init
         ("dtype", ctypes.c_int),            # enum fc_dtype
         ("batch", ctypes.c_int),
         ("seqlen_q", ctypes.c_int),
