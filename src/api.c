@@ -69,20 +69,12 @@ enum fc_status fc_attention_forward(struct fc_context *ctx, const struct fc_atte
         status = fc_problem_tensors(params, &problem, msg, FC_MESSAGE_MAX);
     if (status != FC_OK)
         return status;
-    if (!ctx->cuda) {
-        snprintf(msg, FC_MESSAGE_MAX, "this context has no GPU (%.4000s)",
-                 ctx->device == FC_DEVICE_NONE ? "it was created with FC_DEVICE_NONE" : ctx->create_message);
-        return FC_ERR_NO_DEVICE;
-    }
     int pushed;
-    if ((status = fc_context_enter(ctx, &pushed)) != FC_OK)
-        return status;
     struct fc_kernel kernel;
-    status = fc_context_kernel(ctx, &plan, &problem, &kernel);
-    if (status == FC_OK) {
-        const struct fc_launch launch = {ctx->cuda, &plan, &problem, &kernel, (CUstream)stream, msg, FC_MESSAGE_MAX};
-        status = fc_launch_run(&launch);
-    }
+    if ((status = fc_context_begin_launch(ctx, &plan, &problem, &kernel, &pushed, msg)) != FC_OK)
+        return status;
+    const struct fc_launch launch = {ctx->cuda, &plan, &problem, &kernel, (CUstream)stream, msg, FC_MESSAGE_MAX};
+    status = fc_launch_run(&launch);
     fc_context_leave(ctx, pushed);
     return status;
 }

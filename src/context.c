@@ -205,6 +205,24 @@ enum fc_status fc_context_enter(struct fc_context *ctx, int *pushed)
     return FC_OK;
 }
 
+enum fc_status fc_context_begin_launch(struct fc_context *ctx, const struct fc_plan *plan,
+                                       const struct fc_problem *problem, struct fc_kernel *kernel, int *pushed,
+                                       char *msg)
+{
+    *pushed = 0;
+    if (!ctx->cuda) {
+        snprintf(msg, FC_MESSAGE_MAX, "this context has no GPU (%.4000s)",
+                 ctx->device == FC_DEVICE_NONE ? "it was created with FC_DEVICE_NONE" : ctx->create_message);
+        return FC_ERR_NO_DEVICE;
+    }
+    enum fc_status status = fc_context_enter(ctx, pushed);
+    if (status == FC_OK && (status = fc_context_kernel(ctx, plan, problem, kernel)) != FC_OK) {
+        fc_context_leave(ctx, *pushed);
+        *pushed = 0;
+    }
+    return status;
+}
+
 void fc_context_leave(struct fc_context *ctx, int pushed)
 {
     CUcontext popped;

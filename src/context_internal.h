@@ -63,6 +63,15 @@ enum fc_status fc_context_plan(struct fc_context *ctx, const struct fc_attention
 enum fc_status fc_context_kernel(struct fc_context *ctx, const struct fc_plan *plan,
                                  const struct fc_problem *problem, struct fc_kernel *out);
 
+/**
+ * What a launch needs from the context: a GPU (else FC_ERR_NO_DEVICE and why there is none), its
+ * CUDA context current (*pushed for fc_context_leave) and the plan's kernel (fc_context_kernel).
+ * On failure nothing is left pushed. msg is the call's message buffer (FC_MESSAGE_MAX bytes).
+ */
+enum fc_status fc_context_begin_launch(struct fc_context *ctx, const struct fc_plan *plan,
+                                       const struct fc_problem *problem, struct fc_kernel *kernel, int *pushed,
+                                       char *msg);
+
 /** Makes the context's CUDA context current; *pushed tells fc_context_leave what to undo. */
 enum fc_status fc_context_enter(struct fc_context *ctx, int *pushed);
 void fc_context_leave(struct fc_context *ctx, int pushed);

@@ -153,24 +153,16 @@ enum fc_status fc_attention_merge(struct fc_context *ctx, const struct fc_merge_
     plan.grid = (unsigned)((rows + WARPS - 1) / WARPS);
     plan.threads = WARPS * 32;
     plan.reason = "merge kernel: two partial results through their LSEs";
-    if (!ctx->cuda) {
-        snprintf(msg, FC_MESSAGE_MAX, "this context has no GPU (%.4000s)",
-                 ctx->device == FC_DEVICE_NONE ? "it was created with FC_DEVICE_NONE" : ctx->create_message);
-        return FC_ERR_NO_DEVICE;
-    }
     int pushed;
-    if ((status = fc_context_enter(ctx, &pushed)) != FC_OK)
-        return status;
     struct fc_kernel kernel;
-    status = fc_context_kernel(ctx, &plan, NULL, &kernel);
-    if (status == FC_OK) {
-        struct fc_merge_args args;
-        merge_args(&p, &args);
-        void *launch_params[1] = {&args};
-        const struct fc_launch launch = {ctx->cuda, &plan, NULL, &kernel, (CUstream)stream, msg, FC_MESSAGE_MAX};
-        status = fc_launch_kernel(&launch, kernel.function, plan.grid, plan.threads, 0, launch_params,
-                                  "cuLaunchKernel (merge)");
-    }
+    if ((status = fc_context_begin_launch(ctx, &plan, NULL, &kernel, &pushed, msg)) != FC_OK)
+        return status;
+    struct fc_merge_args args;
+    merge_args(&p, &args);
+    void *launch_params[1] = {&args};
+    const struct fc_launch launch = {ctx->cuda, &plan, NULL, &kernel, (CUstream)stream, msg, FC_MESSAGE_MAX};
+    status = fc_launch_kernel(&launch, kernel.function, plan.grid, plan.threads, 0, launch_params,
+                              "cuLaunchKernel (merge)");
     fc_context_leave(ctx, pushed);
     return status;
 }
