@@ -3,6 +3,7 @@
  * it; its public call validates, plans and launches here. */
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -85,9 +86,11 @@ static enum fc_status validate(struct fc_merge_params *p, char *msg)
                  HEAD_DIM_MAX);
         return FC_ERR_UNSUPPORTED;
     }
-    const long long rows = (long long)p->batch * p->heads * p->seqlen;   /* < 2^93: checked below */
-    if ((long long)p->batch * p->heads > INT_MAX || rows / WARPS >= INT_MAX) {
-        snprintf(msg, FC_MESSAGE_MAX, "batch * heads * seqlen rows: more than one launch takes");
+    int64_t rows;   /* one warp each, WARPS to a CTA: the grid is rows / WARPS */
+    if (__builtin_mul_overflow((int64_t)p->batch, (int64_t)p->heads, &rows) ||
+        __builtin_mul_overflow(rows, (int64_t)p->seqlen, &rows) || rows / WARPS >= INT_MAX) {
+        snprintf(msg, FC_MESSAGE_MAX, "batch * heads * seqlen = %d * %d * %d rows: more than one launch takes",
+                 p->batch, p->heads, p->seqlen);
         return FC_ERR_UNSUPPORTED;
     }
     enum fc_status status;
