@@ -135,8 +135,10 @@ enum fc_status fc_attention_merge(struct fc_context *ctx, const struct fc_merge_
         return FC_ERR_INVALID_ARG;
     char *msg = fc_context_message(ctx);
     struct fc_merge_params p;
-    enum fc_status status = fc_read_struct(params, sizeof p, PARAMS_SIZE_MIN, &p, "params", "fc_merge_params_init",
-                                           msg, FC_MESSAGE_MAX);
+    struct fc_merge_params initial;   /* what fields a caller's struct predates take */
+    fc_merge_params_init(&initial);
+    enum fc_status status = fc_read_struct(params, &initial, sizeof p, PARAMS_SIZE_MIN, &p, "params",
+                                           "fc_merge_params_init", msg, FC_MESSAGE_MAX);
     if (status == FC_OK)
         status = validate(&p, msg);
     if (status != FC_OK)

@@ -92,8 +92,9 @@ struct fc_options {
  * elements, in the order {batch, seq, head}; all three 0 means packed BSHD.
  *
  * NOTE: struct_size is how this struct grows without breaking compiled callers: set it with
- * fc_attention_params_init. The library reads the fields a caller's struct_size covers (later
- * fields count as 0: their defaults) and refuses a struct with nonzero fields it does not know.
+ * fc_attention_params_init (its own size, as the caller was compiled). The library reads the
+ * fields a caller's struct_size covers (later fields take fc_attention_params_init's defaults)
+ * and refuses a struct with nonzero fields it does not know.
  * Query head h reads key/value head h / (heads_q / heads_kv) (GQA/MQA).
  * Causal masking is bottom-right aligned: query row i sees keys j <= i + seqlen_k - seqlen_q.
  * A query row that sees no key at all gets out = 0 and lse = -inf.
@@ -120,9 +121,20 @@ struct fc_plan_info {
 /** Fills *options with the defaults. */
 FC_API void fc_options_init(struct fc_options *options);
 
-/** Zeroes *params and sets struct_size: packed strides, default scale, not causal, fp16. Sizes and
- *  pointers must be set. */
+/** Sets the struct_size bytes of *params to the defaults and params->struct_size to struct_size:
+ *  packed strides, default scale, not causal, fp16; everything else 0. Sizes and pointers must be
+ *  set. Call it through fc_attention_params_init, which passes the size the caller was compiled
+ *  with; from another language, pass the size of your copy of the struct (at least 0.2.0's, 184
+ *  bytes on LP64). */
+FC_API void fc_attention_params_init_sized(struct fc_attention_params *params, size_t struct_size);
+
+/** 0.2.0's initializer, kept for binaries compiled against it: it initializes the struct as 0.2.0
+ *  knew it (its fields, its struct_size), and no further, since theirs may be shorter than this
+ *  header's. */
 FC_API void fc_attention_params_init(struct fc_attention_params *params);
+/* NOTE: the library cannot know the size of a caller's struct, so that new fields never overrun an
+ * older caller's: source compiled against this header initializes its own size. */
+#define fc_attention_params_init(params) fc_attention_params_init_sized((params), sizeof *(params))
 
 /**
  * Creates a context for one device (a CUDA ordinal) or FC_DEVICE_NONE.

@@ -14,8 +14,6 @@
 #define HEAD_DIM_MIN 8
 #define HEAD_DIM_MAX 256
 #define STRUCT_SIZE_MAX 4096   /* a struct_size past this is an uninitialized struct */
-/* fc_attention_params as 0.2 first versioned it: every caller's struct has these fields */
-#define PARAMS_SIZE_MIN (offsetof(struct fc_attention_params, causal) + sizeof(int))
 
 static enum fc_status fail(enum fc_status status, char *msg, size_t size, const char *format, ...)
     __attribute__((format(printf, 4, 5)));
@@ -83,8 +81,8 @@ enum fc_status fc_problem_strides(const char *name, const int64_t given[3], int 
     return FC_OK;
 }
 
-enum fc_status fc_read_struct(const void *given, size_t size_known, size_t size_min, void *out, const char *what,
-                              const char *init, char *msg, size_t size)
+enum fc_status fc_read_struct(const void *given, const void *defaults, size_t size_known, size_t size_min, void *out,
+                              const char *what, const char *init, char *msg, size_t size)
 {
     if (!given)
         return fail(FC_ERR_INVALID_ARG, msg, size, "%s is NULL", what);
@@ -92,7 +90,7 @@ enum fc_status fc_read_struct(const void *given, size_t size_known, size_t size_
     memcpy(&struct_size, given, sizeof struct_size);   /* every versioned struct starts with it */
     if (struct_size < size_min || struct_size > STRUCT_SIZE_MAX)
         return fail(FC_ERR_INVALID_ARG, msg, size, "%s->struct_size is %zu: start from %s", what, struct_size, init);
-    memset(out, 0, size_known);
+    memcpy(out, defaults, size_known);   /* fields the caller's struct predates keep their defaults */
     memcpy(out, given, struct_size < size_known ? struct_size : size_known);
     for (size_t i = size_known; i < struct_size; i++)
         if (((const unsigned char *)given)[i])
@@ -101,12 +99,22 @@ enum fc_status fc_read_struct(const void *given, size_t size_known, size_t size_
     return FC_OK;
 }
 
+/* The caller's struct as this library knows it: fields its struct_size does not cover take
+ * fc_attention_params_init's defaults. */
+static enum fc_status read_params(const struct fc_attention_params *given, struct fc_attention_params *out,
+                                  char *msg, size_t size)
+{
+    struct fc_attention_params defaults;
+    fc_attention_params_init(&defaults);
+    return fc_read_struct(given, &defaults, sizeof defaults, FC_PARAMS_SIZE_0_2, out, "params",
+                          "fc_attention_params_init", msg, size);
+}
+
 enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct fc_problem *out, char *msg,
                                 size_t size)
 {
     struct fc_attention_params local;
-    enum fc_status status = fc_read_struct(given, sizeof local, PARAMS_SIZE_MIN, &local, "params",
-                                           "fc_attention_params_init", msg, size);
+    enum fc_status status = read_params(given, &local, msg, size);
     if (status != FC_OK)
         return status;
     const struct fc_attention_params *p = &local;
@@ -154,8 +162,7 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
                                   size_t size)
 {
     struct fc_attention_params local;
-    enum fc_status status = fc_read_struct(given, sizeof local, PARAMS_SIZE_MIN, &local, "params",
-                                           "fc_attention_params_init", msg, size);
+    enum fc_status status = read_params(given, &local, msg, size);
     if (status != FC_OK)
         return status;
     const struct fc_attention_params *p = &local;

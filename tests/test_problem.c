@@ -448,6 +448,35 @@ static void test_params_struct_size(void **state)
     fc_context_destroy(ctx);
 }
 
+/* The initializer writes the caller's size, never the library's: a binary compiled against 0.2.0
+ * calls the old symbol with a struct that ends at causal; a newer caller's longer struct gets 0 in
+ * the fields this library does not know, which it then takes. */
+static void test_initializers_write_only_the_callers_struct(void **state)
+{
+    (void)state;
+    const size_t old = FC_PARAMS_SIZE_0_2;
+    _Alignas(8) unsigned char buffer[sizeof(struct fc_attention_params) + 64];
+    memset(buffer, 0x5a, sizeof buffer);
+    (fc_attention_params_init)((struct fc_attention_params *)buffer);   /* the symbol, not the macro */
+    size_t struct_size;
+    memcpy(&struct_size, buffer, sizeof struct_size);
+    assert_int_equal(struct_size, old);
+    for (size_t i = old; i < sizeof buffer; i++)
+        assert_int_equal(buffer[i], 0x5a);
+    memset(buffer, 0x5a, sizeof buffer);
+    fc_attention_params_init_sized((struct fc_attention_params *)buffer, sizeof buffer - 8);
+    memcpy(&struct_size, buffer, sizeof struct_size);
+    assert_int_equal(struct_size, sizeof buffer - 8);
+    for (size_t i = sizeof(struct fc_attention_params); i < sizeof buffer - 8; i++)
+        assert_int_equal(buffer[i], 0);
+    for (size_t i = sizeof buffer - 8; i < sizeof buffer; i++)
+        assert_int_equal(buffer[i], 0x5a);
+    memset(buffer, 0x5a, sizeof buffer);
+    fc_attention_params_init_sized((struct fc_attention_params *)buffer, old - 8);   /* no version's: untouched */
+    for (size_t i = 0; i < sizeof buffer; i++)
+        assert_int_equal(buffer[i], 0x5a);
+}
+
 /* fc_attention_merge checks every field before it looks for a GPU, reads a struct as long as its
  * caller's struct_size says, and refuses fields it does not know. */
 static void test_merge_rules(void **state)
@@ -558,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_sizes_at_the_int_limits),
         cmocka_unit_test(test_merge_rules),
         cmocka_unit_test(test_params_struct_size),
+        cmocka_unit_test(test_initializers_write_only_the_callers_struct),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };

@@ -57,7 +57,7 @@ class AttentionParams(ctypes.Structure):
     """struct fc_attention_params (struct_size first: the library reads what it covers)."""
 
     _fields_ = [
-        ("struct_size", ctypes.c_size_t),   # set by fc_attention_params_init
+        ("struct_size", ctypes.c_size_t),   # set by fc_attention_params_init_sized: this struct's size
         ("dtype", ctypes.c_int),            # enum fc_dtype
         ("batch", ctypes.c_int),
         ("seqlen_q", ctypes.c_int),
@@ -181,7 +181,7 @@ def load_library(path=None):
             raise OSError(f"{path} could not be loaded: {error}") from error
         signatures = {
             "fc_options_init": (None, [ctypes.POINTER(Options)]),
-            "fc_attention_params_init": (None, [ctypes.POINTER(AttentionParams)]),
+            "fc_attention_params_init_sized": (None, [ctypes.POINTER(AttentionParams), ctypes.c_size_t]),
             "fc_context_create": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(Options),
                                                  ctypes.POINTER(ctypes.c_void_p)]),
             "fc_attention_forward": (ctypes.c_int, [ctypes.c_void_p,
@@ -467,7 +467,7 @@ class Context:
             raise ArgumentError(f"softmax_scale must be finite (None selects 1/sqrt(head_dim)), "
                                 f"not {softmax_scale}")
         params = AttentionParams()
-        self._lib.fc_attention_params_init(ctypes.byref(params))
+        self._lib.fc_attention_params_init_sized(ctypes.byref(params), ctypes.sizeof(params))
         params.dtype = dtype
         params.batch, params.seqlen_q, params.heads_q, params.head_dim = q_sizes
         params.seqlen_k, params.heads_kv = k_sizes[1], k_sizes[2]
