@@ -24,7 +24,7 @@
 
 namespace fc {
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS, bool WINDOW = false>
 struct DecodeForward {
     using E = Element<T>;
     static constexpr int ROWS = 16;                     // one m-tile of packed (head, query) rows
@@ -140,9 +140,23 @@ struct DecodeForward {
 
     // Hides the keys each packed row does not see (mask.cuh's rule on its query row); with a negative
     // scale also scales (see softmax.cuh).
-    __device__ __forceinline__ void mask_packed(float (&s)[1][N_TILES][4], const KeyMask<CAUSAL> &mask, int key0,
+    __device__ __forceinline__ void mask_packed(float (&s)[1][N_TILES][4], const KeyMask<CAUSAL, WINDOW> &mask, int key0,
                                                 bool masked, float prescale)
     {
+        if constexpr (WINDOW) {   // per row a span, per key a comparison (see mask_scores)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const auto span = mask.span(row_query(lane / 4 + 8 * h));
+#pragma unroll
+                for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+                    for (int j = 0; j < 2; j++) {
+                        const bool hidden = span.hides(key0 + warp * KEYS + n * 8 + 2 * (lane % 4) + j);
+                        s[0][n][2 * h + j] = masked && hidden ? -infinity() : s[0][n][2 * h + j] * prescale;
+                    }
+            }
+            return;
+        }
 #pragma unroll
         for (int n = 0; n < N_TILES; n++)
 #pragma unroll
@@ -157,9 +171,12 @@ struct DecodeForward {
     __device__ void run()
     {
         const StridedRows<T> k(args.k, args.k_stride, batch, kv_head), v(args.v, args.v_stride, batch, kv_head);
-        const KeyMask<CAUSAL> mask(args);
+        const KeyMask<CAUSAL, WINDOW> mask(args);
         const unsigned q_smem = smem_address(smem), k_smem = q_smem + Q_BYTES, v_smem = k_smem + STAGES * KV_BYTES;
-        const int key_begin = split * args.split_keys;
+        // The splits share the keys some packed row sees, from the first (0 without a window; the
+        // planner counts them by src/mask.c's rule) to seqlen_k (the last query row's diagonal).
+        // NOTE: a literal 0 without a window, so that those kernels' code is what it was before windows.
+        const int key_begin = (WINDOW ? mask.key_begin(0) : 0) + split * args.split_keys;
         const int key_end = min(args.seqlen_k, key_begin + args.split_keys);
         const int tiles = key_end > key_begin ? (key_end - key_begin + BLOCK_N - 1) / BLOCK_N : 0;
 
@@ -204,9 +221,10 @@ struct DecodeForward {
             const int stage = t % STAGES, key0 = key_begin + t * BLOCK_N;
             float s[1][N_TILES][4];
             qk(s, q_frag, k_smem + stage * KV_BYTES);
-            // rows past `rows` hold zeros: their scores are finite, and they are never written. Every
-            // packed row is a query row from 0 on: the tile is partial if it is for row 0.
-            const bool masked = mask.partial(0, key0, BLOCK_N);
+            // rows past `rows` hold zeros: their scores are finite, and they are never written. The
+            // packed rows are the query rows 0 .. seqlen_q - 1, so the tile is partial for them if it
+            // is for those rows.
+            const bool masked = mask.partial(0, args.seqlen_q - 1, key0, BLOCK_N);
             if (masked || !fold_scale)
                 mask_packed(s, mask, key0, masked, prescale);
             float correction[1][2];

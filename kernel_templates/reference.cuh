@@ -15,7 +15,7 @@
 
 namespace fc {
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int WARPS>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int WARPS, bool WINDOW = false>
 struct ReferenceKernel {
     static constexpr int BLOCK_N = WARP_SIZE;                    // one key per lane
     static constexpr int THREADS = WARPS * WARP_SIZE;
@@ -80,8 +80,10 @@ struct ReferenceKernel {
     {
         const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
         const int my_row0 = row0 + warp * ROWS;
-        const KeyMask<CAUSAL> mask(args);
-        const int key_end = mask.key_end(row0 + BLOCK_M);   // keys past the block's last visible one are skipped
+        const KeyMask<CAUSAL, WINDOW> mask(args);
+        // keys outside the block's visible range (before a window, past the last visible one) are
+        // skipped. NOTE: a literal 0 without a window, so that that code is what it was before windows.
+        const int key_begin = WINDOW ? mask.key_begin(row0) : 0, key_end = mask.key_end(row0 + BLOCK_M);
 
         float row_max[ROWS], row_sum[ROWS], acc[ROWS][DIMS_PER_LANE];
         for (int r = 0; r < ROWS; r++) {
@@ -92,7 +94,7 @@ struct ReferenceKernel {
         }
 
         load_q();
-        for (int key0 = 0; key0 < key_end; key0 += BLOCK_N) {
+        for (int key0 = key_begin; key0 < key_end; key0 += BLOCK_N) {
             __syncthreads();   // the previous tile is consumed
             load_kv(key0);
             __syncthreads();

@@ -11,6 +11,8 @@ void fc_attention_params_init_sized(struct fc_attention_params *params, size_t s
         return;   /* not a struct of any version: fc_attention_forward refuses its struct_size */
     struct fc_attention_params defaults;
     memset(&defaults, 0, sizeof defaults);
+    defaults.window_left = -1;   /* unbounded: no window */
+    defaults.window_right = -1;
     /* fields of a newer caller's struct this library does not know: 0, which it takes as unset */
     memset(params, 0, struct_size);
     memcpy(params, &defaults, struct_size < sizeof defaults ? struct_size : sizeof defaults);

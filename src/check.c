@@ -85,6 +85,24 @@ static enum fc_status allocate_host(struct fc_check_run *run, char *msg, size_t 
     return FC_OK;
 }
 
+/* The host's view of the case: the library's own resolution of its shape rules (mask, scale). */
+static enum fc_status host_problem(struct fc_check_run *run, char *msg, size_t size)
+{
+    struct fc_attention_params shape = run->c.shape;
+    memset(shape.q_stride, 0, sizeof shape.q_stride);   /* packed on the host */
+    memset(shape.k_stride, 0, sizeof shape.k_stride);
+    memset(shape.v_stride, 0, sizeof shape.v_stride);
+    memset(shape.o_stride, 0, sizeof shape.o_stride);
+    struct fc_problem problem;
+    enum fc_status status = fc_problem_shape(&shape, &problem, msg, size);
+    if (status != FC_OK)
+        return status;
+    run->host = (struct fc_host_problem){problem.dtype, problem.batch, problem.seqlen_q, problem.seqlen_k,
+                                         problem.heads_q, problem.heads_kv, problem.head_dim, problem.mask,
+                                         problem.softmax_scale, run->host_q, run->host_k, run->host_v};
+    return FC_OK;
+}
+
 enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_case *c, struct fc_check_run *run,
                                 char *msg, size_t size)
 {
@@ -107,10 +125,8 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
     enum fc_status status = allocate_host(run, msg, size);
     if (status != FC_OK)
         return status;
-    run->host = (struct fc_host_problem){p->dtype, p->batch, p->seqlen_q, p->seqlen_k, p->heads_q, p->heads_kv,
-                                         p->head_dim, p->causal,
-                                         p->softmax_scale != 0.f ? p->softmax_scale : 1.f / sqrtf((float)p->head_dim),
-                                         run->host_q, run->host_k, run->host_v};
+    if ((status = host_problem(run, msg, size)) != FC_OK)
+        return status;
     if ((status = upload(run, &run->q, run->host_q, p->q_stride, p->seqlen_q, p->heads_q, run->q_elements, msg, size)) ||
         (status = upload(run, &run->k, run->host_k, p->k_stride, p->seqlen_k, p->heads_kv, run->kv_elements, msg, size)) ||
         (status = upload(run, &run->v, run->host_v, p->v_stride, p->seqlen_k, p->heads_kv, run->kv_elements, msg, size)))

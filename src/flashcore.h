@@ -86,17 +86,22 @@ struct fc_options {
 #define FC_DEVICE_NONE (-1)
 
 /**
- * One attention problem: out = softmax(scale * Q K^T [+ causal mask]) V, per batch and query head.
+ * One attention problem: out = softmax(scale * Q K^T [+ mask]) V, per batch and query head.
  *
  * Tensors are [batch, seq, head, head_dim] with the last dimension contiguous. Strides are in
  * elements, in the order {batch, seq, head}; all three 0 means packed BSHD.
  *
  * NOTE: struct_size is how this struct grows without breaking compiled callers: set it with
  * fc_attention_params_init (its own size, as the caller was compiled). The library reads the
- * fields a caller's struct_size covers (later fields take fc_attention_params_init's defaults)
- * and refuses a struct with nonzero fields it does not know.
+ * fields a caller's struct_size covers (later fields take fc_attention_params_init's defaults: a
+ * caller compiled before window_left existed gets -1, no window) and refuses a struct with
+ * nonzero fields it does not know (so 0.2.0 refuses a caller compiled with the window fields,
+ * whose default is -1, with FC_ERR_UNSUPPORTED).
  * Query head h reads key/value head h / (heads_q / heads_kv) (GQA/MQA).
- * Causal masking is bottom-right aligned: query row i sees keys j <= i + seqlen_k - seqlen_q.
+ * Masks are bottom-right aligned: query row i's diagonal is key d = i + seqlen_k - seqlen_q.
+ * Causal: row i sees keys j <= d. A sliding window: d - window_left <= j <= d + window_right, -1
+ * meaning unbounded on that side; causal is window_right 0 (causal = 1 with window_right -1 or 0).
+ * A window wider than the sequence is no window. Always j < seqlen_k.
  * A query row that sees no key at all gets out = 0 and lse = -inf.
  */
 struct fc_attention_params {
@@ -108,7 +113,10 @@ struct fc_attention_params {
     float *lse;              /**< optional [batch, heads_q, seqlen_q] fp32, natural log; NULL = none */
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];   /**< multiples of 8 elements */
     float softmax_scale;     /**< 0 = 1/sqrt(head_dim) */
-    int causal;              /**< 0 or 1 */
+    int causal;              /**< 0 or 1; 1 with window_right > 0 is FC_ERR_INVALID_ARG */
+    /* Fields below were added after 0.2.0 (read only where struct_size covers them). */
+    int window_left;         /**< keys before the diagonal a row sees; -1 = all (the default) */
+    int window_right;        /**< keys after the diagonal a row sees; -1 = all (the default), 0 = causal */
 };
 
 /** What the selector chose for a problem (fc_attention_plan). */
@@ -122,10 +130,10 @@ struct fc_plan_info {
 FC_API void fc_options_init(struct fc_options *options);
 
 /** Sets the struct_size bytes of *params to the defaults and params->struct_size to struct_size:
- *  packed strides, default scale, not causal, fp16; everything else 0. Sizes and pointers must be
- *  set. Call it through fc_attention_params_init, which passes the size the caller was compiled
- *  with; from another language, pass the size of your copy of the struct (at least 0.2.0's, 184
- *  bytes on LP64). */
+ *  packed strides, default scale, not causal, no window (window_left = window_right = -1), fp16;
+ *  everything else 0. Sizes and pointers must be set. Call it through fc_attention_params_init,
+ *  which passes the size the caller was compiled with; from another language, pass the size of
+ *  your copy of the struct (at least 0.2.0's, 184 bytes on LP64). */
 FC_API void fc_attention_params_init_sized(struct fc_attention_params *params, size_t struct_size);
 
 /** 0.2.0's initializer, kept for binaries compiled against it: it initializes the struct as 0.2.0

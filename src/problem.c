@@ -1,5 +1,6 @@
 /* Validation: fc_attention_params -> fc_problem, one rule and one message per field. The shape
  * rules first (no pointer is read), then the tensor rules. Size arithmetic is 64-bit and checked. */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #define HEAD_DIM_MIN 8
 #define HEAD_DIM_MAX 256
 #define STRUCT_SIZE_MAX 4096   /* a struct_size past this is an uninitialized struct */
+#define WINDOW_INDEX_SLACK 1024   /* above the sequences' keys: the padding rows of a block, and a tile */
 
 static enum fc_status fail(enum fc_status status, char *msg, size_t size, const char *format, ...)
     __attribute__((format(printf, 4, 5)));
@@ -110,6 +112,43 @@ static enum fc_status read_params(const struct fc_attention_params *given, struc
                           "fc_attention_params_init", msg, size);
 }
 
+/* The window's rules, before any size is known to be valid. */
+static enum fc_status check_window(const struct fc_attention_params *p, char *msg, size_t size)
+{
+    if (p->window_left < -1)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "window_left must be -1 (unbounded) or a key count >= 0 (got %d)",
+                    p->window_left);
+    if (p->window_right < -1)
+        return fail(FC_ERR_INVALID_ARG, msg, size,
+                    "window_right must be -1 (unbounded) or a key count >= 0 (got %d)", p->window_right);
+    if (p->causal && p->window_right > 0)
+        return fail(FC_ERR_INVALID_ARG, msg, size,
+                    "causal is window_right 0, so causal = 1 cannot take window_right %d: set causal = 0 to see "
+                    "keys past the diagonal", p->window_right);
+    return FC_OK;
+}
+
+/* The mask the kernels get (struct fc_mask): causal is window_right 0; a side wider than the
+ * sequence bounds nothing (window_left >= seqlen_k - 1: every row's window starts at or before key
+ * 0; window_right >= seqlen_q - 1: every row's reaches seqlen_k - 1), and an unbounded side becomes
+ * a bound past the sequence, so that the kernels never test for -1. No bounded side: no window. */
+static enum fc_status resolve_mask(const struct fc_attention_params *p, struct fc_mask *m, char *msg, size_t size)
+{
+    m->causal = p->causal || p->window_right == 0;
+    const int left = p->window_left >= 0 && (int64_t)p->window_left < (int64_t)p->seqlen_k - 1;
+    const int right = !m->causal && p->window_right >= 0 && (int64_t)p->window_right < (int64_t)p->seqlen_q - 1;
+    m->window = left || right;
+    m->window_left = left ? p->window_left : p->seqlen_k;
+    m->window_right = m->causal ? 0 : right ? p->window_right : p->seqlen_q;
+    /* NOTE: a row's last key plus one, row + seqlen_k - seqlen_q + window_right + 1, runs up to
+     * seqlen_q + seqlen_k + block_m for the padding rows of a last block: 32-bit in the kernels. */
+    if (m->window && (int64_t)p->seqlen_q + p->seqlen_k > INT_MAX - WINDOW_INDEX_SLACK)
+        return fail(FC_ERR_UNSUPPORTED, msg, size,
+                    "a sliding window needs seqlen_q + seqlen_k (%lld) of at most %d: the kernels index keys in "
+                    "32 bits", (long long)p->seqlen_q + p->seqlen_k, INT_MAX - WINDOW_INDEX_SLACK);
+    return FC_OK;
+}
+
 enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct fc_problem *out, char *msg,
                                 size_t size)
 {
@@ -126,10 +165,11 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
         return fail(FC_ERR_UNSUPPORTED, msg, size, "dtype FC_E4M3 is not supported yet (FC_F16 and FC_BF16 are)");
     if (p->causal != 0 && p->causal != 1)
         return fail(FC_ERR_INVALID_ARG, msg, size, "causal must be 0 or 1 (got %d)", p->causal);
+    if ((status = check_window(p, msg, size)) != FC_OK)
+        return status;
     if (!isfinite(p->softmax_scale))
         return fail(FC_ERR_INVALID_ARG, msg, size, "softmax_scale must be finite (0 selects 1/sqrt(head_dim))");
-    status = check_sizes(p, msg, size);
-    if (status != FC_OK)
+    if ((status = check_sizes(p, msg, size)) != FC_OK || (status = resolve_mask(p, &out->mask, msg, size)) != FC_OK)
         return status;
     const int bytes = dtype->bytes, d = p->head_dim;
     if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
@@ -144,7 +184,6 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
     out->heads_q = p->heads_q;
     out->heads_kv = p->heads_kv;
     out->head_dim = p->head_dim;
-    out->mask.causal = p->causal;
     out->softmax_scale = p->softmax_scale != 0.f ? p->softmax_scale : 1.f / sqrtf((float)p->head_dim);
     return FC_OK;
 }

@@ -27,8 +27,9 @@ struct fc_problem {
 };
 
 /**
- * The shape rules: every size, the dtype, causality, the scale, and the strides (resolved; every
- * element's byte offset fits in 64 bits). Reads no pointer. Needs no GPU.
+ * The shape rules: every size, the dtype, the mask (causality and window, resolved into
+ * problem->mask: src/mask.c), the scale, and the strides (resolved; every element's byte offset
+ * fits in 64 bits). Reads no pointer. Needs no GPU.
  * @return FC_OK, FC_ERR_INVALID_ARG (a rule is broken) or FC_ERR_UNSUPPORTED (valid, no kernel)
  */
 enum fc_status fc_problem_shape(const struct fc_attention_params *params, struct fc_problem *out, char *msg,

@@ -145,8 +145,7 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
                       struct fc_row_reference *row, double *scratch)
 {
     const int kv = h / (p->heads_q / p->heads_kv), D = p->head_dim;
-    const struct fc_mask mask = {p->causal};
-    const struct fc_key_range keys = fc_mask_keys(&mask, p->seqlen_q, p->seqlen_k, i, i + 1);
+    const struct fc_key_range keys = fc_mask_keys(&p->mask, p->seqlen_q, p->seqlen_k, i, i + 1);
     row->visible_keys = keys.end - keys.begin;
     for (int d = 0; d < D; d++)
         row->out[d] = row->native[d] = 0.0;

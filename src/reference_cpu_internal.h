@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "flashcore.h"
+#include "mask_internal.h"
 
 float fc_half_to_float(uint16_t bits);
 uint16_t fc_float_to_half(float value);             /* round to nearest even */
@@ -31,7 +32,8 @@ uint64_t fc_random_below(struct fc_random *random, uint64_t bound);
 /** A problem on the host: packed [batch, seq, head, head_dim] 16-bit tensors. */
 struct fc_host_problem {
     enum fc_dtype dtype;
-    int batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal;
+    int batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
+    struct fc_mask mask;          /* as src/problem.c resolves it: which keys a row sees (src/mask.c) */
     float softmax_scale;          /* resolved, never 0 */
     const uint16_t *q, *k, *v;
 };

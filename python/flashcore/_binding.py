@@ -76,6 +76,8 @@ class AttentionParams(ctypes.Structure):
         ("o_stride", Strides),
         ("softmax_scale", ctypes.c_float),
         ("causal", ctypes.c_int),
+        ("window_left", ctypes.c_int),      # -1: unbounded (fc_attention_params_init_sized's default)
+        ("window_right", ctypes.c_int),
     ]
 
 
