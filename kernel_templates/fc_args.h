@@ -36,6 +36,7 @@ struct fc_kernel_args {
     int splits, split_keys;
     float *o_partial, *lse_partial;
     struct fc_mask mask;
+    const float *sinks;             /* [heads_q] logits (natural log) joining each row's denominator, or NULL */
 };
 
 /* fc_attention_merge's kernel (merge.cuh): two partial results of the same queries, and where the

@@ -277,9 +277,11 @@ struct DecodeForward {
                     sum += merge_sum[w * ROWS + r] * weight;
                     value += merge_o[(w * ROWS + r) * HEAD_DIM + c] * weight;
                 }
+            const int head = row_head(r), query = row_query(r);
+            if (!partial && args.sinks)   // one split: the sink joins here (else in the combine)
+                value *= fold_sink(top, sum, args.sinks[head] * LOG2E);
             const float out = sum > 0.f ? value / sum : 0.f;   // no visible key: 0
             const float lse = sum > 0.f ? (top + log2_approx(sum)) * LN2 : -infinity();
-            const int head = row_head(r), query = row_query(r);
             const long long row = (static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + query;
             if (partial) {
                 const long long at = static_cast<long long>(split) * args.batch * args.heads_q * args.seqlen_q + row;
@@ -297,24 +299,28 @@ struct DecodeForward {
     }
 };
 
-// Merges the splits of one query row per CTA: LSE = log sum_s exp(LSE_s), O = sum_s exp(LSE_s -
-// LSE) O_s; a row no split saw a key of is 0 with LSE -inf.
+// Merges the splits of one query row per CTA: LSE = log (sum_s exp(LSE_s) [+ exp(sink)]), O =
+// sum_s exp(LSE_s - LSE) O_s: the head's sink, if there are sinks, joins the denominator here,
+// once, and brings no value. A row no split saw a key of is 0 with LSE -inf (or its sink).
 template <typename T, int HEAD_DIM>
 __device__ __forceinline__ void combine_splits(const fc_kernel_args &args)
 {
     const long long row = blockIdx.x;   // (batch, head, query)
     const long long rows = static_cast<long long>(args.batch) * args.heads_q * args.seqlen_q;
-    float top = -infinity();
-    for (int s = 0; s < args.splits; s++)
-        top = fmaxf(top, args.lse_partial[s * rows + row]);
-    float sum = 0.f;
-    if (top != -infinity())
-        for (int s = 0; s < args.splits; s++)
-            sum += __expf(args.lse_partial[s * rows + row] - top);
-    const float lse = sum > 0.f ? top + __logf(sum) : -infinity();
     const int query = static_cast<int>(row % args.seqlen_q);
     const int head = static_cast<int>(row / args.seqlen_q % args.heads_q);
     const int batch = static_cast<int>(row / args.seqlen_q / args.heads_q);
+    const float sink = args.sinks ? args.sinks[head] : -infinity();
+    float top = sink;   // NOTE: in the max, so that a large sink cannot overflow the sum
+    for (int s = 0; s < args.splits; s++)
+        top = fmaxf(top, args.lse_partial[s * rows + row]);
+    float sum = 0.f;
+    if (top != -infinity()) {
+        for (int s = 0; s < args.splits; s++)
+            sum += __expf(args.lse_partial[s * rows + row] - top);
+        sum += __expf(sink - top);   // 0 without one
+    }
+    const float lse = sum > 0.f ? top + __logf(sum) : -infinity();
     T *out = static_cast<T *>(args.o) + batch * args.o_stride[0] + head * args.o_stride[2] + query * args.o_stride[1];
     for (int c = threadIdx.x; c < HEAD_DIM; c += blockDim.x) {
         float value = 0.f;

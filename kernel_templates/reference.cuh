@@ -12,6 +12,7 @@
 #include "ptx/convert.cuh"
 #include "ptx/math.cuh"
 #include "ptx/warp.cuh"
+#include "softmax.cuh"
 
 namespace fc {
 
@@ -156,7 +157,10 @@ struct ReferenceKernel {
             const int row = row0 + warp * ROWS + r;
             if (row >= args.seqlen_q)
                 break;
-            const float inverse = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;   // no visible key: 0
+            float top = row_max[r], sum = row_sum[r], scale = 1.f;
+            if (args.sinks)   // the head's sink joins the denominator (softmax.cuh)
+                scale = fold_sink(top, sum, args.sinks[head] * LOG2E);
+            const float inverse = sum > 0.f ? scale / sum : 0.f;   // no visible key: 0
             for (int i = 0; i < DIMS_PER_LANE; i++) {
                 const int d = lane + i * WARP_SIZE;
                 if (d < HEAD_DIM)
@@ -164,7 +168,7 @@ struct ReferenceKernel {
             }
             if (args.lse && lane == 0) {
                 constexpr float LN2 = 0.693147180559945309f;
-                const float lse = row_sum[r] > 0.f ? (row_max[r] + log2_approx(row_sum[r])) * LN2 : -infinity();
+                const float lse = sum > 0.f ? (top + log2_approx(sum)) * LN2 : -infinity();
                 args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] = lse;
             }
         }

@@ -86,7 +86,8 @@ struct fc_options {
 #define FC_DEVICE_NONE (-1)
 
 /**
- * One attention problem: out = softmax(scale * Q K^T [+ mask]) V, per batch and query head.
+ * One attention problem: out = softmax(scale * Q K^T [+ mask]) V, per batch and query head
+ * (sinks, if set, join the softmax's denominator).
  *
  * Tensors are [batch, seq, head, head_dim] with the last dimension contiguous. Strides are in
  * elements, in the order {batch, seq, head}; all three 0 means packed BSHD.
@@ -102,7 +103,7 @@ struct fc_options {
  * Causal: row i sees keys j <= d. A sliding window: d - window_left <= j <= d + window_right, -1
  * meaning unbounded on that side; causal is window_right 0 (causal = 1 with window_right -1 or 0).
  * A window wider than the sequence is no window. Always j < seqlen_k.
- * A query row that sees no key at all gets out = 0 and lse = -inf.
+ * A query row that sees no key at all gets out = 0 and lse = -inf (with sinks: lse = its sink).
  */
 struct fc_attention_params {
     size_t struct_size;      /**< sizeof(struct fc_attention_params) as the caller was compiled: set by init */
@@ -117,6 +118,12 @@ struct fc_attention_params {
     /* Fields below were added after 0.2.0 (read only where struct_size covers them). */
     int window_left;         /**< keys before the diagonal a row sees; -1 = all (the default) */
     int window_right;        /**< keys after the diagonal a row sees; -1 = all (the default), 0 = causal */
+    /** Optional attention sinks, NULL = none: a device pointer to fp32 [heads_q], 4-byte aligned, one
+     *  logit per query head (on the scale of the scaled scores, natural log) that joins each row's
+     *  softmax denominator and receives no value (gpt-oss's s_aux): out = sum_j e^(s_j) v_j /
+     *  (e^sink + sum_j e^(s_j)), and the LSE includes it. A row that sees no key gets out = 0 and
+     *  lse = its sink. Finite, or -inf for a head without one. */
+    const float *sinks;
 };
 
 /** What the selector chose for a problem (fc_attention_plan). */

@@ -212,6 +212,8 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
         return status;
     if (p->lse && (status = fc_problem_pointer("lse", p->lse, sizeof(float), msg, size)))
         return status;
+    if (p->sinks && (status = fc_problem_pointer("sinks", p->sinks, sizeof(float), msg, size)))
+        return status;
     int64_t rows;
     if (p->lse && (__builtin_mul_overflow((int64_t)p->batch, (int64_t)p->heads_q, &rows) ||
                    __builtin_mul_overflow(rows, (int64_t)p->seqlen_q, &rows) ||
@@ -222,6 +224,7 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
     out->v = p->v;
     out->out = p->out;
     out->lse = p->lse;
+    out->sinks = p->sinks;
     return FC_OK;
 }
 

@@ -22,6 +22,7 @@ struct fc_problem {
     const void *q, *k, *v;   /* NULL until the tensor rules are checked */
     void *out;
     float *lse;
+    const float *sinks;      /* NULL: none (a tensor rule: a pointer) */
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
     float softmax_scale;
 };
@@ -36,8 +37,8 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *params, struct
                                 size_t msg_size);
 
 /**
- * The tensor rules, after fc_problem_shape: q, k, v and out present and 16-byte aligned, lse
- * (optional) 4-byte aligned with its rows addressable; copies the pointers into *problem.
+ * The tensor rules, after fc_problem_shape: q, k, v and out present and 16-byte aligned, lse and
+ * sinks (optional) 4-byte aligned, lse's rows addressable; copies the pointers into *problem.
  * @return FC_OK or FC_ERR_INVALID_ARG
  */
 enum fc_status fc_problem_tensors(const struct fc_attention_params *params, struct fc_problem *problem, char *msg,

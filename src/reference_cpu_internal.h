@@ -36,12 +36,13 @@ struct fc_host_problem {
     struct fc_mask mask;          /* as src/problem.c resolves it: which keys a row sees (src/mask.c) */
     float softmax_scale;          /* resolved, never 0 */
     const uint16_t *q, *k, *v;
+    const float *sinks;           /* [heads_q] logits joining each row's denominator, or NULL */
 };
 
 /** One query row's answers. */
 struct fc_row_reference {
-    int visible_keys;             /* 0: out must be 0 and lse -inf */
-    double lse;                   /* natural log; -inf when no key is visible */
+    int visible_keys;             /* 0: out must be 0, and lse -inf or the row's sink */
+    double lse;                   /* natural log, the sink included; -inf when no key is visible and no sink */
     double *out;                  /* [head_dim], fp64 from the same 16-bit inputs */
     double *native;               /* [head_dim], emulating PyTorch's math path in the dtype */
 };

@@ -209,6 +209,8 @@ def test_tune_and_explain_without_gpu(cli):
     assert explained["features"].startswith("causal, no window"), explained
     code, out, err = cli.run("explain", "--seqlen", "4096", "--window-left", "256", "--window-right", "16")
     assert code == EXIT_OK and "features:  no causal mask, sliding window" in out, (code, out, err)
+    code, out, err = cli.run("explain", "--seqlen", "4096", "--sinks", "20")
+    assert code == EXIT_OK and "sinks 20" in out and "sinks (run time)" in out, (code, out, err)
 
 
 def test_cache_export_import_round_trip(cli, directory):
@@ -396,7 +398,7 @@ def test_one_exit_code_rule(cli, directory):
                  ["tune", "--spec", "/nonexistent"], ["tune", "--dry-run", "--spec", "/nonexistent"],
                  ["run", "--scale", "abc"], ["run", "--scale", "1e99"], ["plan", "--scale", "0.1x"],
                  ["run", "--seed", "abc"], ["run", "--seed", "-1"], ["plan", "--arch", "sm_1"],
-                 ["plan", "--window-left", "-2"], ["explain", "--window-right", "x"],
+                 ["plan", "--window-left", "-2"], ["explain", "--window-right", "x"], ["run", "--sinks", "x"],
                  ["run", "--arch", "sm_80"]):
         code, _, err = cli.run(*args)
         assert code == EXIT_USAGE and err.strip(), (args, code, err)

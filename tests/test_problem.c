@@ -75,6 +75,7 @@ MUTATION(null_out, p->out = NULL)
 MUTATION(misaligned_q, p->q = device_memory + 2)
 MUTATION(misaligned_out, p->out = device_memory + 8)
 MUTATION(misaligned_lse, p->lse = (float *)(device_memory + 2))
+MUTATION(misaligned_sinks, p->sinks = (const float *)(device_memory + 6))
 MUTATION(mixed_zero_strides, p->q_stride[0] = 0; p->q_stride[1] = 512; p->q_stride[2] = 64)
 MUTATION(unaligned_stride, p->k_stride[0] = 38400; p->k_stride[1] = 130; p->k_stride[2] = 64)
 MUTATION(negative_stride, p->v_stride[0] = -38400; p->v_stride[1] = 128; p->v_stride[2] = 64)
@@ -106,6 +107,7 @@ static const struct rule RULES[] = {
     {"q misaligned", misaligned_q, FC_ERR_INVALID_ARG, "must be 16-byte aligned"},
     {"out misaligned", misaligned_out, FC_ERR_INVALID_ARG, "must be 16-byte aligned"},
     {"lse misaligned", misaligned_lse, FC_ERR_INVALID_ARG, "must be 4-byte aligned"},
+    {"sinks misaligned", misaligned_sinks, FC_ERR_INVALID_ARG, "sinks ("},
     {"mixed zero strides", mixed_zero_strides, FC_ERR_INVALID_ARG, "q_stride[0] (batch) is 0"},
     {"stride not 16 bytes", unaligned_stride, FC_ERR_INVALID_ARG, "k_stride[1] (seq) is 130: it must be a multiple of 8"},
     {"negative stride", negative_stride, FC_ERR_INVALID_ARG, "v_stride[0] (batch) is -38400"},

@@ -29,6 +29,8 @@ static const char HELP[] =
     "  --window-left N    sliding window: a row sees N keys before its diagonal (default -1: all)\n"
     "  --window-right N   ... and N keys after it (default -1: all; 0 is causal)\n"
     "  --scale X          softmax scale (default 1/sqrt(head_dim))\n"
+    "  --sinks M          attention sinks, one logit per query head: N(0, 1) x M (run: random; plan and\n"
+    "                     explain: a run-time input of every kernel, no other kernel)\n"
     "%s";
 
 static const char PLAN_HELP[] =
@@ -51,6 +53,7 @@ static const char RUN_HELP[] =
 
 struct run_options {
     struct fc_attention_params params;
+    float sinks;               /* --sinks: their magnitude; 0 = none */
     int device, iters, warmup, check_rows, check, want_lse, host_calls;
     int arch, arch_specific;   /* plan --arch */
     unsigned long long seed;
@@ -59,7 +62,7 @@ struct run_options {
 
 enum { O_BATCH = 256, O_SEQLEN, O_SEQLEN_Q, O_SEQLEN_K, O_HEADS, O_HEADS_Q, O_HEADS_KV, O_HEAD_DIM, O_DTYPE,
        O_CAUSAL, O_SCALE, O_DEVICE, O_ITERS, O_WARMUP, O_CHECK_ROWS, O_NO_CHECK, O_NO_LSE, O_SEED, O_HOST_CALLS,
-       O_VARIANT, O_ARCH, O_WINDOW_LEFT, O_WINDOW_RIGHT };
+       O_VARIANT, O_ARCH, O_WINDOW_LEFT, O_WINDOW_RIGHT, O_SINKS };
 
 /* Option --name (its value in optarg) of `command`: an integer >= min. */
 static int at_least(const char *command, const char *name, int min, int *out)
@@ -83,6 +86,7 @@ static int parse_one(int c, const char *command, struct run_options *o)
     case O_WINDOW_LEFT: return fcjit_parse_int(command, "window-left", optarg, -1, INT_MAX, &p->window_left);
     case O_WINDOW_RIGHT: return fcjit_parse_int(command, "window-right", optarg, -1, INT_MAX, &p->window_right);
     case O_SCALE: return fcjit_parse_float(command, "scale", optarg, &p->softmax_scale);
+    case O_SINKS: return fcjit_parse_float(command, "sinks", optarg, &o->sinks);
     case O_DEVICE: return at_least(command, "device", 0, &o->device);
     case O_ITERS: return at_least(command, "iters", 1, &o->iters);
     case O_WARMUP: return at_least(command, "warmup", 0, &o->warmup);
@@ -121,7 +125,7 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
         {"iters", 1, 0, O_ITERS}, {"warmup", 1, 0, O_WARMUP}, {"check-rows", 1, 0, O_CHECK_ROWS},
         {"no-check", 0, 0, O_NO_CHECK}, {"no-lse", 0, 0, O_NO_LSE}, {"seed", 1, 0, O_SEED},
         {"host-calls", 1, 0, O_HOST_CALLS}, {"variant", 1, 0, O_VARIANT}, {"arch", 1, 0, O_ARCH},
-        {"window-left", 1, 0, O_WINDOW_LEFT}, {"window-right", 1, 0, O_WINDOW_RIGHT},
+        {"window-left", 1, 0, O_WINDOW_LEFT}, {"window-right", 1, 0, O_WINDOW_RIGHT}, {"sinks", 1, 0, O_SINKS},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -152,20 +156,24 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
     return 0;
 }
 
-static void print_shape(const struct fc_attention_params *p)
+static void print_shape(const struct run_options *o)
 {
+    const struct fc_attention_params *p = &o->params;
     printf("B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s", p->batch, p->seqlen_q, p->seqlen_k, p->heads_q,
            p->heads_kv, p->head_dim, fc_dtype_name(p->dtype), p->causal ? " causal" : "");
     if (p->window_left >= 0 || p->window_right >= 0)
         printf(" window (%d, %d)", p->window_left, p->window_right);
+    if (o->sinks != 0.f)
+        printf(" sinks %g", o->sinks);
 }
 
 /* What of the mask and the scores a plan's kernel takes at compile time and what at run time. */
-static void features(const struct fc_plan *plan, char *out, size_t size)
+static void features(const struct fc_plan *plan, const struct run_options *o, char *out, size_t size)
 {
     const struct fc_variant *v = &plan->variant;
-    snprintf(out, size, "%s%s", v->causal ? "causal" : "no causal mask",
-             v->window ? ", sliding window (bounds at run time)" : ", no window");
+    snprintf(out, size, "%s%s%s", v->causal ? "causal" : "no causal mask",
+             v->window ? ", sliding window (bounds at run time)" : ", no window",
+             o->sinks != 0.f ? ", sinks (run time)" : ", no sinks");
 }
 
 /* The shape rules, checked before any GPU is looked for, so that bad input says 2 everywhere. */
@@ -203,7 +211,7 @@ int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g)
     else {
         char arch[FC_ARCH_NAME_MAX];
         fc_arch_name(o.arch, o.arch_specific, arch);
-        print_shape(&o.params);
+        print_shape(&o);
         printf(" on %s\n  kernel: %s\n  why:    %s\n", arch, info.kernel, info.reason);
     }
     fc_context_destroy(ctx);
@@ -242,7 +250,7 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
         fc_variant_name(&plan.variant, kernel);
         fc_plan_explain(&plan, reason, sizeof reason);
         fc_variant_name(&plan.heuristic, heuristic_name);
-        features(&plan, mask, sizeof mask);
+        features(&plan, &o, mask, sizeof mask);
         if (plan.tuned)
             fc_bucket_name(&plan.tuned->bucket, bucket);
     }
@@ -256,7 +264,7 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
                "\"tuned_bucket\": \"%s\", \"tuned_buckets\": %zu, \"heuristic\": \"%s\", \"features\": \"%s\"}\n",
                gpu, arch, kernel, plan.splits, reason, bucket, ctx->tuned.count, heuristic_name, mask);
     } else {
-        print_shape(&o.params);
+        print_shape(&o);
         printf(" on %s (%s)\n  kernel:    %s\n", gpu, arch, kernel);
         if (plan.splits > 1)
             printf("  splits:    %d CTAs along the keys per (batch, K/V head), then a combine kernel\n", plan.splits);
@@ -420,6 +428,7 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
                p->batch, p->seqlen_q, p->seqlen_k, p->heads_q, p->heads_kv, p->head_dim, fc_dtype_name(p->dtype),
                p->causal ? "true" : "false", p->window_left, p->window_right, info->kernel, info->splits,
                t->first_call_ms, t->median_ms, tflops, kv_gbps);
+        printf("\"sinks\": %g, ", o->sinks);
         if (o->host_calls)
             printf("\"host_us\": %.3f, \"raw_launch_us\": %.3f, ", t->host_us, t->raw_launch_us);
         printf("\"checked\": %s, \"rows_checked\": %lld, \"max_error\": %.3g, \"native_error\": %.3g, "
@@ -428,7 +437,7 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
                passed ? "true" : "false", o->seed);
         return;
     }
-    print_shape(p);
+    print_shape(o);
     printf("\n  kernel        %s", info->kernel);
     if (info->splits > 1)
         printf(", %d splits of the keys", info->splits);
@@ -449,7 +458,9 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
 static int run_on_device(struct fc_context *ctx, const struct fcjit_globals *g, struct run_options *o)
 {
     const struct fc_cuda_api *cu = ctx->cuda;
-    struct fc_check_case c = {o->params, FC_LAYOUT_PACKED, o->want_lse, o->check ? o->check_rows : 2, o->seed};
+    struct fc_check_case c = {.shape = o->params, .layout = FC_LAYOUT_PACKED, .want_lse = o->want_lse,
+                              .check_rows = o->check ? o->check_rows : 2, .seed = o->seed,
+                              .sinks_magnitude = o->sinks};
     struct fc_check_run run;
     struct timings t = {0};
     struct fc_error_stats stats = {0};
