@@ -37,6 +37,10 @@ struct fc_kernel_args {
     float *o_partial, *lse_partial;
     struct fc_mask mask;
     const float *sinks;             /* [heads_q] logits (natural log) joining each row's denominator, or NULL */
+    /* logit soft-capping (the variant's compile-time switch): S -> softcap * tanh(scale * S / softcap),
+     * computed as tanh(S * softcap_scale) into exp2 with the factor softcap_log2 */
+    float softcap_scale;            /* softmax_scale / softcap */
+    float softcap_log2;             /* softcap * log2(e) */
 };
 
 /* fc_attention_merge's kernel (merge.cuh): two partial results of the same queries, and where the

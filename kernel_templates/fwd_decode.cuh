@@ -24,7 +24,8 @@
 
 namespace fc {
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS, bool WINDOW = false>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS, bool WINDOW = false,
+          bool SOFTCAP = false>
 struct DecodeForward {
     using E = Element<T>;
     static constexpr int ROWS = 16;                     // one m-tile of packed (head, query) rows
@@ -199,8 +200,10 @@ struct DecodeForward {
                 o[0][d][i] = 0.f;
         OnlineSoftmax<1, N_TILES> softmax;
         softmax.init();
-        const bool fold_scale = args.scale_log2 > 0.f;
-        const float factor = fold_scale ? args.scale_log2 : 1.f, prescale = fold_scale ? 1.f : args.scale_log2;
+        // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh)
+        const bool fold_scale = SOFTCAP || args.scale_log2 > 0.f;
+        const float factor = SOFTCAP ? args.softcap_log2 : fold_scale ? args.scale_log2 : 1.f;
+        const float prescale = fold_scale ? 1.f : args.scale_log2;
         unsigned q_frag[K_STEPS][4];
 
         for (int t = 0; t < tiles; t++) {
@@ -225,6 +228,8 @@ struct DecodeForward {
             // packed rows are the query rows 0 .. seqlen_q - 1, so the tile is partial for them if it
             // is for those rows.
             const bool masked = mask.partial(0, args.seqlen_q - 1, key0, BLOCK_N);
+            if constexpr (SOFTCAP)
+                soft_cap(s, args.softcap_scale);
             if (masked || !fold_scale)
                 mask_packed(s, mask, key0, masked, prescale);
             float correction[1][2];

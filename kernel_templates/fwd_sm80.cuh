@@ -28,7 +28,8 @@
 
 namespace fc {
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int WARPS, bool WINDOW = false>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int WARPS, bool WINDOW = false,
+          bool SOFTCAP = false>
 struct Sm80Forward {
     using E = Element<T>;
     static constexpr int THREADS = WARPS * WARP_SIZE;
@@ -271,8 +272,10 @@ struct Sm80Forward {
                     o[m][d][i] = 0.f;
         OnlineSoftmax<M_TILES, N_TILES> softmax;
         softmax.init();
-        const bool fold_scale = args.scale_log2 > 0.f;   // the scale goes into the exp2 FFMA
-        const float factor = fold_scale ? args.scale_log2 : 1.f, prescale = fold_scale ? 1.f : args.scale_log2;
+        // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh)
+        const bool fold_scale = SOFTCAP || args.scale_log2 > 0.f;
+        const float factor = SOFTCAP ? args.softcap_log2 : fold_scale ? args.scale_log2 : 1.f;
+        const float prescale = fold_scale ? 1.f : args.scale_log2;
         unsigned q_frag[M_TILES][Q_FRAGMENTS][4];
 
         for (int t = 0; t < tiles; t++) {
@@ -303,6 +306,8 @@ struct Sm80Forward {
             float s[M_TILES][N_TILES][4];
             qk(s, q_frag, k_smem + stage * KV_BYTES + k_lane);
             const bool masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
+            if constexpr (SOFTCAP)
+                soft_cap(s, args.softcap_scale);
             if (masked || !fold_scale)
                 mask_scores(s, mask, row0 + warp * M_TILES * 16, key0, masked, prescale);
             float correction[M_TILES][2];

@@ -61,7 +61,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
 }
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
-          bool PINGPONG = false, bool WINDOW = false>
+          bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false>
 struct Sm90Forward {
     using E = Element<T>;
     static constexpr int CONSUMERS = BLOCK_M / 64;                   // warpgroups, 64 rows each
@@ -229,10 +229,14 @@ struct Sm90Forward {
     __device__ __forceinline__ void softmax_tile(float (&s)[1][N_TILES][4], OnlineSoftmax<1, N_TILES> &softmax,
                                                  float (&correction)[1][2], int t)
     {
-        const bool fold_scale = base.scale_log2 > 0.f;
-        const float factor = fold_scale ? base.scale_log2 : 1.f, prescale = fold_scale ? 1.f : base.scale_log2;
+        // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh)
+        const bool fold_scale = SOFTCAP || base.scale_log2 > 0.f;
+        const float factor = SOFTCAP ? base.softcap_log2 : fold_scale ? base.scale_log2 : 1.f;
+        const float prescale = fold_scale ? 1.f : base.scale_log2;
         const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
         const bool masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
+        if constexpr (SOFTCAP)
+            soft_cap(s, base.softcap_scale);
         if (masked || !fold_scale)
             mask_scores(s, mask, row0 + warp * 16, key0, masked, prescale);
         softmax.update(s, correction, factor);

@@ -16,7 +16,7 @@
 
 namespace fc {
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int WARPS, bool WINDOW = false>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int WARPS, bool WINDOW = false, bool SOFTCAP = false>
 struct ReferenceKernel {
     static constexpr int BLOCK_N = WARP_SIZE;                    // one key per lane
     static constexpr int THREADS = WARPS * WARP_SIZE;
@@ -30,7 +30,7 @@ struct ReferenceKernel {
     static_assert(BLOCK_M % WARPS == 0 && ROWS >= 1 && ROWS <= 8, "1 to 8 query rows per warp");
 
     struct Shared {
-        float q[BLOCK_M * HEAD_DIM];              // (BLOCK_M, HEAD_DIM) fp32, scaled by scale*log2(e)
+        float q[BLOCK_M * HEAD_DIM];              // (BLOCK_M, HEAD_DIM) fp32, scaled (see load_q)
         unsigned k[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) T, packed in words, padded rows
         unsigned v[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) T, packed in words, padded rows
     };
@@ -52,12 +52,16 @@ struct ReferenceKernel {
         row0 = m_block * BLOCK_M;
     }
 
+    // Q times scale * log2(e): a dot product is then a score in the log2 domain; with a softcap,
+    // times scale / softcap: a dot product is what the tanh takes.
     __device__ void load_q()
     {
         const T *q = static_cast<const T *>(args.q) + batch * args.q_stride[0] + head * args.q_stride[2];
         for (int i = threadIdx.x; i < BLOCK_M * HEAD_DIM; i += THREADS) {
             const int row = row0 + i / HEAD_DIM, d = i % HEAD_DIM;
-            smem.q[i] = row < args.seqlen_q ? to_float(q[row * args.q_stride[1] + d]) * args.scale_log2 : 0.f;
+            smem.q[i] = row < args.seqlen_q
+                            ? to_float(q[row * args.q_stride[1] + d]) * (SOFTCAP ? args.softcap_scale : args.scale_log2)
+                            : 0.f;
         }
     }
 
@@ -113,10 +117,12 @@ struct ReferenceKernel {
                 }
             }
 
-            // Online softmax: new running max, rescale what was accumulated, P = exp2(S - max).
+            // Online softmax: new running max, rescale what was accumulated, P = exp2(S - max). The
+            // softcap with the accurate tanh: this kernel is the oracle.
             float p[ROWS];
             for (int r = 0; r < ROWS; r++) {
-                const float score = mask.visible(my_row0 + r, key0 + lane) ? s[r] : -infinity();
+                const float capped = SOFTCAP ? args.softcap_log2 * tanhf(s[r]) : s[r];
+                const float score = mask.visible(my_row0 + r, key0 + lane) ? capped : -infinity();
                 const float new_max = fmaxf(row_max[r], warp_max(score));
                 const bool none_yet = new_max == -infinity();   // exp2(-inf - -inf) would be NaN
                 p[r] = none_yet ? 0.f : exp2_approx(score - new_max);

@@ -26,6 +26,22 @@ __device__ __forceinline__ float quad_sum(float x)
     return x + __shfl_xor_sync(FULL_WARP, x, 2);
 }
 
+// Logit soft-capping of a tile of scores, before masking: S -> tanh(S * scale), scale = softmax
+// scale / softcap; the softmax's factor (softcap * log2(e)) then brings back the cap. NOTE: a pass
+// of its own over every tile, so that masking stays on the edge tiles: folded into the masking
+// pass (which then ran on every tile), sm80 at head_dim 128 causal spilled 80 bytes.
+template <int M_TILES, int N_TILES>
+__device__ __forceinline__ void soft_cap(float (&s)[M_TILES][N_TILES][4], float scale)
+{
+#pragma unroll
+    for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+        for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                s[m][n][i] = tanh_approx(s[m][n][i] * scale);
+}
+
 template <int M_TILES, int N_TILES>
 struct OnlineSoftmax {
     float row_max[M_TILES][2];   // running max of the scores times factor (log2 domain), per row

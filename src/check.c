@@ -100,7 +100,7 @@ static enum fc_status host_problem(struct fc_check_run *run, char *msg, size_t s
     run->host = (struct fc_host_problem){problem.dtype, problem.batch, problem.seqlen_q, problem.seqlen_k,
                                          problem.heads_q, problem.heads_kv, problem.head_dim, problem.mask,
                                          problem.softmax_scale, run->host_q, run->host_k, run->host_v,
-                                         run->host_sinks};
+                                         run->host_sinks, problem.softcap};
     return FC_OK;
 }
 

@@ -138,9 +138,9 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
-    return snprintf(out, size, "fc::DecodeForward<%s, %d, %s, %d, %d, %d, %s>", fc_dtype_traits(v->dtype)->device_type,
-                    v->head_dim, v->causal ? "true" : "false", v->block_n, v->stages, v->warps,
-                    v->window ? "true" : "false");
+    return snprintf(out, size, "fc::DecodeForward<%s, %d, %s, %d, %d, %d, %s, %s>",
+                    fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_n,
+                    v->stages, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false");
 }
 
 /* The module's second kernel: merges the splits' partials into out and lse. */

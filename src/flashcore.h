@@ -86,8 +86,8 @@ struct fc_options {
 #define FC_DEVICE_NONE (-1)
 
 /**
- * One attention problem: out = softmax(scale * Q K^T [+ mask]) V, per batch and query head
- * (sinks, if set, join the softmax's denominator).
+ * One attention problem: out = softmax(cap(scale * Q K^T) [+ mask]) V, per batch and query head
+ * (cap: softcap, if set; sinks, if set, join the softmax's denominator).
  *
  * Tensors are [batch, seq, head, head_dim] with the last dimension contiguous. Strides are in
  * elements, in the order {batch, seq, head}; all three 0 means packed BSHD.
@@ -124,6 +124,9 @@ struct fc_attention_params {
      *  (e^sink + sum_j e^(s_j)), and the LSE includes it. A row that sees no key gets out = 0 and
      *  lse = its sink. Finite, or -inf for a head without one. */
     const float *sinks;
+    /** Logit soft-capping, 0 = none (the default), else finite and positive: the scaled scores s
+     *  become softcap * tanh(s / softcap) before masking (Gemma 2). Sinks are not capped. */
+    float softcap;
 };
 
 /** What the selector chose for a problem (fc_attention_plan). */

@@ -169,6 +169,9 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
         return status;
     if (!isfinite(p->softmax_scale))
         return fail(FC_ERR_INVALID_ARG, msg, size, "softmax_scale must be finite (0 selects 1/sqrt(head_dim))");
+    if (!(p->softcap >= 0.f) || !isfinite(p->softcap))
+        return fail(FC_ERR_INVALID_ARG, msg, size, "softcap must be 0 (none) or finite and positive (got %g)",
+                    (double)p->softcap);
     if ((status = check_sizes(p, msg, size)) != FC_OK || (status = resolve_mask(p, &out->mask, msg, size)) != FC_OK)
         return status;
     const int bytes = dtype->bytes, d = p->head_dim;
@@ -185,6 +188,10 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
     out->heads_kv = p->heads_kv;
     out->head_dim = p->head_dim;
     out->softmax_scale = p->softmax_scale != 0.f ? p->softmax_scale : 1.f / sqrtf((float)p->head_dim);
+    out->softcap = p->softcap;
+    if (p->softcap > 0.f && !isfinite(out->softmax_scale / p->softcap))   /* the kernels' factor inside the tanh */
+        return fail(FC_ERR_INVALID_ARG, msg, size, "softcap %g is too small for softmax_scale %g: scale / softcap "
+                    "overflows fp32", (double)p->softcap, (double)out->softmax_scale);
     return FC_OK;
 }
 

@@ -25,11 +25,12 @@ struct fc_problem {
     const float *sinks;      /* NULL: none (a tensor rule: a pointer) */
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
     float softmax_scale;
+    float softcap;           /* 0: none */
 };
 
 /**
  * The shape rules: every size, the dtype, the mask (causality and window, resolved into
- * problem->mask: src/mask.c), the scale, and the strides (resolved; every element's byte offset
+ * problem->mask: src/mask.c), the scale and the softcap, and the strides (resolved; every element's byte offset
  * fits in 64 bits). Reads no pointer. Needs no GPU.
  * @return FC_OK, FC_ERR_INVALID_ARG (a rule is broken) or FC_ERR_UNSUPPORTED (valid, no kernel)
  */

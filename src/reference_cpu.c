@@ -116,9 +116,20 @@ static float element(const struct fc_host_problem *p, const uint16_t *t, int hea
     return fc_storage_to_float(p->dtype, t[index]);
 }
 
-/* PyTorch's math path in the dtype, emulated: S = q @ k^T (fp32 accumulate, rounded), times the
- * scale (rounded), softmax computed in fp32 and rounded, P @ V (fp32 accumulate, rounded). A sink
- * (in the dtype) joins the softmax as one more column, gpt-oss's torch.cat([S, sinks]). */
+/* A scaled score as PyTorch computes it in the dtype: times the scale (rounded), then soft-capped
+ * the standard way, softcap * torch.tanh(S / softcap), each op in fp32 and rounded. */
+static float native_score(const struct fc_host_problem *p, float dot, float scale)
+{
+    const float s = fc_round_to(p->dtype, fc_round_to(p->dtype, dot) * scale);
+    if (p->softcap == 0.f)
+        return s;
+    const float t = fc_round_to(p->dtype, tanhf(fc_round_to(p->dtype, s / p->softcap)));
+    return fc_round_to(p->dtype, p->softcap * t);
+}
+
+/* PyTorch's math path in the dtype, emulated: S = q @ k^T (fp32 accumulate, rounded), scaled and
+ * capped (native_score), softmax computed in fp32 and rounded, P @ V (fp32 accumulate, rounded). A
+ * sink (in the dtype) joins the softmax as one more column, gpt-oss's torch.cat([S, sinks]). */
 static void native_row(const struct fc_host_problem *p, int b, int h, int kv, struct fc_key_range keys,
                        const float *dots, float *weights, double *out)
 {
@@ -126,7 +137,7 @@ static void native_row(const struct fc_host_problem *p, int b, int h, int kv, st
     const float sink = p->sinks ? fc_round_to(p->dtype, p->sinks[h]) : -INFINITY;
     float max_score = sink, sum = 0.f;
     for (int j = keys.begin; j < keys.end; j++) {
-        weights[j] = fc_round_to(p->dtype, fc_round_to(p->dtype, dots[j]) * scale);
+        weights[j] = native_score(p, dots[j], scale);
         max_score = fmaxf(max_score, weights[j]);
     }
     for (int j = keys.begin; j < keys.end; j++) {
@@ -170,6 +181,8 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
             dot32 += qd * kd;
         }
         scores[j] = dot * p->softmax_scale;
+        if (p->softcap != 0.f)
+            scores[j] = p->softcap * tanh(scores[j] / p->softcap);
         dots[j] = dot32;
         max_score = fmax(max_score, scores[j]);
     }

@@ -37,6 +37,7 @@ struct fc_host_problem {
     float softmax_scale;          /* resolved, never 0 */
     const uint16_t *q, *k, *v;
     const float *sinks;           /* [heads_q] logits joining each row's denominator, or NULL */
+    float softcap;                /* 0: none; else scores s -> softcap * tanh(s / softcap) */
 };
 
 /** One query row's answers. */

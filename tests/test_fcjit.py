@@ -211,6 +211,9 @@ def test_tune_and_explain_without_gpu(cli):
     assert code == EXIT_OK and "features:  no causal mask, sliding window" in out, (code, out, err)
     code, out, err = cli.run("explain", "--seqlen", "4096", "--sinks", "20")
     assert code == EXIT_OK and "sinks 20" in out and "sinks (run time)" in out, (code, out, err)
+    code, out, err = cli.run("--json", "explain", "--seqlen", "4096", "--softcap", "30", "--causal")
+    assert code == EXIT_OK and "_causal_cap_" in json.loads(out)["kernel"], (code, out, err)
+    assert "softcap (tanh" in json.loads(out)["features"], out
 
 
 def test_cache_export_import_round_trip(cli, directory):
@@ -399,6 +402,7 @@ def test_one_exit_code_rule(cli, directory):
                  ["run", "--scale", "abc"], ["run", "--scale", "1e99"], ["plan", "--scale", "0.1x"],
                  ["run", "--seed", "abc"], ["run", "--seed", "-1"], ["plan", "--arch", "sm_1"],
                  ["plan", "--window-left", "-2"], ["explain", "--window-right", "x"], ["run", "--sinks", "x"],
+                 ["plan", "--softcap", "-5"], ["explain", "--softcap", "nan"],
                  ["run", "--arch", "sm_80"]):
         code, _, err = cli.run(*args)
         assert code == EXIT_USAGE and err.strip(), (args, code, err)

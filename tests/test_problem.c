@@ -76,6 +76,10 @@ MUTATION(misaligned_q, p->q = device_memory + 2)
 MUTATION(misaligned_out, p->out = device_memory + 8)
 MUTATION(misaligned_lse, p->lse = (float *)(device_memory + 2))
 MUTATION(misaligned_sinks, p->sinks = (const float *)(device_memory + 6))
+MUTATION(negative_softcap, p->softcap = -1.f)
+MUTATION(nan_softcap, p->softcap = NAN)
+MUTATION(infinite_softcap, p->softcap = INFINITY)
+MUTATION(tiny_softcap, p->softcap = 1e-45f)
 MUTATION(mixed_zero_strides, p->q_stride[0] = 0; p->q_stride[1] = 512; p->q_stride[2] = 64)
 MUTATION(unaligned_stride, p->k_stride[0] = 38400; p->k_stride[1] = 130; p->k_stride[2] = 64)
 MUTATION(negative_stride, p->v_stride[0] = -38400; p->v_stride[1] = 128; p->v_stride[2] = 64)
@@ -108,6 +112,10 @@ static const struct rule RULES[] = {
     {"out misaligned", misaligned_out, FC_ERR_INVALID_ARG, "must be 16-byte aligned"},
     {"lse misaligned", misaligned_lse, FC_ERR_INVALID_ARG, "must be 4-byte aligned"},
     {"sinks misaligned", misaligned_sinks, FC_ERR_INVALID_ARG, "sinks ("},
+    {"softcap -1", negative_softcap, FC_ERR_INVALID_ARG, "softcap must be 0 (none) or finite and positive (got -1)"},
+    {"softcap NaN", nan_softcap, FC_ERR_INVALID_ARG, "softcap must be 0 (none) or finite and positive"},
+    {"softcap inf", infinite_softcap, FC_ERR_INVALID_ARG, "softcap must be 0 (none) or finite and positive"},
+    {"softcap tiny", tiny_softcap, FC_ERR_INVALID_ARG, "scale / softcap overflows"},
     {"mixed zero strides", mixed_zero_strides, FC_ERR_INVALID_ARG, "q_stride[0] (batch) is 0"},
     {"stride not 16 bytes", unaligned_stride, FC_ERR_INVALID_ARG, "k_stride[1] (seq) is 130: it must be a multiple of 8"},
     {"negative stride", negative_stride, FC_ERR_INVALID_ARG, "v_stride[0] (batch) is -38400"},
@@ -272,6 +280,13 @@ static void test_plan_names_the_kernel_and_why(void **state)
     p.window_right = 3;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_win_m128n128s2w12p_sm_90a");
+    p.softcap = 30.f;   /* a softcap: its switch too */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_win_cap_m128n128s2w12p_sm_90a");
+    p.window_right = -1;
+    p.seqlen_q = 1;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "decode_bf16_d128_cap_m16n128s2w8_sm_90a");
     fc_context_destroy(ctx);
 }
 
@@ -451,7 +466,11 @@ static void test_tuned_winner_replaces_the_heuristic(void **state)
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_f16_d128_causal_win_m64n64s2w8_sm_90a");
     assert_non_null(strstr(info.reason, "tuned: test winner; measured without a window"));
+    p.softcap = 50.f;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d128_causal_win_cap_m64n64s2w8_sm_90a");
     p.window_left = -1;
+    p.softcap = 0.f;
     p.seqlen_q = 1;   /* decode-shaped: the split-KV kernel, not tuned */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_f16_d128_causal_m16n128s2w8_sm_90a");

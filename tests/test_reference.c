@@ -1,6 +1,6 @@
 /* The CPU reference every GPU check is judged against (src/reference_cpu.c): its fp64 answer per
  * row against attention written out here from the public semantics (flashcore.h) for small random
- * problems with windows and sinks, and the rules of fc_error_accumulate for the rows that see no
+ * problems with windows, sinks and softcaps, and the rules of fc_error_accumulate for the rows that see no
  * key. No GPU. */
 #include <math.h>
 #include <setjmp.h>
@@ -28,7 +28,7 @@ struct setup {
 };
 
 static void make(struct setup *s, int seqlen_q, int seqlen_k, int causal, int left, int right, float sink_scale,
-                 uint64_t seed)
+                 float softcap, uint64_t seed)
 {
     memset(s, 0, sizeof *s);
     struct fc_attention_params *p = &s->params;
@@ -43,6 +43,7 @@ static void make(struct setup *s, int seqlen_q, int seqlen_k, int causal, int le
     p->causal = causal;
     p->window_left = left;
     p->window_right = right;
+    p->softcap = softcap;
     struct fc_problem problem;
     char msg[512];
     assert_int_equal(fc_problem_shape(p, &problem, msg, sizeof msg), FC_OK);
@@ -60,7 +61,7 @@ static void make(struct setup *s, int seqlen_q, int seqlen_k, int causal, int le
         s->sinks[h] = (float)fc_random_normal(&random) * sink_scale;
     s->host = (struct fc_host_problem){p->dtype, p->batch, seqlen_q, seqlen_k, p->heads_q, p->heads_kv,
                                        p->head_dim, problem.mask, problem.softmax_scale, s->q, s->k, s->v,
-                                       sink_scale != 0.f ? s->sinks : NULL};
+                                       sink_scale != 0.f ? s->sinks : NULL, p->softcap};
 }
 
 /* Whether row i sees key j, from flashcore.h's words: around the diagonal d = i + Sk - Sq. */
@@ -77,7 +78,7 @@ static double at(const struct setup *s, const uint16_t *t, int heads, int seqlen
     return fc_bf16_to_float(t[(((size_t)b * seqlen + row) * heads + h) * s->params.head_dim + d]);
 }
 
-/* Softmax over the keys row i sees and the head's sink, written out directly. */
+/* Softmax over the (capped) scores of the keys row i sees and the head's sink, written out directly. */
 static void expected_row(const struct setup *s, int b, int h, int i, double *out, double *lse, int *keys)
 {
     const struct fc_attention_params *p = &s->params;
@@ -92,6 +93,8 @@ static void expected_row(const struct setup *s, int b, int h, int i, double *out
         for (int d = 0; d < p->head_dim; d++)
             dot += at(s, s->q, p->heads_q, p->seqlen_q, b, i, h, d) * at(s, s->k, p->heads_kv, p->seqlen_k, b, j, kv, d);
         score[j] = dot * s->host.softmax_scale;
+        if (p->softcap > 0.f)
+            score[j] = p->softcap * tanh(score[j] / p->softcap);
         top = fmax(top, score[j]);
         ++*keys;
     }
@@ -140,16 +143,19 @@ static void test_reference_follows_the_public_semantics(void **state)
         {0, -1, -1}, {1, -1, -1}, {1, 3, -1}, {0, 3, 2}, {0, -1, 0}, {0, 0, 0}, {0, 2, 40}, {0, 40, 1}, {1, 0, 0},
     };
     static const float SINKS[] = {0.f, 1.f, 20.f};   /* none, N(0, 1), large (+20-ish and -20-ish) */
+    static const float SOFTCAPS[] = {0.f, 0.5f, 20.f};   /* none, one that bites, a loose one */
     uint64_t seed = 1;
     for (size_t n = 0; n < sizeof SEQLENS / sizeof SEQLENS[0]; n++)
         for (size_t w = 0; w < sizeof WINDOWS / sizeof WINDOWS[0]; w++)
-            for (size_t k = 0; k < sizeof SINKS / sizeof SINKS[0]; k++) {
-                struct setup *s = malloc(sizeof *s);
-                assert_non_null(s);
-                make(s, SEQLENS[n][0], SEQLENS[n][1], WINDOWS[w][0], WINDOWS[w][1], WINDOWS[w][2], SINKS[k], seed++);
-                check_problem(s);
-                free(s);
-            }
+            for (size_t k = 0; k < sizeof SINKS / sizeof SINKS[0]; k++)
+                for (size_t c = 0; c < sizeof SOFTCAPS / sizeof SOFTCAPS[0]; c++) {
+                    struct setup *s = malloc(sizeof *s);
+                    assert_non_null(s);
+                    make(s, SEQLENS[n][0], SEQLENS[n][1], WINDOWS[w][0], WINDOWS[w][1], WINDOWS[w][2], SINKS[k],
+                         SOFTCAPS[c], seed++);
+                    check_problem(s);
+                    free(s);
+                }
 }
 
 /* A row that sees no key: out 0, and lse -inf, or its sink when there are sinks; the error rule
@@ -159,7 +165,7 @@ static void test_rows_without_keys_and_large_sinks(void **state)
     (void)state;
     struct setup *s = malloc(sizeof *s);
     assert_non_null(s);
-    make(s, 17, 5, 1, -1, -1, 1.f, 7);   /* causal, Sq > Sk: rows 0-11 see no key */
+    make(s, 17, 5, 1, -1, -1, 1.f, 0.f, 7);   /* causal, Sq > Sk: rows 0-11 see no key */
     s->sinks[0] = 30.f;
     double scratch[2 * MAX_KEYS], values[2 * MAX_DIM];
     struct fc_row_reference row = {0, 0, values, values + MAX_DIM};

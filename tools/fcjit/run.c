@@ -29,6 +29,7 @@ static const char HELP[] =
     "  --window-left N    sliding window: a row sees N keys before its diagonal (default -1: all)\n"
     "  --window-right N   ... and N keys after it (default -1: all; 0 is causal)\n"
     "  --scale X          softmax scale (default 1/sqrt(head_dim))\n"
+    "  --softcap X        logit soft-capping: scores s -> X tanh(s / X) (default 0: none)\n"
     "  --sinks M          attention sinks, one logit per query head: N(0, 1) x M (run: random; plan and\n"
     "                     explain: a run-time input of every kernel, no other kernel)\n"
     "%s";
@@ -62,7 +63,7 @@ struct run_options {
 
 enum { O_BATCH = 256, O_SEQLEN, O_SEQLEN_Q, O_SEQLEN_K, O_HEADS, O_HEADS_Q, O_HEADS_KV, O_HEAD_DIM, O_DTYPE,
        O_CAUSAL, O_SCALE, O_DEVICE, O_ITERS, O_WARMUP, O_CHECK_ROWS, O_NO_CHECK, O_NO_LSE, O_SEED, O_HOST_CALLS,
-       O_VARIANT, O_ARCH, O_WINDOW_LEFT, O_WINDOW_RIGHT, O_SINKS };
+       O_VARIANT, O_ARCH, O_WINDOW_LEFT, O_WINDOW_RIGHT, O_SINKS, O_SOFTCAP };
 
 /* Option --name (its value in optarg) of `command`: an integer >= min. */
 static int at_least(const char *command, const char *name, int min, int *out)
@@ -87,6 +88,7 @@ static int parse_one(int c, const char *command, struct run_options *o)
     case O_WINDOW_RIGHT: return fcjit_parse_int(command, "window-right", optarg, -1, INT_MAX, &p->window_right);
     case O_SCALE: return fcjit_parse_float(command, "scale", optarg, &p->softmax_scale);
     case O_SINKS: return fcjit_parse_float(command, "sinks", optarg, &o->sinks);
+    case O_SOFTCAP: return fcjit_parse_float(command, "softcap", optarg, &p->softcap);
     case O_DEVICE: return at_least(command, "device", 0, &o->device);
     case O_ITERS: return at_least(command, "iters", 1, &o->iters);
     case O_WARMUP: return at_least(command, "warmup", 0, &o->warmup);
@@ -126,6 +128,7 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
         {"no-check", 0, 0, O_NO_CHECK}, {"no-lse", 0, 0, O_NO_LSE}, {"seed", 1, 0, O_SEED},
         {"host-calls", 1, 0, O_HOST_CALLS}, {"variant", 1, 0, O_VARIANT}, {"arch", 1, 0, O_ARCH},
         {"window-left", 1, 0, O_WINDOW_LEFT}, {"window-right", 1, 0, O_WINDOW_RIGHT}, {"sinks", 1, 0, O_SINKS},
+        {"softcap", 1, 0, O_SOFTCAP},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -165,14 +168,17 @@ static void print_shape(const struct run_options *o)
         printf(" window (%d, %d)", p->window_left, p->window_right);
     if (o->sinks != 0.f)
         printf(" sinks %g", o->sinks);
+    if (p->softcap != 0.f)
+        printf(" softcap %g", p->softcap);
 }
 
 /* What of the mask and the scores a plan's kernel takes at compile time and what at run time. */
 static void features(const struct fc_plan *plan, const struct run_options *o, char *out, size_t size)
 {
     const struct fc_variant *v = &plan->variant;
-    snprintf(out, size, "%s%s%s", v->causal ? "causal" : "no causal mask",
+    snprintf(out, size, "%s%s%s%s", v->causal ? "causal" : "no causal mask",
              v->window ? ", sliding window (bounds at run time)" : ", no window",
+             v->softcap ? ", softcap (tanh compiled in, the cap at run time)" : ", no softcap",
              o->sinks != 0.f ? ", sinks (run time)" : ", no sinks");
 }
 
@@ -428,7 +434,7 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
                p->batch, p->seqlen_q, p->seqlen_k, p->heads_q, p->heads_kv, p->head_dim, fc_dtype_name(p->dtype),
                p->causal ? "true" : "false", p->window_left, p->window_right, info->kernel, info->splits,
                t->first_call_ms, t->median_ms, tflops, kv_gbps);
-        printf("\"sinks\": %g, ", o->sinks);
+        printf("\"sinks\": %g, \"softcap\": %g, ", o->sinks, p->softcap);
         if (o->host_calls)
             printf("\"host_us\": %.3f, \"raw_launch_us\": %.3f, ", t->host_us, t->raw_launch_us);
         printf("\"checked\": %s, \"rows_checked\": %lld, \"max_error\": %.3g, \"native_error\": %.3g, "
