@@ -224,6 +224,19 @@ int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g)
     return fcjit_exit_for(status);
 }
 
+/* The device explain asks about: `wanted` if there is one, else FC_DEVICE_NONE and why not. */
+static int explain_device(int wanted, char *why_no_gpu, size_t size)
+{
+    const struct fc_cuda_api *cuda = fc_cuda_load(why_no_gpu, size);
+    int count = 0;
+    if (cuda)
+        cuda->cuDeviceGetCount(&count);
+    const int device = count > wanted ? wanted : FC_DEVICE_NONE;
+    if (device == FC_DEVICE_NONE && !*why_no_gpu)
+        snprintf(why_no_gpu, size, "no device %d", wanted);
+    return device;
+}
+
 /* fcjit explain: what would run on GPU `--device` (default 0; none: sm_90a, untuned) and why:
  * the tuned winner of the problem's nearest bucket if there is one, and the heuristic's choice. */
 int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
@@ -237,13 +250,7 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
         return code;
     enum fc_status status;
     char why_no_gpu[512] = "";
-    const struct fc_cuda_api *cuda = fc_cuda_load(why_no_gpu, sizeof why_no_gpu);
-    int count = 0;
-    if (cuda)
-        cuda->cuDeviceGetCount(&count);
-    const int device = count > o.device ? o.device : FC_DEVICE_NONE;
-    if (device == FC_DEVICE_NONE && !*why_no_gpu)
-        snprintf(why_no_gpu, sizeof why_no_gpu, "no device %d", o.device);
+    const int device = explain_device(o.device, why_no_gpu, sizeof why_no_gpu);
     struct fc_context *ctx = fcjit_open_context(g, device, &status);
     if (!ctx)
         return fcjit_exit_for(status);
