@@ -38,7 +38,8 @@ __device__ __forceinline__ BlockCoordinates block_coordinates(const fc_kernel_ar
     return block_coordinates<CAUSAL>(args, block_m, blockIdx.x);
 }
 
-// O (divided by the row sums) and the LSE of this thread's rows; rows past seqlen_q are skipped.
+// O (divided by the row sums) and the LSE of this thread's rows, with the head's sink folded in
+// if there are sinks (softmax.cuh); rows past seqlen_q are skipped.
 template <typename T, int M_TILES, int D_TILES, int N_TILES>
 __device__ __forceinline__ void store_output(const fc_kernel_args &args, int batch, int head, int first_row,
                                              const float (&o)[M_TILES][D_TILES][4],
@@ -46,6 +47,8 @@ __device__ __forceinline__ void store_output(const fc_kernel_args &args, int bat
 {
     const int lane = threadIdx.x % WARP_SIZE;
     T *out = static_cast<T *>(args.o) + batch * args.o_stride[0] + head * args.o_stride[2];
+    const bool sinks = args.sinks != nullptr;   // run time: a uniform branch per row, after the key loop
+    const float sink = sinks ? args.sinks[head] * LOG2E : 0.f;
 #pragma unroll
     for (int m = 0; m < M_TILES; m++)
 #pragma unroll
@@ -53,14 +56,17 @@ __device__ __forceinline__ void store_output(const fc_kernel_args &args, int bat
             const int row = first_row + m * 16 + lane / 4 + 8 * h;
             if (row >= args.seqlen_q)
                 continue;
-            const float sum = softmax.row_sum[m][h];
-            const float inverse = sum > 0.f ? 1.f / sum : 0.f;   // no visible key: 0
+            float row_max = softmax.row_max[m][h], sum = softmax.row_sum[m][h], scale = 1.f;
+            if (sinks)
+                scale = fold_sink(row_max, sum, sink);
+            const float inverse = sum > 0.f ? scale / sum : 0.f;   // no visible key: 0
             unsigned *row_out = reinterpret_cast<unsigned *>(out + row * args.o_stride[1]);
 #pragma unroll
             for (int d = 0; d < D_TILES; d++)
                 row_out[d * 4 + lane % 4] = Mma<T>::pack(o[m][d][2 * h] * inverse, o[m][d][2 * h + 1] * inverse);
             if (args.lse && lane % 4 == 0)
-                args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] = softmax.lse(m, h);
+                args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] =
+                    OnlineSoftmax<M_TILES, N_TILES>::log_sum_exp(row_max, sum);
         }
 }
 

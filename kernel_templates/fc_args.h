@@ -5,10 +5,16 @@
 #ifndef FC_ARGS_H
 #define FC_ARGS_H
 
-/* The key mask's run-time parameters, shared by the kernels (kernel_templates/mask.cuh) and the
- * host's mirror of its rule (src/mask.c). A new mask policy (a sliding window) adds its fields here. */
+/* The key mask's parameters, shared by the kernels (kernel_templates/mask.cuh) and the host's
+ * mirror of its rule (src/mask.c); src/problem.c fills them from the caller's fields. Query row i's
+ * diagonal is key i + seqlen_k - seqlen_q. */
 struct fc_mask {
-    int causal;   /* 0 or 1, bottom-right aligned; the kernels take it at compile time, as the variant's */
+    int causal;         /* 0 or 1: keys up to the diagonal; the kernels take it at compile time */
+    int window;         /* 0 or 1: a sliding window (compile time too): the bounds below apply */
+    int window_left;    /* window: keys from the diagonal - window_left on; an unbounded side is
+                           seqlen_k here (no row's window then starts above key 0) */
+    int window_right;   /* window, not causal: keys up to the diagonal + window_right; unbounded:
+                           seqlen_q (every row's window then reaches key seqlen_k - 1) */
 };
 
 /* Passed by value as one `const __grid_constant__` parameter. Strides in elements. */
@@ -30,6 +36,11 @@ struct fc_kernel_args {
     int splits, split_keys;
     float *o_partial, *lse_partial;
     struct fc_mask mask;
+    const float *sinks;             /* [heads_q] logits (natural log) joining each row's denominator, or NULL */
+    /* logit soft-capping (the variant's compile-time switch): S -> softcap * tanh(scale * S / softcap),
+     * computed as tanh(S * softcap_scale) into exp2 with the factor softcap_log2 */
+    float softcap_scale;            /* softmax_scale / softcap */
+    float softcap_log2;             /* softcap * log2(e) */
 };
 
 /* fc_attention_merge's kernel (merge.cuh): two partial results of the same queries, and where the

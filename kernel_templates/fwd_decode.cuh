@@ -24,7 +24,8 @@
 
 namespace fc {
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS, bool WINDOW = false,
+          bool SOFTCAP = false>
 struct DecodeForward {
     using E = Element<T>;
     static constexpr int ROWS = 16;                     // one m-tile of packed (head, query) rows
@@ -140,9 +141,23 @@ struct DecodeForward {
 
     // Hides the keys each packed row does not see (mask.cuh's rule on its query row); with a negative
     // scale also scales (see softmax.cuh).
-    __device__ __forceinline__ void mask_packed(float (&s)[1][N_TILES][4], const KeyMask<CAUSAL> &mask, int key0,
+    __device__ __forceinline__ void mask_packed(float (&s)[1][N_TILES][4], const KeyMask<CAUSAL, WINDOW> &mask, int key0,
                                                 bool masked, float prescale)
     {
+        if constexpr (WINDOW) {   // per row a span, per key a comparison (see mask_scores)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const auto span = mask.span(row_query(lane / 4 + 8 * h));
+#pragma unroll
+                for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+                    for (int j = 0; j < 2; j++) {
+                        const bool hidden = span.hides(key0 + warp * KEYS + n * 8 + 2 * (lane % 4) + j);
+                        s[0][n][2 * h + j] = masked && hidden ? -infinity() : s[0][n][2 * h + j] * prescale;
+                    }
+            }
+            return;
+        }
 #pragma unroll
         for (int n = 0; n < N_TILES; n++)
 #pragma unroll
@@ -157,9 +172,12 @@ struct DecodeForward {
     __device__ void run()
     {
         const StridedRows<T> k(args.k, args.k_stride, batch, kv_head), v(args.v, args.v_stride, batch, kv_head);
-        const KeyMask<CAUSAL> mask(args);
+        const KeyMask<CAUSAL, WINDOW> mask(args);
         const unsigned q_smem = smem_address(smem), k_smem = q_smem + Q_BYTES, v_smem = k_smem + STAGES * KV_BYTES;
-        const int key_begin = split * args.split_keys;
+        // The splits share the keys some packed row sees, from the first (0 without a window; the
+        // planner counts them by src/mask.c's rule) to seqlen_k (the last query row's diagonal).
+        // NOTE: a literal 0 without a window, so that those kernels' code is what it was before windows.
+        const int key_begin = (WINDOW ? mask.key_begin(0) : 0) + split * args.split_keys;
         const int key_end = min(args.seqlen_k, key_begin + args.split_keys);
         const int tiles = key_end > key_begin ? (key_end - key_begin + BLOCK_N - 1) / BLOCK_N : 0;
 
@@ -182,8 +200,10 @@ struct DecodeForward {
                 o[0][d][i] = 0.f;
         OnlineSoftmax<1, N_TILES> softmax;
         softmax.init();
-        const bool fold_scale = args.scale_log2 > 0.f;
-        const float factor = fold_scale ? args.scale_log2 : 1.f, prescale = fold_scale ? 1.f : args.scale_log2;
+        // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh)
+        const bool fold_scale = SOFTCAP || args.scale_log2 > 0.f;
+        const float factor = SOFTCAP ? args.softcap_log2 : fold_scale ? args.scale_log2 : 1.f;
+        const float prescale = fold_scale ? 1.f : args.scale_log2;
         unsigned q_frag[K_STEPS][4];
 
         for (int t = 0; t < tiles; t++) {
@@ -204,9 +224,12 @@ struct DecodeForward {
             const int stage = t % STAGES, key0 = key_begin + t * BLOCK_N;
             float s[1][N_TILES][4];
             qk(s, q_frag, k_smem + stage * KV_BYTES);
-            // rows past `rows` hold zeros: their scores are finite, and they are never written. Every
-            // packed row is a query row from 0 on: the tile is partial if it is for row 0.
-            const bool masked = mask.partial(0, key0, BLOCK_N);
+            // rows past `rows` hold zeros: their scores are finite, and they are never written. The
+            // packed rows are the query rows 0 .. seqlen_q - 1, so the tile is partial for them if it
+            // is for those rows.
+            const bool masked = mask.partial(0, args.seqlen_q - 1, key0, BLOCK_N);
+            if constexpr (SOFTCAP)
+                soft_cap(s, args.softcap_scale);
             if (masked || !fold_scale)
                 mask_packed(s, mask, key0, masked, prescale);
             float correction[1][2];
@@ -259,9 +282,11 @@ struct DecodeForward {
                     sum += merge_sum[w * ROWS + r] * weight;
                     value += merge_o[(w * ROWS + r) * HEAD_DIM + c] * weight;
                 }
+            const int head = row_head(r), query = row_query(r);
+            if (!partial && args.sinks)   // one split: the sink joins here (else in the combine)
+                value *= fold_sink(top, sum, args.sinks[head] * LOG2E);
             const float out = sum > 0.f ? value / sum : 0.f;   // no visible key: 0
             const float lse = sum > 0.f ? (top + log2_approx(sum)) * LN2 : -infinity();
-            const int head = row_head(r), query = row_query(r);
             const long long row = (static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + query;
             if (partial) {
                 const long long at = static_cast<long long>(split) * args.batch * args.heads_q * args.seqlen_q + row;
@@ -279,24 +304,28 @@ struct DecodeForward {
     }
 };
 
-// Merges the splits of one query row per CTA: LSE = log sum_s exp(LSE_s), O = sum_s exp(LSE_s -
-// LSE) O_s; a row no split saw a key of is 0 with LSE -inf.
+// Merges the splits of one query row per CTA: LSE = log (sum_s exp(LSE_s) [+ exp(sink)]), O =
+// sum_s exp(LSE_s - LSE) O_s: the head's sink, if there are sinks, joins the denominator here,
+// once, and brings no value. A row no split saw a key of is 0 with LSE -inf (or its sink).
 template <typename T, int HEAD_DIM>
 __device__ __forceinline__ void combine_splits(const fc_kernel_args &args)
 {
     const long long row = blockIdx.x;   // (batch, head, query)
     const long long rows = static_cast<long long>(args.batch) * args.heads_q * args.seqlen_q;
-    float top = -infinity();
-    for (int s = 0; s < args.splits; s++)
-        top = fmaxf(top, args.lse_partial[s * rows + row]);
-    float sum = 0.f;
-    if (top != -infinity())
-        for (int s = 0; s < args.splits; s++)
-            sum += __expf(args.lse_partial[s * rows + row] - top);
-    const float lse = sum > 0.f ? top + __logf(sum) : -infinity();
     const int query = static_cast<int>(row % args.seqlen_q);
     const int head = static_cast<int>(row / args.seqlen_q % args.heads_q);
     const int batch = static_cast<int>(row / args.seqlen_q / args.heads_q);
+    const float sink = args.sinks ? args.sinks[head] : -infinity();
+    float top = sink;   // NOTE: in the max, so that a large sink cannot overflow the sum
+    for (int s = 0; s < args.splits; s++)
+        top = fmaxf(top, args.lse_partial[s * rows + row]);
+    float sum = 0.f;
+    if (top != -infinity()) {
+        for (int s = 0; s < args.splits; s++)
+            sum += __expf(args.lse_partial[s * rows + row] - top);
+        sum += __expf(sink - top);   // 0 without one
+    }
+    const float lse = sum > 0.f ? top + __logf(sum) : -infinity();
     T *out = static_cast<T *>(args.o) + batch * args.o_stride[0] + head * args.o_stride[2] + query * args.o_stride[1];
     for (int c = threadIdx.x; c < HEAD_DIM; c += blockDim.x) {
         float value = 0.f;

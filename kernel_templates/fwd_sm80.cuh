@@ -28,7 +28,8 @@
 
 namespace fc {
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int WARPS>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int WARPS, bool WINDOW = false,
+          bool SOFTCAP = false>
 struct Sm80Forward {
     using E = Element<T>;
     static constexpr int THREADS = WARPS * WARP_SIZE;
@@ -235,24 +236,28 @@ struct Sm80Forward {
         const unsigned v_smem = k_smem + STAGES * KV_BYTES;
         lane_addresses(q_smem);
 
-        const KeyMask<CAUSAL> mask(args);
+        const KeyMask<CAUSAL, WINDOW> mask(args);
+        // Keys from first_key (a tile boundary; 0 without a window) to key_end: whole tiles outside a
+        // window are skipped. NOTE: a literal 0 without one, not key_begin's 0: folded that late, it
+        // changed the order of predicates in the PTX of kernels that have no window.
+        const int first_key = WINDOW ? mask.key_begin(row0) / BLOCK_N * BLOCK_N : 0;
         const int key_end = mask.key_end(row0 + BLOCK_M);
-        const int tiles = key_end > 0 ? (key_end + BLOCK_N - 1) / BLOCK_N : 0;
+        const int tiles = key_end > first_key ? (key_end - first_key + BLOCK_N - 1) / BLOCK_N : 0;
 
         load_tile<BLOCK_M>(q_smem, q, row0, args.seqlen_q);
         cp_async_commit();
         // ROW_TILED: this thread's K and V pointers into the tile being loaded (row r, chunk c).
         const int kv_r = ROW_TILED ? threadIdx.x / CHUNKS : 0, kv_c = ROW_TILED ? threadIdx.x % CHUNKS : 0;
-        const T *k_next = k.row(kv_r) + kv_c * E::PER_CHUNK;
-        const T *v_next = v.row(kv_r) + kv_c * E::PER_CHUNK;
+        const T *k_next = k.row(first_key + kv_r) + kv_c * E::PER_CHUNK;
+        const T *v_next = v.row(first_key + kv_r) + kv_c * E::PER_CHUNK;
         if (tiles > 0) {
             if (ROW_TILED) {
                 const unsigned to = kv_copy_offset(threadIdx.x);
-                load_rows<BLOCK_N, KV_PITCH>(k_smem + to, k_next, k.stride(), args.seqlen_k - kv_r);
-                load_rows<BLOCK_N, KV_PITCH>(v_smem + to, v_next, v.stride(), args.seqlen_k - kv_r);
+                load_rows<BLOCK_N, KV_PITCH>(k_smem + to, k_next, k.stride(), args.seqlen_k - first_key - kv_r);
+                load_rows<BLOCK_N, KV_PITCH>(v_smem + to, v_next, v.stride(), args.seqlen_k - first_key - kv_r);
             } else {
-                load_tile<BLOCK_N>(k_smem, k, 0, args.seqlen_k);
-                load_tile<BLOCK_N>(v_smem, v, 0, args.seqlen_k);
+                load_tile<BLOCK_N>(k_smem, k, first_key, args.seqlen_k);
+                load_tile<BLOCK_N>(v_smem, v, first_key, args.seqlen_k);
             }
         }
         cp_async_commit();
@@ -267,12 +272,14 @@ struct Sm80Forward {
                     o[m][d][i] = 0.f;
         OnlineSoftmax<M_TILES, N_TILES> softmax;
         softmax.init();
-        const bool fold_scale = args.scale_log2 > 0.f;   // the scale goes into the exp2 FFMA
-        const float factor = fold_scale ? args.scale_log2 : 1.f, prescale = fold_scale ? 1.f : args.scale_log2;
+        // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh)
+        const bool fold_scale = SOFTCAP || args.scale_log2 > 0.f;
+        const float factor = SOFTCAP ? args.softcap_log2 : fold_scale ? args.scale_log2 : 1.f;
+        const float prescale = fold_scale ? 1.f : args.scale_log2;
         unsigned q_frag[M_TILES][Q_FRAGMENTS][4];
 
         for (int t = 0; t < tiles; t++) {
-            const int stage = t % STAGES, key0 = t * BLOCK_N;
+            const int stage = t % STAGES, key0 = first_key + t * BLOCK_N;
             if (t + 1 < tiles) {   // prefetch the next tile into the other stage
                 const int next = (t + 1) % STAGES;
                 if (ROW_TILED) {
@@ -298,7 +305,9 @@ struct Sm80Forward {
 
             float s[M_TILES][N_TILES][4];
             qk(s, q_frag, k_smem + stage * KV_BYTES + k_lane);
-            const bool masked = mask.partial(row0, key0, BLOCK_N);
+            const bool masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
+            if constexpr (SOFTCAP)
+                soft_cap(s, args.softcap_scale);
             if (masked || !fold_scale)
                 mask_scores(s, mask, row0 + warp * M_TILES * 16, key0, masked, prescale);
             float correction[M_TILES][2];

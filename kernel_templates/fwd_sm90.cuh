@@ -61,7 +61,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
 }
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
-          bool PINGPONG = false>
+          bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false>
 struct Sm90Forward {
     using E = Element<T>;
     static constexpr int CONSUMERS = BLOCK_M / 64;                   // warpgroups, 64 rows each
@@ -100,7 +100,7 @@ struct Sm90Forward {
 
     const fc_sm90_args &args;
     const fc_kernel_args &base;
-    const KeyMask<CAUSAL> mask;
+    const KeyMask<CAUSAL, WINDOW> mask;
     char *smem;   // 1024-byte aligned: Q, then K stages, then V stages
     int batch, head, kv_head, row0, warp, group;   // group: this thread's warpgroup
 
@@ -124,11 +124,21 @@ struct Sm90Forward {
     __device__ __forceinline__ unsigned k_tile(int stage) const { return q_tile() + Q_BYTES + stage * KV_BYTES; }
     __device__ __forceinline__ unsigned v_tile(int stage) const { return k_tile(STAGES) + stage * KV_BYTES; }
 
-    // Keys this CTA sees, in tiles.
+    // The first tile of keys this CTA sees (0 without a window): its loops count tiles from it.
+    __device__ __forceinline__ int first_tile() const { return mask.key_begin(row0) / BLOCK_N; }
+    // The first key of the loops' tile t is (first_tile() + t) * BLOCK_N. NOTE: written out where
+    // it is used, and as t * BLOCK_N without a window: a helper for it, or first_tile()'s 0 folded
+    // late, reordered the PTX of the masking of the kernels without one.
+
+    // Keys this CTA sees, in tiles from first_tile(): whole tiles outside a window are skipped.
     __device__ __forceinline__ int key_tiles() const
     {
         const int key_end = mask.key_end(row0 + BLOCK_M);
-        return key_end > 0 ? (key_end + BLOCK_N - 1) / BLOCK_N : 0;
+        const int end_tile = key_end > 0 ? (key_end + BLOCK_N - 1) / BLOCK_N : 0;
+        if constexpr (WINDOW)
+            return max(0, end_tile - first_tile());
+        else
+            return end_tile;
     }
 
     // One thread: Q of every consumer warpgroup, on one barrier.
@@ -147,7 +157,8 @@ struct Sm90Forward {
     {
         const StridedTmaRows rows{kv_head, batch};
         for (int j = 0; j < COLUMN_BLOCKS; j++)
-            rows.load(dst + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), COLUMNS * j, t * BLOCK_N, bar);
+            rows.load(dst + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), COLUMNS * j,
+                      WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
     }
 
     // Thread 0 (plain schedule): K and V of tile t into its stage, on one barrier.
@@ -218,10 +229,14 @@ struct Sm90Forward {
     __device__ __forceinline__ void softmax_tile(float (&s)[1][N_TILES][4], OnlineSoftmax<1, N_TILES> &softmax,
                                                  float (&correction)[1][2], int t)
     {
-        const bool fold_scale = base.scale_log2 > 0.f;
-        const float factor = fold_scale ? base.scale_log2 : 1.f, prescale = fold_scale ? 1.f : base.scale_log2;
-        const int key0 = t * BLOCK_N;
-        const bool masked = mask.partial(row0, key0, BLOCK_N);
+        // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh)
+        const bool fold_scale = SOFTCAP || base.scale_log2 > 0.f;
+        const float factor = SOFTCAP ? base.softcap_log2 : fold_scale ? base.scale_log2 : 1.f;
+        const float prescale = fold_scale ? 1.f : base.scale_log2;
+        const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+        const bool masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
+        if constexpr (SOFTCAP)
+            soft_cap(s, base.softcap_scale);
         if (masked || !fold_scale)
             mask_scores(s, mask, row0 + warp * 16, key0, masked, prescale);
         softmax.update(s, correction, factor);

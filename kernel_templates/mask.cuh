@@ -1,6 +1,9 @@
 // Which keys a query row sees: the one device rule (src/mask.c is its host mirror, used by the
-// CPU reference and the planner). Causal is bottom-right aligned: query row i sees keys
-// j <= i + seqlen_k - seqlen_q. A new mask (a sliding window) changes this struct and src/mask.c.
+// CPU reference and the planner). Query row i's diagonal is key d = i + seqlen_k - seqlen_q
+// (bottom-right aligned). Causal: keys up to d. Sliding window: keys in [d - window_left,
+// d + window_right] (src/problem.c resolves an unbounded side to a bound past the sequence, so
+// the kernels never test for -1). Always only keys below seqlen_k. CAUSAL and WINDOW are the
+// variant's compile-time switches: without them the code is what it was before windows existed.
 #pragma once
 
 #include "fc_args.h"
@@ -9,10 +12,11 @@
 
 namespace fc {
 
-// NOTE: it reads the sizes from the kernel argument at each use rather than keeping copies: the
-// argument lives in constant memory, which instructions read for free, and copies would be live
-// registers through the key loop of kernels that have none to spare (sm80 at head_dim 128).
-template <bool CAUSAL>
+// NOTE: it reads the sizes and bounds from the kernel argument at each use rather than keeping
+// copies: the argument lives in constant memory, which instructions read for free, and copies
+// would be live registers through the key loop of kernels that have none to spare (sm80 at
+// head_dim 128).
+template <bool CAUSAL, bool WINDOW = false>
 struct KeyMask {
     const fc_kernel_args &args;
 
@@ -21,38 +25,104 @@ struct KeyMask {
     // The last key query row 0 sees, if causal.
     __device__ __forceinline__ int diagonal() const { return args.seqlen_k - args.seqlen_q; }
 
+    // The first key row `row` sees (window), before clamping to 0.
+    __device__ __forceinline__ int first_key(int row) const { return row + diagonal() - args.mask.window_left; }
+    // The last key row `row` sees (causal or window), before clamping to seqlen_k - 1.
+    __device__ __forceinline__ int last_key(int row) const
+    {
+        return CAUSAL ? row + diagonal() : row + diagonal() + args.mask.window_right;
+    }
+
     // Query row `row` sees key `key` (the rule), and its negation.
     __device__ __forceinline__ bool visible(int row, int key) const
     {
-        return key < args.seqlen_k && (!CAUSAL || key <= row + diagonal());
+        if constexpr (WINDOW)
+            return key < args.seqlen_k && key <= last_key(row) && key >= first_key(row);
+        else
+            return key < args.seqlen_k && (!CAUSAL || key <= row + diagonal());
     }
     __device__ __forceinline__ bool hidden(int row, int key) const
     {
-        return key >= args.seqlen_k || (CAUSAL && key > row + diagonal());
+        if constexpr (WINDOW)
+            return key >= args.seqlen_k || key > last_key(row) || key < first_key(row);
+        else
+            return key >= args.seqlen_k || (CAUSAL && key > row + diagonal());
+    }
+
+    // A window's keys of row `row` as a span [first, first + count), count >= 0 (first may be
+    // negative: no key below 0 is ever asked about), for masking many keys of one row: key >= 0 is
+    // hidden iff unsigned(key - first) >= unsigned(count), one subtraction and one comparison.
+    struct Span {
+        int first, count;
+        __device__ __forceinline__ bool hides(int key) const
+        {
+            return static_cast<unsigned>(key - first) >= static_cast<unsigned>(count);
+        }
+    };
+    __device__ __forceinline__ Span span(int row) const
+    {
+        const int first = first_key(row), end = min(args.seqlen_k, last_key(row) + 1);
+        return Span{first, max(0, end - first)};
+    }
+
+    // The first key that rows from row_begin on see: where a block's key loop starts (0 without
+    // a window). The caller rounds it down to its tiles.
+    __device__ __forceinline__ int key_begin(int row_begin) const
+    {
+        if constexpr (WINDOW)
+            return max(0, first_key(row_begin));
+        else
+            return 0;
     }
 
     // One past the last key that rows below row_end see: where a block's key loop stops.
     __device__ __forceinline__ int key_end(int row_end) const
     {
-        return CAUSAL ? min(args.seqlen_k, row_end + diagonal()) : args.seqlen_k;
+        if constexpr (WINDOW)
+            return min(args.seqlen_k, last_key(row_end - 1) + 1);
+        else
+            return CAUSAL ? min(args.seqlen_k, row_end + diagonal()) : args.seqlen_k;
     }
 
-    // Whether some key of [key0, key0 + count) is hidden from some row from first_row on: the tile
-    // must be masked element by element (the others are used as they are).
-    __device__ __forceinline__ bool partial(int first_row, int key0, int count) const
+    // Whether some key of [key0, key0 + count) is hidden from some row of [first_row, last_row]:
+    // the tile must be masked element by element (the others are used as they are). The right
+    // bound is tightest for the first row, the left bound (a window's) for the last.
+    __device__ __forceinline__ bool partial(int first_row, int last_row, int key0, int count) const
     {
-        return key0 + count > args.seqlen_k || (CAUSAL && key0 + count - 1 > first_row + diagonal());
+        if constexpr (WINDOW)
+            return key0 + count > args.seqlen_k || key0 + count - 1 > last_key(first_row) || key0 < first_key(last_row);
+        else
+            return key0 + count > args.seqlen_k || (CAUSAL && key0 + count - 1 > first_row + diagonal());
     }
 };
 
 // Masks scores held as mma C fragments (a thread holds, per 16-row m-tile, rows first_row + lane / 4
 // (+ 8) and two adjacent keys of every 8-key tile): hidden keys become -inf where `masked`; with a
 // negative softmax scale also scales (the softmax then gets factor 1, see softmax.cuh).
-template <bool CAUSAL, int M_TILES, int N_TILES>
-__device__ __forceinline__ void mask_scores(float (&s)[M_TILES][N_TILES][4], const KeyMask<CAUSAL> &mask,
+template <bool CAUSAL, bool WINDOW, int M_TILES, int N_TILES>
+__device__ __forceinline__ void mask_scores(float (&s)[M_TILES][N_TILES][4], const KeyMask<CAUSAL, WINDOW> &mask,
                                             int first_row, int key0, bool masked, float prescale)
 {
     const int lane = threadIdx.x % WARP_SIZE;
+    if constexpr (WINDOW) {
+        // NOTE: per row a span, per key a subtraction and a comparison: with hidden()'s three
+        // comparisons per key, the sm90 kernel with three consumers spilled (12 bytes).
+#pragma unroll
+        for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const auto span = mask.span(first_row + m * 16 + lane / 4 + 8 * h);
+#pragma unroll
+                for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+                    for (int j = 0; j < 2; j++) {
+                        const bool hidden = span.hides(key0 + n * 8 + 2 * (lane % 4) + j);
+                        float &score = s[m][n][2 * h + j];
+                        score = masked && hidden ? -infinity() : score * prescale;
+                    }
+            }
+        return;
+    }
 #pragma unroll
     for (int m = 0; m < M_TILES; m++)
 #pragma unroll

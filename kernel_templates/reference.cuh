@@ -12,10 +12,11 @@
 #include "ptx/convert.cuh"
 #include "ptx/math.cuh"
 #include "ptx/warp.cuh"
+#include "softmax.cuh"
 
 namespace fc {
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int WARPS>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int WARPS, bool WINDOW = false, bool SOFTCAP = false>
 struct ReferenceKernel {
     static constexpr int BLOCK_N = WARP_SIZE;                    // one key per lane
     static constexpr int THREADS = WARPS * WARP_SIZE;
@@ -29,7 +30,7 @@ struct ReferenceKernel {
     static_assert(BLOCK_M % WARPS == 0 && ROWS >= 1 && ROWS <= 8, "1 to 8 query rows per warp");
 
     struct Shared {
-        float q[BLOCK_M * HEAD_DIM];              // (BLOCK_M, HEAD_DIM) fp32, scaled by scale*log2(e)
+        float q[BLOCK_M * HEAD_DIM];              // (BLOCK_M, HEAD_DIM) fp32, scaled (see load_q)
         unsigned k[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) T, packed in words, padded rows
         unsigned v[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) T, packed in words, padded rows
     };
@@ -51,12 +52,16 @@ struct ReferenceKernel {
         row0 = m_block * BLOCK_M;
     }
 
+    // Q times scale * log2(e): a dot product is then a score in the log2 domain; with a softcap,
+    // times scale / softcap: a dot product is what the tanh takes.
     __device__ void load_q()
     {
         const T *q = static_cast<const T *>(args.q) + batch * args.q_stride[0] + head * args.q_stride[2];
         for (int i = threadIdx.x; i < BLOCK_M * HEAD_DIM; i += THREADS) {
             const int row = row0 + i / HEAD_DIM, d = i % HEAD_DIM;
-            smem.q[i] = row < args.seqlen_q ? to_float(q[row * args.q_stride[1] + d]) * args.scale_log2 : 0.f;
+            smem.q[i] = row < args.seqlen_q
+                            ? to_float(q[row * args.q_stride[1] + d]) * (SOFTCAP ? args.softcap_scale : args.scale_log2)
+                            : 0.f;
         }
     }
 
@@ -80,8 +85,10 @@ struct ReferenceKernel {
     {
         const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
         const int my_row0 = row0 + warp * ROWS;
-        const KeyMask<CAUSAL> mask(args);
-        const int key_end = mask.key_end(row0 + BLOCK_M);   // keys past the block's last visible one are skipped
+        const KeyMask<CAUSAL, WINDOW> mask(args);
+        // keys outside the block's visible range (before a window, past the last visible one) are
+        // skipped. NOTE: a literal 0 without a window, so that that code is what it was before windows.
+        const int key_begin = WINDOW ? mask.key_begin(row0) : 0, key_end = mask.key_end(row0 + BLOCK_M);
 
         float row_max[ROWS], row_sum[ROWS], acc[ROWS][DIMS_PER_LANE];
         for (int r = 0; r < ROWS; r++) {
@@ -92,7 +99,7 @@ struct ReferenceKernel {
         }
 
         load_q();
-        for (int key0 = 0; key0 < key_end; key0 += BLOCK_N) {
+        for (int key0 = key_begin; key0 < key_end; key0 += BLOCK_N) {
             __syncthreads();   // the previous tile is consumed
             load_kv(key0);
             __syncthreads();
@@ -110,10 +117,12 @@ struct ReferenceKernel {
                 }
             }
 
-            // Online softmax: new running max, rescale what was accumulated, P = exp2(S - max).
+            // Online softmax: new running max, rescale what was accumulated, P = exp2(S - max). The
+            // softcap with the accurate tanh: this kernel is the oracle.
             float p[ROWS];
             for (int r = 0; r < ROWS; r++) {
-                const float score = mask.visible(my_row0 + r, key0 + lane) ? s[r] : -infinity();
+                const float capped = SOFTCAP ? args.softcap_log2 * tanhf(s[r]) : s[r];
+                const float score = mask.visible(my_row0 + r, key0 + lane) ? capped : -infinity();
                 const float new_max = fmaxf(row_max[r], warp_max(score));
                 const bool none_yet = new_max == -infinity();   // exp2(-inf - -inf) would be NaN
                 p[r] = none_yet ? 0.f : exp2_approx(score - new_max);
@@ -154,7 +163,10 @@ struct ReferenceKernel {
             const int row = row0 + warp * ROWS + r;
             if (row >= args.seqlen_q)
                 break;
-            const float inverse = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;   // no visible key: 0
+            float top = row_max[r], sum = row_sum[r], scale = 1.f;
+            if (args.sinks)   // the head's sink joins the denominator (softmax.cuh)
+                scale = fold_sink(top, sum, args.sinks[head] * LOG2E);
+            const float inverse = sum > 0.f ? scale / sum : 0.f;   // no visible key: 0
             for (int i = 0; i < DIMS_PER_LANE; i++) {
                 const int d = lane + i * WARP_SIZE;
                 if (d < HEAD_DIM)
@@ -162,7 +174,7 @@ struct ReferenceKernel {
             }
             if (args.lse && lane == 0) {
                 constexpr float LN2 = 0.693147180559945309f;
-                const float lse = row_sum[r] > 0.f ? (row_max[r] + log2_approx(row_sum[r])) * LN2 : -infinity();
+                const float lse = sum > 0.f ? (top + log2_approx(sum)) * LN2 : -infinity();
                 args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] = lse;
             }
         }

@@ -26,6 +26,22 @@ __device__ __forceinline__ float quad_sum(float x)
     return x + __shfl_xor_sync(FULL_WARP, x, 2);
 }
 
+// Logit soft-capping of a tile of scores, before masking: S -> tanh(S * scale), scale = softmax
+// scale / softcap; the softmax's factor (softcap * log2(e)) then brings back the cap. NOTE: a pass
+// of its own over every tile, so that masking stays on the edge tiles: folded into the masking
+// pass (which then ran on every tile), sm80 at head_dim 128 causal spilled 80 bytes.
+template <int M_TILES, int N_TILES>
+__device__ __forceinline__ void soft_cap(float (&s)[M_TILES][N_TILES][4], float scale)
+{
+#pragma unroll
+    for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+        for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                s[m][n][i] = tanh_approx(s[m][n][i] * scale);
+}
+
 template <int M_TILES, int N_TILES>
 struct OnlineSoftmax {
     float row_max[M_TILES][2];   // running max of the scores times factor (log2 domain), per row
@@ -84,11 +100,32 @@ struct OnlineSoftmax {
     }
 
     // Natural-log log-sum-exp of a finished row; -inf when the row saw no key.
-    __device__ __forceinline__ float lse(int m, int h) const
+    __device__ __forceinline__ float lse(int m, int h) const { return log_sum_exp(row_max[m][h], row_sum[m][h]); }
+
+    // The same of a row's (max, sum), e.g. after fold_sink.
+    __device__ __forceinline__ static float log_sum_exp(float row_max, float row_sum)
     {
         constexpr float LN2 = 0.693147180559945309f;
-        return row_sum[m][h] > 0.f ? (row_max[m][h] + log2_approx(row_sum[m][h])) * LN2 : -infinity();
+        return row_sum > 0.f ? (row_max + log2_approx(row_sum)) * LN2 : -infinity();
     }
 };
+
+constexpr float LOG2E = 1.4426950408889634f;
+
+// Folds an attention sink into a finished row (max in the log2 domain, sum complete): the logit
+// `sink` (log2 domain; -inf: none) joins the denominator and brings no value, gpt-oss's s_aux.
+// NOTE: folded into the max, so that a large positive sink cannot overflow: max' = max(max, sink),
+// sum' = sum 2^(max - max') + 2^(sink - max'). Returns 2^(max - max'), the factor O's accumulated
+// sum takes; a row that saw no key gets sum' = 1 (out 0, lse = the sink).
+__device__ __forceinline__ float fold_sink(float &row_max, float &row_sum, float sink)
+{
+    const float top = fmaxf(row_max, sink);
+    if (top == -infinity())   // no key and no sink: nothing to fold (and exp2(-inf - -inf) is NaN)
+        return 1.f;
+    const float scale = exp2_approx(row_max - top);
+    row_sum = row_sum * scale + exp2_approx(sink - top);
+    row_max = top;
+    return scale;
+}
 
 }  // namespace fc

@@ -5,12 +5,27 @@
 #include "context_internal.h"
 #include "launch_internal.h"
 
-void fc_attention_params_init(struct fc_attention_params *params)
+void fc_attention_params_init_sized(struct fc_attention_params *params, size_t struct_size)
 {
-    if (!params)
-        return;
-    memset(params, 0, sizeof *params);
-    params->struct_size = sizeof *params;
+    if (!params || struct_size < FC_PARAMS_SIZE_0_2)
+        return;   /* not a struct of any version: fc_attention_forward refuses its struct_size */
+    struct fc_attention_params defaults;
+    memset(&defaults, 0, sizeof defaults);
+    defaults.window_left = -1;   /* unbounded: no window */
+    defaults.window_right = -1;
+    /* fields of a newer caller's struct this library does not know: 0, which it takes as unset */
+    memset(params, 0, struct_size);
+    memcpy(params, &defaults, struct_size < sizeof defaults ? struct_size : sizeof defaults);
+    params->struct_size = struct_size;
+}
+
+_Static_assert(FC_PARAMS_SIZE_0_2 % _Alignof(struct fc_attention_params) == 0, "0.2.0's struct ended at causal");
+
+/* 0.2.0's symbol: its callers' structs end where 0.2.0's did. The parentheses keep the header's
+ * macro of the same name from expanding here. */
+void(fc_attention_params_init)(struct fc_attention_params *params)
+{
+    fc_attention_params_init_sized(params, FC_PARAMS_SIZE_0_2);
 }
 
 const char *fc_status_name(enum fc_status status)

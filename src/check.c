@@ -85,6 +85,47 @@ static enum fc_status allocate_host(struct fc_check_run *run, char *msg, size_t 
     return FC_OK;
 }
 
+/* The host's view of the case: the library's own resolution of its shape rules (mask, scale). */
+static enum fc_status host_problem(struct fc_check_run *run, char *msg, size_t size)
+{
+    struct fc_attention_params shape = run->c.shape;
+    memset(shape.q_stride, 0, sizeof shape.q_stride);   /* packed on the host */
+    memset(shape.k_stride, 0, sizeof shape.k_stride);
+    memset(shape.v_stride, 0, sizeof shape.v_stride);
+    memset(shape.o_stride, 0, sizeof shape.o_stride);
+    struct fc_problem problem;
+    enum fc_status status = fc_problem_shape(&shape, &problem, msg, size);
+    if (status != FC_OK)
+        return status;
+    run->host = (struct fc_host_problem){problem.dtype, problem.batch, problem.seqlen_q, problem.seqlen_k,
+                                         problem.heads_q, problem.heads_kv, problem.head_dim, problem.mask,
+                                         problem.softmax_scale, run->host_q, run->host_k, run->host_v,
+                                         run->host_sinks, problem.softcap};
+    return FC_OK;
+}
+
+/* The case's sinks, if it has any: N(0, 1) times its magnitude per query head (a stream of their
+ * own, so that q, k and v are those of the same seed without sinks), on the host and the device. */
+static enum fc_status make_sinks(struct fc_check_run *run, char *msg, size_t size)
+{
+    const int heads = run->c.shape.heads_q;
+    if (run->c.sinks_magnitude == 0.f)
+        return FC_OK;
+    run->host_sinks = malloc((size_t)heads * sizeof(float));
+    if (!run->host_sinks) {
+        snprintf(msg, size, "out of host memory for %d sinks", heads);
+        return FC_ERR_NOMEM;
+    }
+    struct fc_random random;
+    fc_random_seed(&random, run->c.seed ^ 0x51a4c0ffeeull);
+    for (int h = 0; h < heads; h++)
+        run->host_sinks[h] = (float)fc_random_normal(&random) * run->c.sinks_magnitude;
+    CUresult r = run->cuda->cuMemAlloc(&run->sinks, (size_t)heads * sizeof(float));
+    if (r == CUDA_SUCCESS)
+        r = run->cuda->cuMemcpyHtoD(run->sinks, run->host_sinks, (size_t)heads * sizeof(float));
+    return r == CUDA_SUCCESS ? FC_OK : cuda_fail(run, r, "uploading the sinks", msg, size);
+}
+
 enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_case *c, struct fc_check_run *run,
                                 char *msg, size_t size)
 {
@@ -105,12 +146,12 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
     run->kv_elements = (size_t)p->batch * (size_t)p->k_stride[0];
     run->lse_count = (size_t)p->batch * p->heads_q * p->seqlen_q;
     enum fc_status status = allocate_host(run, msg, size);
+    if (status == FC_OK)
+        status = make_sinks(run, msg, size);
     if (status != FC_OK)
         return status;
-    run->host = (struct fc_host_problem){p->dtype, p->batch, p->seqlen_q, p->seqlen_k, p->heads_q, p->heads_kv,
-                                         p->head_dim, p->causal,
-                                         p->softmax_scale != 0.f ? p->softmax_scale : 1.f / sqrtf((float)p->head_dim),
-                                         run->host_q, run->host_k, run->host_v};
+    if ((status = host_problem(run, msg, size)) != FC_OK)
+        return status;
     if ((status = upload(run, &run->q, run->host_q, p->q_stride, p->seqlen_q, p->heads_q, run->q_elements, msg, size)) ||
         (status = upload(run, &run->k, run->host_k, p->k_stride, p->seqlen_k, p->heads_kv, run->kv_elements, msg, size)) ||
         (status = upload(run, &run->v, run->host_v, p->v_stride, p->seqlen_k, p->heads_kv, run->kv_elements, msg, size)))
@@ -130,6 +171,7 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
     p->v = (const void *)run->v;
     p->out = (void *)run->out;
     p->lse = c->want_lse ? (float *)run->lse : NULL;
+    p->sinks = (const float *)run->sinks;   /* NULL (0) without */
     return fc_check_poison(run, msg, size);
 }
 
@@ -206,8 +248,8 @@ int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats
 
 void fc_check_release(struct fc_check_run *run)
 {
-    CUdeviceptr device[] = {run->q, run->k, run->v, run->out, run->lse};
-    for (int i = 0; i < 5; i++)
+    CUdeviceptr device[] = {run->q, run->k, run->v, run->out, run->lse, run->sinks};
+    for (size_t i = 0; i < sizeof device / sizeof device[0]; i++)
         if (device[i])
             run->cuda->cuMemFree(device[i]);
     free(run->host_q);
@@ -216,5 +258,6 @@ void fc_check_release(struct fc_check_run *run)
     free(run->host_out);
     free(run->staging);
     free(run->host_lse);
+    free(run->host_sinks);
     memset(run, 0, sizeof *run);
 }

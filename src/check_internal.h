@@ -15,11 +15,13 @@ enum fc_check_layout {
 };
 
 struct fc_check_case {
-    struct fc_attention_params shape;   /* sizes, dtype, causal, scale; pointers and strides ignored */
+    struct fc_attention_params shape;   /* sizes, dtype, mask (causal, window), scale; pointers and
+                                           strides ignored */
     enum fc_check_layout layout;
     int want_lse;
     long long check_rows;               /* 0: every row */
     uint64_t seed;
+    float sinks_magnitude;              /* 0: no sinks; else one per query head, N(0, 1) times this */
 };
 
 struct fc_check_run {
@@ -28,8 +30,8 @@ struct fc_check_run {
     const struct fc_cuda_api *cuda;
     struct fc_host_problem host;        /* packed host copies of q, k, v */
     uint16_t *host_q, *host_k, *host_v, *host_out, *staging;
-    float *host_lse;
-    CUdeviceptr q, k, v, out, lse;
+    float *host_lse, *host_sinks;       /* host_sinks: NULL without sinks */
+    CUdeviceptr q, k, v, out, lse, sinks;
     size_t q_elements, kv_elements, o_elements, lse_count;   /* device buffers, in elements */
 };
 

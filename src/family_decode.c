@@ -97,8 +97,11 @@ static void choose_splits(const struct fc_problem *problem, const struct fc_targ
     const int per_sm = smem > 0 && limit / smem > 1 ? limit / smem : 1;
     const long long slots = (long long)(target->sm_count > 0 ? target->sm_count : DEFAULT_SM_COUNT) * per_sm;
     const long long blocks = (long long)problem->batch * problem->heads_kv;
-    /* the keys some packed row sees: its rows are the query rows 0 .. seqlen_q - 1 */
-    const int keys = fc_mask_keys(&problem->mask, problem->seqlen_q, problem->seqlen_k, 0, problem->seqlen_q).end;
+    /* the keys some packed row sees (its rows are the query rows 0 .. seqlen_q - 1): the kernel
+     * splits that range, from its first key (a window's; 0 without) to its last */
+    const struct fc_key_range range = fc_mask_keys(&problem->mask, problem->seqlen_q, problem->seqlen_k, 0,
+                                                   problem->seqlen_q);
+    const int keys = range.end - range.begin;
     const int tiles = (int)(((long long)keys + v->block_n - 1) / v->block_n);
     int most = tiles / MIN_SPLIT_TILES;
     most = most < 1 ? 1 : most > MAX_SPLITS ? MAX_SPLITS : most;
@@ -135,8 +138,9 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
-    return snprintf(out, size, "fc::DecodeForward<%s, %d, %s, %d, %d, %d>", fc_dtype_traits(v->dtype)->device_type,
-                    v->head_dim, v->causal ? "true" : "false", v->block_n, v->stages, v->warps);
+    return snprintf(out, size, "fc::DecodeForward<%s, %d, %s, %d, %d, %d, %s, %s>",
+                    fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_n,
+                    v->stages, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false");
 }
 
 /* The module's second kernel: merges the splits' partials into out and lse. */

@@ -36,8 +36,8 @@ static int check(const struct fc_variant *v, char *why, size_t size)
     if (v->head_dim % per_chunk || v->head_dim / per_chunk > 32)
         return fc_variant_fail(why, size, "the merge kernel takes head_dim in whole 16-byte chunks, up to 32 of them, "
                                "not %d", v->head_dim);
-    if (v->causal || v->block_n != 1 || v->stages != 1 || v->block_m != v->warps)
-        return fc_variant_fail(why, size, "the merge kernel takes one row per warp, no causality, no tiles");
+    if (v->causal || v->window || v->softcap || v->block_n != 1 || v->stages != 1 || v->block_m != v->warps)
+        return fc_variant_fail(why, size, "the merge kernel takes one row per warp, no mask, no tiles");
     return 0;
 }
 
@@ -138,8 +138,10 @@ enum fc_status fc_attention_merge(struct fc_context *ctx, const struct fc_merge_
         return FC_ERR_INVALID_ARG;
     char *msg = fc_context_message(ctx);
     struct fc_merge_params p;
-    enum fc_status status = fc_read_struct(params, sizeof p, PARAMS_SIZE_MIN, &p, "params", "fc_merge_params_init",
-                                           msg, FC_MESSAGE_MAX);
+    struct fc_merge_params initial;   /* what fields a caller's struct predates take */
+    fc_merge_params_init(&initial);
+    enum fc_status status = fc_read_struct(params, &initial, sizeof p, PARAMS_SIZE_MIN, &p, "params",
+                                           "fc_merge_params_init", msg, FC_MESSAGE_MAX);
     if (status == FC_OK)
         status = validate(&p, msg);
     if (status != FC_OK)

@@ -48,8 +48,9 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
-    return snprintf(out, size, "fc::ReferenceKernel<%s, %d, %s, %d, %d>", fc_dtype_traits(v->dtype)->device_type,
-                    v->head_dim, v->causal ? "true" : "false", v->block_m, v->warps);
+    return snprintf(out, size, "fc::ReferenceKernel<%s, %d, %s, %d, %d, %s, %s>", fc_dtype_traits(v->dtype)->device_type,
+                    v->head_dim, v->causal ? "true" : "false", v->block_m, v->warps, v->window ? "true" : "false",
+                    v->softcap ? "true" : "false");
 }
 
 const struct fc_family fc_family_reference = {

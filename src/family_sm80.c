@@ -24,8 +24,9 @@ static void defaults(struct fc_variant *v)
         v->block_n = 64;
         /* 64: 128-key tiles (Q then read from shared memory per k-step), half the barriers per key,
          * +3% over 64 keys on an H100 (v1.5); only where two such CTAs fit in an SM's shared
-         * memory (not in sm_80's 164 KB, where it would run one CTA an SM: not measured). */
-        if (v->head_dim == 64) {
+         * memory (not in sm_80's 164 KB, where it would run one CTA an SM: not measured), and not
+         * with a softcap, whose tanh pass leaves ptxas a register short there (a 4-byte spill). */
+        if (v->head_dim == 64 && !v->softcap) {
             v->block_n = 128;
             if (2 * smem_bytes(v) > fc_arch_smem_limit(v->arch))
                 v->block_n = 64;
@@ -85,8 +86,9 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
-    return snprintf(out, size, "fc::Sm80Forward<%s, %d, %s, %d, %d, %d>", fc_dtype_traits(v->dtype)->device_type,
-                    v->head_dim, v->causal ? "true" : "false", v->block_m, v->block_n, v->warps);
+    return snprintf(out, size, "fc::Sm80Forward<%s, %d, %s, %d, %d, %d, %s, %s>",
+                    fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
+                    v->block_n, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false");
 }
 
 const struct fc_family fc_family_sm80 = {

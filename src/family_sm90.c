@@ -113,9 +113,10 @@ static void fit_forced(struct fc_variant *v)
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
-    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s>", fc_dtype_traits(v->dtype)->device_type,
-                    v->head_dim, v->causal ? "true" : "false", v->block_m, v->block_n, v->stages, v->warps,
-                    v->pingpong ? "true" : "false");
+    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s>",
+                    fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
+                    v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
+                    v->softcap ? "true" : "false");
 }
 
 /* A 4-D view (head_dim, seq, head, batch) of one tensor, boxes of one swizzle row x box_rows. */

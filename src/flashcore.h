@@ -86,17 +86,24 @@ struct fc_options {
 #define FC_DEVICE_NONE (-1)
 
 /**
- * One attention problem: out = softmax(scale * Q K^T [+ causal mask]) V, per batch and query head.
+ * One attention problem: out = softmax(cap(scale * Q K^T) [+ mask]) V, per batch and query head
+ * (cap: softcap, if set; sinks, if set, join the softmax's denominator).
  *
  * Tensors are [batch, seq, head, head_dim] with the last dimension contiguous. Strides are in
  * elements, in the order {batch, seq, head}; all three 0 means packed BSHD.
  *
  * NOTE: struct_size is how this struct grows without breaking compiled callers: set it with
- * fc_attention_params_init. The library reads the fields a caller's struct_size covers (later
- * fields count as 0: their defaults) and refuses a struct with nonzero fields it does not know.
+ * fc_attention_params_init (its own size, as the caller was compiled). The library reads the
+ * fields a caller's struct_size covers (later fields take fc_attention_params_init's defaults: a
+ * caller compiled before window_left existed gets -1, no window) and refuses a struct with
+ * nonzero fields it does not know (so 0.2.0 refuses a caller compiled with the window fields,
+ * whose default is -1, with FC_ERR_UNSUPPORTED).
  * Query head h reads key/value head h / (heads_q / heads_kv) (GQA/MQA).
- * Causal masking is bottom-right aligned: query row i sees keys j <= i + seqlen_k - seqlen_q.
- * A query row that sees no key at all gets out = 0 and lse = -inf.
+ * Masks are bottom-right aligned: query row i's diagonal is key d = i + seqlen_k - seqlen_q.
+ * Causal: row i sees keys j <= d. A sliding window: d - window_left <= j <= d + window_right, -1
+ * meaning unbounded on that side; causal is window_right 0 (causal = 1 with window_right -1 or 0).
+ * A window wider than the sequence is no window. Always j < seqlen_k.
+ * A query row that sees no key at all gets out = 0 and lse = -inf (with sinks: lse = its sink).
  */
 struct fc_attention_params {
     size_t struct_size;      /**< sizeof(struct fc_attention_params) as the caller was compiled: set by init */
@@ -107,7 +114,19 @@ struct fc_attention_params {
     float *lse;              /**< optional [batch, heads_q, seqlen_q] fp32, natural log; NULL = none */
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];   /**< multiples of 8 elements */
     float softmax_scale;     /**< 0 = 1/sqrt(head_dim) */
-    int causal;              /**< 0 or 1 */
+    int causal;              /**< 0 or 1; 1 with window_right > 0 is FC_ERR_INVALID_ARG */
+    /* Fields below were added after 0.2.0 (read only where struct_size covers them). */
+    int window_left;         /**< keys before the diagonal a row sees; -1 = all (the default) */
+    int window_right;        /**< keys after the diagonal a row sees; -1 = all (the default), 0 = causal */
+    /** Optional attention sinks, NULL = none: a device pointer to fp32 [heads_q], 4-byte aligned, one
+     *  logit per query head (on the scale of the scaled scores, natural log) that joins each row's
+     *  softmax denominator and receives no value (gpt-oss's s_aux): out = sum_j e^(s_j) v_j /
+     *  (e^sink + sum_j e^(s_j)), and the LSE includes it. A row that sees no key gets out = 0 and
+     *  lse = its sink. Finite, or -inf for a head without one. */
+    const float *sinks;
+    /** Logit soft-capping, 0 = none (the default), else finite and positive: the scaled scores s
+     *  become softcap * tanh(s / softcap) before masking (Gemma 2). Sinks are not capped. */
+    float softcap;
 };
 
 /** What the selector chose for a problem (fc_attention_plan). */
@@ -120,9 +139,20 @@ struct fc_plan_info {
 /** Fills *options with the defaults. */
 FC_API void fc_options_init(struct fc_options *options);
 
-/** Zeroes *params and sets struct_size: packed strides, default scale, not causal, fp16. Sizes and
- *  pointers must be set. */
+/** Sets the struct_size bytes of *params to the defaults and params->struct_size to struct_size:
+ *  packed strides, default scale, not causal, no window (window_left = window_right = -1), fp16;
+ *  everything else 0. Sizes and pointers must be set. Call it through fc_attention_params_init,
+ *  which passes the size the caller was compiled with; from another language, pass the size of
+ *  your copy of the struct (at least 0.2.0's, 184 bytes on LP64). */
+FC_API void fc_attention_params_init_sized(struct fc_attention_params *params, size_t struct_size);
+
+/** 0.2.0's initializer, kept for binaries compiled against it: it initializes the struct as 0.2.0
+ *  knew it (its fields, its struct_size), and no further, since theirs may be shorter than this
+ *  header's. */
 FC_API void fc_attention_params_init(struct fc_attention_params *params);
+/* NOTE: the library cannot know the size of a caller's struct, so that new fields never overrun an
+ * older caller's: source compiled against this header initializes its own size. */
+#define fc_attention_params_init(params) fc_attention_params_init_sized((params), sizeof *(params))
 
 /**
  * Creates a context for one device (a CUDA ordinal) or FC_DEVICE_NONE.

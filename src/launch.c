@@ -31,6 +31,11 @@ void fc_launch_common_args(const struct fc_problem *p, const struct fc_plan *pla
     a->splits = plan->splits > 0 ? plan->splits : 1;
     a->split_keys = plan->split_keys;
     a->mask = p->mask;
+    a->sinks = p->sinks;
+    if (p->softcap > 0.f) {   /* S -> softcap tanh(scale S / softcap), into exp2 */
+        a->softcap_scale = p->softmax_scale / p->softcap;
+        a->softcap_log2 = p->softcap * LOG2E;
+    }
 }
 
 _Static_assert(sizeof(struct fc_kernel_args) <= FC_LAUNCH_ARGS_BYTES, "fc_launch_args holds fc_kernel_args");

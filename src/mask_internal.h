@@ -12,8 +12,9 @@ struct fc_key_range {
 };
 
 /** The keys some query row in [row_begin, row_end) of a seqlen_q x seqlen_k problem sees (for one
- *  row: row_end = row_begin + 1). Every key in the range is seen by the last of those rows.
- *  Causal is bottom-right aligned: query row i sees keys j <= i + seqlen_k - seqlen_q. */
+ *  row: row_end = row_begin + 1): one range, since each row's keys are, and both ends grow with the
+ *  row. Query row i's diagonal is d = i + seqlen_k - seqlen_q (bottom-right aligned); causal: keys
+ *  j <= d; a window: d - window_left <= j <= d + window_right (struct fc_mask); always j < seqlen_k. */
 struct fc_key_range fc_mask_keys(const struct fc_mask *mask, int seqlen_q, int seqlen_k, int row_begin,
                                  int row_end);
 

@@ -56,6 +56,8 @@ static void base_variant(const struct fc_problem *problem, const struct fc_targe
     v->dtype = problem->dtype;
     v->head_dim = problem->head_dim;
     v->causal = problem->mask.causal;
+    v->window = problem->mask.window;
+    v->softcap = problem->softcap > 0.f;
     v->arch = target->arch;
     v->arch_specific = target->arch_specific;
 }
@@ -148,6 +150,10 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
     if (!winner)   /* the bucket's dtype, head_dim and causality are the problem's */
         return;
     struct fc_plan replaced = {.variant = winner->variant, .reason = winner->reason};
+    /* NOTE: winners are measured without a window or a softcap: the problem's switches are added to
+     * the winner's tiles, which take them as they are (fc_plan_explain says so) */
+    replaced.variant.window = plan->variant.window;
+    replaced.variant.softcap = plan->variant.softcap;
     char why[256];
     if (launch_shape(problem, target, &replaced, why, sizeof why) != FC_OK)
         return;   /* a winner this problem's launch cannot take: the heuristic's choice stays */
@@ -175,8 +181,11 @@ enum fc_status fc_plan_make(const struct fc_problem *problem, const struct fc_ta
 
 void fc_plan_explain(const struct fc_plan *plan, char *out, size_t size)
 {
-    if (plan->declined)
-        snprintf(out, size, "%s (%s)", plan->reason, plan->declined);
+    const char *reason = plan->reason ? plan->reason : "";
+    if (plan->tuned && (plan->variant.window || plan->variant.softcap))
+        snprintf(out, size, "%s; measured without a window or softcap, its tiles run this one with them", reason);
+    else if (plan->declined)
+        snprintf(out, size, "%s (%s)", reason, plan->declined);
     else
-        snprintf(out, size, "%s", plan->reason ? plan->reason : "");
+        snprintf(out, size, "%s", reason);
 }

@@ -1,5 +1,6 @@
 /* Validation: fc_attention_params -> fc_problem, one rule and one message per field. The shape
  * rules first (no pointer is read), then the tensor rules. Size arithmetic is 64-bit and checked. */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,8 +15,7 @@
 #define HEAD_DIM_MIN 8
 #define HEAD_DIM_MAX 256
 #define STRUCT_SIZE_MAX 4096   /* a struct_size past this is an uninitialized struct */
-/* fc_attention_params as 0.2 first versioned it: every caller's struct has these fields */
-#define PARAMS_SIZE_MIN (offsetof(struct fc_attention_params, causal) + sizeof(int))
+#define WINDOW_INDEX_SLACK 1024   /* above the sequences' keys: the padding rows of a block, and a tile */
 
 static enum fc_status fail(enum fc_status status, char *msg, size_t size, const char *format, ...)
     __attribute__((format(printf, 4, 5)));
@@ -83,8 +83,8 @@ enum fc_status fc_problem_strides(const char *name, const int64_t given[3], int 
     return FC_OK;
 }
 
-enum fc_status fc_read_struct(const void *given, size_t size_known, size_t size_min, void *out, const char *what,
-                              const char *init, char *msg, size_t size)
+enum fc_status fc_read_struct(const void *given, const void *defaults, size_t size_known, size_t size_min, void *out,
+                              const char *what, const char *init, char *msg, size_t size)
 {
     if (!given)
         return fail(FC_ERR_INVALID_ARG, msg, size, "%s is NULL", what);
@@ -92,7 +92,7 @@ enum fc_status fc_read_struct(const void *given, size_t size_known, size_t size_
     memcpy(&struct_size, given, sizeof struct_size);   /* every versioned struct starts with it */
     if (struct_size < size_min || struct_size > STRUCT_SIZE_MAX)
         return fail(FC_ERR_INVALID_ARG, msg, size, "%s->struct_size is %zu: start from %s", what, struct_size, init);
-    memset(out, 0, size_known);
+    memcpy(out, defaults, size_known);   /* fields the caller's struct predates keep their defaults */
     memcpy(out, given, struct_size < size_known ? struct_size : size_known);
     for (size_t i = size_known; i < struct_size; i++)
         if (((const unsigned char *)given)[i])
@@ -101,12 +101,59 @@ enum fc_status fc_read_struct(const void *given, size_t size_known, size_t size_
     return FC_OK;
 }
 
+/* The caller's struct as this library knows it: fields its struct_size does not cover take
+ * fc_attention_params_init's defaults. */
+static enum fc_status read_params(const struct fc_attention_params *given, struct fc_attention_params *out,
+                                  char *msg, size_t size)
+{
+    struct fc_attention_params defaults;
+    fc_attention_params_init(&defaults);
+    return fc_read_struct(given, &defaults, sizeof defaults, FC_PARAMS_SIZE_0_2, out, "params",
+                          "fc_attention_params_init", msg, size);
+}
+
+/* The window's rules, before any size is known to be valid. */
+static enum fc_status check_window(const struct fc_attention_params *p, char *msg, size_t size)
+{
+    if (p->window_left < -1)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "window_left must be -1 (unbounded) or a key count >= 0 (got %d)",
+                    p->window_left);
+    if (p->window_right < -1)
+        return fail(FC_ERR_INVALID_ARG, msg, size,
+                    "window_right must be -1 (unbounded) or a key count >= 0 (got %d)", p->window_right);
+    if (p->causal && p->window_right > 0)
+        return fail(FC_ERR_INVALID_ARG, msg, size,
+                    "causal is window_right 0, so causal = 1 cannot take window_right %d: set causal = 0 to see "
+                    "keys past the diagonal", p->window_right);
+    return FC_OK;
+}
+
+/* The mask the kernels get (struct fc_mask): causal is window_right 0; a side wider than the
+ * sequence bounds nothing (window_left >= seqlen_k - 1: every row's window starts at or before key
+ * 0; window_right >= seqlen_q - 1: every row's reaches seqlen_k - 1), and an unbounded side becomes
+ * a bound past the sequence, so that the kernels never test for -1. No bounded side: no window. */
+static enum fc_status resolve_mask(const struct fc_attention_params *p, struct fc_mask *m, char *msg, size_t size)
+{
+    m->causal = p->causal || p->window_right == 0;
+    const int left = p->window_left >= 0 && (int64_t)p->window_left < (int64_t)p->seqlen_k - 1;
+    const int right = !m->causal && p->window_right >= 0 && (int64_t)p->window_right < (int64_t)p->seqlen_q - 1;
+    m->window = left || right;
+    m->window_left = left ? p->window_left : p->seqlen_k;
+    m->window_right = m->causal ? 0 : right ? p->window_right : p->seqlen_q;
+    /* NOTE: a row's last key plus one, row + seqlen_k - seqlen_q + window_right + 1, runs up to
+     * seqlen_q + seqlen_k + block_m for the padding rows of a last block: 32-bit in the kernels. */
+    if (m->window && (int64_t)p->seqlen_q + p->seqlen_k > INT_MAX - WINDOW_INDEX_SLACK)
+        return fail(FC_ERR_UNSUPPORTED, msg, size,
+                    "a sliding window needs seqlen_q + seqlen_k (%lld) of at most %d: the kernels index keys in "
+                    "32 bits", (long long)p->seqlen_q + p->seqlen_k, INT_MAX - WINDOW_INDEX_SLACK);
+    return FC_OK;
+}
+
 enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct fc_problem *out, char *msg,
                                 size_t size)
 {
     struct fc_attention_params local;
-    enum fc_status status = fc_read_struct(given, sizeof local, PARAMS_SIZE_MIN, &local, "params",
-                                           "fc_attention_params_init", msg, size);
+    enum fc_status status = read_params(given, &local, msg, size);
     if (status != FC_OK)
         return status;
     const struct fc_attention_params *p = &local;
@@ -118,10 +165,14 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
         return fail(FC_ERR_UNSUPPORTED, msg, size, "dtype FC_E4M3 is not supported yet (FC_F16 and FC_BF16 are)");
     if (p->causal != 0 && p->causal != 1)
         return fail(FC_ERR_INVALID_ARG, msg, size, "causal must be 0 or 1 (got %d)", p->causal);
+    if ((status = check_window(p, msg, size)) != FC_OK)
+        return status;
     if (!isfinite(p->softmax_scale))
         return fail(FC_ERR_INVALID_ARG, msg, size, "softmax_scale must be finite (0 selects 1/sqrt(head_dim))");
-    status = check_sizes(p, msg, size);
-    if (status != FC_OK)
+    if (!(p->softcap >= 0.f) || !isfinite(p->softcap))
+        return fail(FC_ERR_INVALID_ARG, msg, size, "softcap must be 0 (none) or finite and positive (got %g)",
+                    (double)p->softcap);
+    if ((status = check_sizes(p, msg, size)) != FC_OK || (status = resolve_mask(p, &out->mask, msg, size)) != FC_OK)
         return status;
     const int bytes = dtype->bytes, d = p->head_dim;
     if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
@@ -136,8 +187,11 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
     out->heads_q = p->heads_q;
     out->heads_kv = p->heads_kv;
     out->head_dim = p->head_dim;
-    out->mask.causal = p->causal;
     out->softmax_scale = p->softmax_scale != 0.f ? p->softmax_scale : 1.f / sqrtf((float)p->head_dim);
+    out->softcap = p->softcap;
+    if (p->softcap > 0.f && !isfinite(out->softmax_scale / p->softcap))   /* the kernels' factor inside the tanh */
+        return fail(FC_ERR_INVALID_ARG, msg, size, "softcap %g is too small for softmax_scale %g: scale / softcap "
+                    "overflows fp32", (double)p->softcap, (double)out->softmax_scale);
     return FC_OK;
 }
 
@@ -154,8 +208,7 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
                                   size_t size)
 {
     struct fc_attention_params local;
-    enum fc_status status = fc_read_struct(given, sizeof local, PARAMS_SIZE_MIN, &local, "params",
-                                           "fc_attention_params_init", msg, size);
+    enum fc_status status = read_params(given, &local, msg, size);
     if (status != FC_OK)
         return status;
     const struct fc_attention_params *p = &local;
@@ -165,6 +218,8 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
         (status = fc_problem_pointer("out", p->out, POINTER_ALIGN_BYTES, msg, size)))
         return status;
     if (p->lse && (status = fc_problem_pointer("lse", p->lse, sizeof(float), msg, size)))
+        return status;
+    if (p->sinks && (status = fc_problem_pointer("sinks", p->sinks, sizeof(float), msg, size)))
         return status;
     int64_t rows;
     if (p->lse && (__builtin_mul_overflow((int64_t)p->batch, (int64_t)p->heads_q, &rows) ||
@@ -176,6 +231,7 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
     out->v = p->v;
     out->out = p->out;
     out->lse = p->lse;
+    out->sinks = p->sinks;
     return FC_OK;
 }
 

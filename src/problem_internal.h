@@ -10,6 +10,10 @@
 #include "flashcore.h"
 #include "mask_internal.h"
 
+/** sizeof(struct fc_attention_params) in 0.2.0, its first versioned form: every caller's struct has
+ *  at least its fields (0.2.0 ended with causal, with no tail padding). */
+#define FC_PARAMS_SIZE_0_2 (offsetof(struct fc_attention_params, causal) + sizeof(int))
+
 /** fc_attention_params after every rule is checked: strides resolved, scale resolved. */
 struct fc_problem {
     enum fc_dtype dtype;
@@ -18,21 +22,24 @@ struct fc_problem {
     const void *q, *k, *v;   /* NULL until the tensor rules are checked */
     void *out;
     float *lse;
+    const float *sinks;      /* NULL: none (a tensor rule: a pointer) */
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
     float softmax_scale;
+    float softcap;           /* 0: none */
 };
 
 /**
- * The shape rules: every size, the dtype, causality, the scale, and the strides (resolved; every
- * element's byte offset fits in 64 bits). Reads no pointer. Needs no GPU.
+ * The shape rules: every size, the dtype, the mask (causality and window, resolved into
+ * problem->mask: src/mask.c), the scale and the softcap, and the strides (resolved; every element's byte offset
+ * fits in 64 bits). Reads no pointer. Needs no GPU.
  * @return FC_OK, FC_ERR_INVALID_ARG (a rule is broken) or FC_ERR_UNSUPPORTED (valid, no kernel)
  */
 enum fc_status fc_problem_shape(const struct fc_attention_params *params, struct fc_problem *out, char *msg,
                                 size_t msg_size);
 
 /**
- * The tensor rules, after fc_problem_shape: q, k, v and out present and 16-byte aligned, lse
- * (optional) 4-byte aligned with its rows addressable; copies the pointers into *problem.
+ * The tensor rules, after fc_problem_shape: q, k, v and out present and 16-byte aligned, lse and
+ * sinks (optional) 4-byte aligned, lse's rows addressable; copies the pointers into *problem.
  * @return FC_OK or FC_ERR_INVALID_ARG
  */
 enum fc_status fc_problem_tensors(const struct fc_attention_params *params, struct fc_problem *problem, char *msg,
@@ -50,12 +57,13 @@ enum fc_status fc_problem_pointer(const char *name, const void *pointer, unsigne
 /**
  * A public struct that grows through a leading struct_size field (fc_attention_params,
  * fc_merge_params), as this library knows it: copies the fields the caller's struct_size covers
- * into *out (size_known bytes, the rest 0). FC_ERR_INVALID_ARG for NULL or a struct_size below
- * size_min (the first versioned struct) or absurdly large (never initialized: use `init`);
- * FC_ERR_UNSUPPORTED when the caller sets fields past what this library knows.
+ * into *out (size_known bytes), the rest from `defaults` (what its init function sets: a caller
+ * compiled before a field existed gets that field's default). FC_ERR_INVALID_ARG for NULL or a
+ * struct_size below size_min (the first versioned struct) or absurdly large (never initialized:
+ * use `init`); FC_ERR_UNSUPPORTED when the caller sets fields past what this library knows.
  */
-enum fc_status fc_read_struct(const void *given, size_t size_known, size_t size_min, void *out, const char *what,
-                              const char *init, char *msg, size_t msg_size);
+enum fc_status fc_read_struct(const void *given, const void *defaults, size_t size_known, size_t size_min, void *out,
+                              const char *what, const char *init, char *msg, size_t msg_size);
 
 /** Both halves: everything is checked before anything is compiled or launched. */
 enum fc_status fc_problem_from_params(const struct fc_attention_params *params, struct fc_problem *out,

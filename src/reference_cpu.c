@@ -116,21 +116,35 @@ static float element(const struct fc_host_problem *p, const uint16_t *t, int hea
     return fc_storage_to_float(p->dtype, t[index]);
 }
 
-/* PyTorch's math path in the dtype, emulated: S = q @ k^T (fp32 accumulate, rounded), times the
- * scale (rounded), softmax computed in fp32 and rounded, P @ V (fp32 accumulate, rounded). */
-static void native_row(const struct fc_host_problem *p, int b, int kv, struct fc_key_range keys,
+/* A scaled score as PyTorch computes it in the dtype: times the scale (rounded), then soft-capped
+ * the standard way, softcap * torch.tanh(S / softcap), each op in fp32 and rounded. */
+static float native_score(const struct fc_host_problem *p, float dot, float scale)
+{
+    const float s = fc_round_to(p->dtype, fc_round_to(p->dtype, dot) * scale);
+    if (p->softcap == 0.f)
+        return s;
+    const float t = fc_round_to(p->dtype, tanhf(fc_round_to(p->dtype, s / p->softcap)));
+    return fc_round_to(p->dtype, p->softcap * t);
+}
+
+/* PyTorch's math path in the dtype, emulated: S = q @ k^T (fp32 accumulate, rounded), scaled and
+ * capped (native_score), softmax computed in fp32 and rounded, P @ V (fp32 accumulate, rounded). A
+ * sink (in the dtype) joins the softmax as one more column, gpt-oss's torch.cat([S, sinks]). */
+static void native_row(const struct fc_host_problem *p, int b, int h, int kv, struct fc_key_range keys,
                        const float *dots, float *weights, double *out)
 {
     const float scale = fc_round_to(p->dtype, p->softmax_scale);
-    float max_score = -INFINITY, sum = 0.f;
+    const float sink = p->sinks ? fc_round_to(p->dtype, p->sinks[h]) : -INFINITY;
+    float max_score = sink, sum = 0.f;
     for (int j = keys.begin; j < keys.end; j++) {
-        weights[j] = fc_round_to(p->dtype, fc_round_to(p->dtype, dots[j]) * scale);
+        weights[j] = native_score(p, dots[j], scale);
         max_score = fmaxf(max_score, weights[j]);
     }
     for (int j = keys.begin; j < keys.end; j++) {
         weights[j] = expf(weights[j] - max_score);
         sum += weights[j];
     }
+    sum += p->sinks ? expf(sink - max_score) : 0.f;
     for (int j = keys.begin; j < keys.end; j++)
         weights[j] = fc_round_to(p->dtype, weights[j] / sum);
     for (int d = 0; d < p->head_dim; d++) {
@@ -145,18 +159,18 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
                       struct fc_row_reference *row, double *scratch)
 {
     const int kv = h / (p->heads_q / p->heads_kv), D = p->head_dim;
-    const struct fc_mask mask = {p->causal};
-    const struct fc_key_range keys = fc_mask_keys(&mask, p->seqlen_q, p->seqlen_k, i, i + 1);
+    const struct fc_key_range keys = fc_mask_keys(&p->mask, p->seqlen_q, p->seqlen_k, i, i + 1);
+    const double sink = p->sinks ? p->sinks[h] : -INFINITY;   /* joins the denominator, brings no value */
     row->visible_keys = keys.end - keys.begin;
     for (int d = 0; d < D; d++)
         row->out[d] = row->native[d] = 0.0;
-    row->lse = -INFINITY;
+    row->lse = sink;
     if (!row->visible_keys)
         return;
     double *scores = scratch;                                  /* [seqlen_k] fp64 */
     float *dots = (float *)(scratch + p->seqlen_k);            /* [seqlen_k] fp32 */
     float *weights = dots + p->seqlen_k;                       /* [seqlen_k] fp32 */
-    double max_score = -INFINITY, sum = 0.0;
+    double max_score = sink, sum = 0.0;
     for (int j = keys.begin; j < keys.end; j++) {
         double dot = 0.0;
         float dot32 = 0.f;
@@ -167,18 +181,21 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
             dot32 += qd * kd;
         }
         scores[j] = dot * p->softmax_scale;
+        if (p->softcap != 0.f)
+            scores[j] = p->softcap * tanh(scores[j] / p->softcap);
         dots[j] = dot32;
         max_score = fmax(max_score, scores[j]);
     }
     for (int j = keys.begin; j < keys.end; j++)
         sum += exp(scores[j] - max_score);
+    sum += exp(sink - max_score);   /* 0 without one */
     row->lse = max_score + log(sum);
     for (int j = keys.begin; j < keys.end; j++) {
         double weight = exp(scores[j] - max_score) / sum;
         for (int d = 0; d < D; d++)
             row->out[d] += weight * element(p, p->v, p->heads_kv, p->seqlen_k, b, j, kv, d);
     }
-    native_row(p, b, kv, keys, dots, weights, row->native);
+    native_row(p, b, h, kv, keys, dots, weights, row->native);
 }
 
 void fc_error_accumulate(struct fc_error_stats *stats, const struct fc_host_problem *p,
@@ -200,7 +217,7 @@ void fc_error_accumulate(struct fc_error_stats *stats, const struct fc_host_prob
         stats->native_error = fmax(stats->native_error, fabs(row->native[d] - row->out[d]));
     }
     if (lse) {
-        if (!row->visible_keys)
+        if (isinf(row->lse))   /* no key and no sink: exactly -inf */
             bad |= !(isinf(*lse) && *lse < 0);
         else if (!isfinite(*lse))
             bad = 1;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "flashcore.h"
+#include "mask_internal.h"
 
 float fc_half_to_float(uint16_t bits);
 uint16_t fc_float_to_half(float value);             /* round to nearest even */
@@ -31,15 +32,18 @@ uint64_t fc_random_below(struct fc_random *random, uint64_t bound);
 /** A problem on the host: packed [batch, seq, head, head_dim] 16-bit tensors. */
 struct fc_host_problem {
     enum fc_dtype dtype;
-    int batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal;
+    int batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
+    struct fc_mask mask;          /* as src/problem.c resolves it: which keys a row sees (src/mask.c) */
     float softmax_scale;          /* resolved, never 0 */
     const uint16_t *q, *k, *v;
+    const float *sinks;           /* [heads_q] logits joining each row's denominator, or NULL */
+    float softcap;                /* 0: none; else scores s -> softcap * tanh(s / softcap) */
 };
 
 /** One query row's answers. */
 struct fc_row_reference {
-    int visible_keys;             /* 0: out must be 0 and lse -inf */
-    double lse;                   /* natural log; -inf when no key is visible */
+    int visible_keys;             /* 0: out must be 0, and lse -inf or the row's sink */
+    double lse;                   /* natural log, the sink included; -inf when no key is visible and no sink */
     double *out;                  /* [head_dim], fp64 from the same 16-bit inputs */
     double *native;               /* [head_dim], emulating PyTorch's math path in the dtype */
 };

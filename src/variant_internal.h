@@ -24,6 +24,8 @@ struct fc_variant {
     enum fc_dtype dtype;
     int head_dim;
     int causal;        /* 0 or 1 */
+    int window;        /* 0 or 1: a sliding window (kernel_templates/mask.cuh); its bounds are run time */
+    int softcap;       /* 0 or 1: logit soft-capping (tanh); the cap is run time */
     int block_m;       /* query rows per CTA */
     int block_n;       /* keys per K/V tile */
     int stages;        /* K/V pipeline depth (1 = no pipelining) */
@@ -46,7 +48,9 @@ const char *fc_kernel_family_name(enum fc_kernel_family family);
 /** Returns 0 and sets *family for a known name ("reference"), else -1. */
 int fc_kernel_family_parse(const char *name, enum fc_kernel_family *family);
 
-/** Readable, unique name, e.g. "reference_f16_d128_causal_m16n32w4_sm_90a". */
+/** Readable, unique name, e.g. "reference_f16_d128_causal_m16n32s1w4_sm_90a"; a window adds "_win" and
+ *  a softcap "_cap" after the causality ("..._causal_win_cap_m16..."), so that the names of variants
+ *  without them never change. */
 void fc_variant_name(const struct fc_variant *variant, char out[FC_VARIANT_NAME_MAX]);
 
 /** Reads a name fc_variant_name wrote back into a variant; 0 on success, -1 if it is not one. */

@@ -30,8 +30,13 @@
 #define PRECOMPILE_SM90 (16 + 2 + 4)   /* + causal short-sequence tiles at 128, long at 64 */
 #define PRECOMPILE_DECODE 80   /* as sm80 */
 #define PRECOMPILE_MERGE 40    /* fc_attention_merge's kernel: four archs, two dtypes, five head dims */
-#define PRECOMPILE_VARIANTS \
-    (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90 + PRECOMPILE_MERGE)
+/* sliding windows, causal, three head dims, two dtypes: sm90 on sm_90a, sm80 on sm_80, decode on both */
+#define PRECOMPILE_WINDOW (6 + 6 + 12)
+/* softcaps: causal, two head dims, two dtypes, with and without a window, as the windows' */
+#define PRECOMPILE_SOFTCAP (8 + 8 + 16)
+#define PRECOMPILE_VARIANTS                                                                                   \
+    (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90 + PRECOMPILE_MERGE +          \
+     PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP)
 
 static const char *precompile_path;
 
@@ -99,6 +104,8 @@ static void assert_variant_equal(const struct fc_variant *actual, const struct f
     assert_int_equal(actual->dtype, expected->dtype);
     assert_int_equal(actual->head_dim, expected->head_dim);
     assert_int_equal(actual->causal, expected->causal);
+    assert_int_equal(actual->window, expected->window);
+    assert_int_equal(actual->softcap, expected->softcap);
     assert_int_equal(actual->block_m, expected->block_m);
     assert_int_equal(actual->block_n, expected->block_n);
     assert_int_equal(actual->stages, expected->stages);
@@ -128,12 +135,22 @@ static void test_precompile_spec(void **state)
     struct fc_variant last_sm90 = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 64, 1, 90, 1);
     last_sm90.block_m = 192;
     last_sm90.warps = 16;
-    struct fc_variant last = expected_family_variant(FC_KERNEL_MERGE, FC_BF16, 256, 0, 89, 0);
+    struct fc_variant last_merge = expected_family_variant(FC_KERNEL_MERGE, FC_BF16, 256, 0, 89, 0);
+    struct fc_variant first_window = expected_family_variant(FC_KERNEL_SM90, FC_F16, 64, 1, 90, 1);
+    first_window.window = 1;
+    struct fc_variant last_window = expected_family_variant(FC_KERNEL_DECODE, FC_BF16, 256, 1, 80, 0);
+    last_window.window = 1;
+    struct fc_variant last = last_window;
+    last.softcap = 1;
+    const size_t merge_end = list.count - PRECOMPILE_WINDOW - PRECOMPILE_SOFTCAP;
     assert_variant_equal(&list.items[0], &first);
     assert_variant_equal(&list.items[1], &second);
     assert_variant_equal(&list.items[PRECOMPILE_REFERENCE - 1], &last_reference);
     assert_variant_equal(&list.items[PRECOMPILE_REFERENCE + PRECOMPILE_SM80 - 1], &last_sm80);
-    assert_variant_equal(&list.items[list.count - PRECOMPILE_MERGE - 1], &last_sm90);
+    assert_variant_equal(&list.items[merge_end - PRECOMPILE_MERGE - 1], &last_sm90);
+    assert_variant_equal(&list.items[merge_end - 1], &last_merge);
+    assert_variant_equal(&list.items[merge_end], &first_window);
+    assert_variant_equal(&list.items[merge_end + PRECOMPILE_WINDOW - 1], &last_window);
     assert_variant_equal(&list.items[list.count - 1], &last);
     size_t hopper = 0;
     for (size_t i = 0; i < list.count; i++) {
@@ -143,7 +160,7 @@ static void test_precompile_spec(void **state)
         hopper += list.items[i].arch == 90 && list.items[i].arch_specific;
     }
     assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_DECODE / 4 + PRECOMPILE_SM90 +
-                                 PRECOMPILE_MERGE / 4);
+                                 PRECOMPILE_MERGE / 4 + 6 + 6 + 8 + 8);
     fc_variant_list_free(&list);
     assert_list_empty(&list);
 }
@@ -210,6 +227,43 @@ static void test_pingpong_is_an_sm90_schedule_choice(void **state)
     char name[FC_VARIANT_NAME_MAX];
     fc_variant_name(&list.items[3], name);
     assert_string_equal(name, "sm90_f16_d128_m128n128s2w12p_sm_90a");
+    fc_variant_list_free(&list);
+}
+
+/* `window` is the mask's compile-time switch: the same default tiles, a "_win" name; merge has no
+ * mask, so its window variants are pruned. */
+static void test_window_is_a_switch_on_the_default_tiles(void **state)
+{
+    (void)state;
+    struct fc_variant_list list;
+    parse_good(HEAD "  - kernel: [sm80, merge]\n    arch: sm_80\n    dtype: f16\n    head_dim: 128\n"
+               "    causal: false\n    window: [false, true]\n", &list);
+    assert_int_equal(list.count, 3);
+    assert_int_equal(list.pruned, 1);
+    struct fc_variant expected = expected_family_variant(FC_KERNEL_SM80, FC_F16, 128, 0, 80, 0);
+    assert_variant_equal(&list.items[0], &expected);
+    expected.window = 1;
+    assert_variant_equal(&list.items[1], &expected);
+    char name[FC_VARIANT_NAME_MAX];
+    fc_variant_name(&list.items[1], name);
+    assert_string_equal(name, "sm80_f16_d128_win_m128n64s2w4_sm_80");
+    fc_variant_list_free(&list);
+}
+
+/* `softcap` is the other compile-time switch ("_cap"); with it the sm80 family at head_dim 64
+ * takes 64-key tiles (128 spill with the tanh pass). */
+static void test_softcap_is_a_switch_and_may_change_tiles(void **state)
+{
+    (void)state;
+    struct fc_variant_list list;
+    parse_good(HEAD "  - kernel: sm80\n    arch: sm_90a\n    dtype: f16\n    head_dim: 64\n"
+               "    causal: false\n    softcap: [false, true]\n", &list);
+    assert_int_equal(list.count, 2);
+    char name[FC_VARIANT_NAME_MAX];
+    fc_variant_name(&list.items[0], name);
+    assert_string_equal(name, "sm80_f16_d64_m128n128s2w4_sm_90a");
+    fc_variant_name(&list.items[1], name);
+    assert_string_equal(name, "sm80_f16_d64_cap_m128n64s2w4_sm_90a");
     fc_variant_list_free(&list);
 }
 
@@ -633,6 +687,8 @@ static const struct CMUnitTest GOOD_TESTS[] = {
     cmocka_unit_test(test_yaml_styles),
     cmocka_unit_test(test_optional_keys_override_defaults),
     cmocka_unit_test(test_pingpong_is_an_sm90_schedule_choice),
+    cmocka_unit_test(test_window_is_a_switch_on_the_default_tiles),
+    cmocka_unit_test(test_softcap_is_a_switch_and_may_change_tiles),
     cmocka_unit_test(test_duplicates_collapse),
     cmocka_unit_test(test_pruned_candidates_are_counted),
     cmocka_unit_test(test_integer_range_edges),

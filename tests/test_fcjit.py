@@ -85,6 +85,12 @@ def test_plan_names_kernel_and_reason(cli):
     assert code != EXIT_OK and "head_dim 100" in err, (code, err)
     code, _, err = cli.run("plan", "--heads-q", "8", "--heads-kv", "3")
     assert code == EXIT_USAGE and "multiple of heads_kv" in err, (code, err)
+    code, out, _ = cli.run("--json", "plan", "--seqlen", "8192", "--causal", "--window-left", "1024")
+    assert code == EXIT_OK and "_causal_win_" in json.loads(out)["kernel"], out
+    code, out, _ = cli.run("--json", "plan", "--seqlen", "8192", "--window-left", "8191")   # wider: no window
+    assert code == EXIT_OK and "_win_" not in json.loads(out)["kernel"], out
+    code, _, err = cli.run("plan", "--causal", "--window-right", "5")
+    assert code == EXIT_USAGE and "window_right 5" in err, (code, err)
 
 
 def test_run_without_gpu_says_so(cli):
@@ -200,6 +206,14 @@ def test_tune_and_explain_without_gpu(cli):
     assert code == EXIT_OK, (code, err)
     explained = json.loads(out)
     assert explained["gpu"] == "no GPU" and explained["kernel"] == explained["heuristic"], explained
+    assert explained["features"].startswith("causal, no window"), explained
+    code, out, err = cli.run("explain", "--seqlen", "4096", "--window-left", "256", "--window-right", "16")
+    assert code == EXIT_OK and "features:  no causal mask, sliding window" in out, (code, out, err)
+    code, out, err = cli.run("explain", "--seqlen", "4096", "--sinks", "20")
+    assert code == EXIT_OK and "sinks 20" in out and "sinks (run time)" in out, (code, out, err)
+    code, out, err = cli.run("--json", "explain", "--seqlen", "4096", "--softcap", "30", "--causal")
+    assert code == EXIT_OK and "_causal_cap_" in json.loads(out)["kernel"], (code, out, err)
+    assert "softcap (tanh" in json.loads(out)["features"], out
 
 
 def test_cache_export_import_round_trip(cli, directory):
@@ -387,6 +401,8 @@ def test_one_exit_code_rule(cli, directory):
                  ["tune", "--spec", "/nonexistent"], ["tune", "--dry-run", "--spec", "/nonexistent"],
                  ["run", "--scale", "abc"], ["run", "--scale", "1e99"], ["plan", "--scale", "0.1x"],
                  ["run", "--seed", "abc"], ["run", "--seed", "-1"], ["plan", "--arch", "sm_1"],
+                 ["plan", "--window-left", "-2"], ["explain", "--window-right", "x"], ["run", "--sinks", "x"],
+                 ["plan", "--softcap", "-5"], ["explain", "--softcap", "nan"],
                  ["run", "--arch", "sm_80"]):
         code, _, err = cli.run(*args)
         assert code == EXIT_USAGE and err.strip(), (args, code, err)

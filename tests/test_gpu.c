@@ -55,6 +55,22 @@ static const struct { int b, sq, sk, hq, hkv; enum fc_check_layout layout; } SHA
 };
 static const int HEAD_DIMS[] = {64, 96, 128, 192, 256, 40};   /* 40: not a multiple of 16 */
 
+/* Sliding windows, sinks and softcaps, alone and together, on the shapes of FEATURE_SHAPES: both
+ * window sides, causal through the window, wider than the sequence, rows left without a key (Sq >
+ * Sk); sinks N(0, 1) and x20 (large positive ones); softcaps 30 and 50 at scale 1, where they bite. */
+static const struct { int causal, left, right; float sinks, softcap, scale; } FEATURES[] = {
+    {1, 64, -1, 0.f, 0.f, 0.f},
+    {0, 40, 17, 0.f, 0.f, 0.f},
+    {0, 3, 2, 0.f, 0.f, 0.f},
+    {0, 5000, 5000, 0.f, 0.f, 0.f},
+    {1, -1, -1, 1.f, 0.f, 0.f},
+    {0, 10, 0, 20.f, 0.f, 0.f},
+    {1, -1, -1, 0.f, 30.f, 1.f},
+    {1, 32, 0, 5.f, 50.f, 1.f},
+};
+/* Indices into SHAPES: Sq > Sk, strided Sq < Sk, and the decode shapes (16 packed rows; many splits). */
+static const int FEATURE_SHAPES[] = {2, 7, 9, 11};
+
 static struct fc_check_case make_case(int shape, int head_dim, enum fc_dtype dtype, int causal)
 {
     struct fc_check_case c;
@@ -72,6 +88,17 @@ static struct fc_check_case make_case(int shape, int head_dim, enum fc_dtype dty
     c.want_lse = 1;
     c.check_rows = CHECK_ROWS;
     c.seed = seed++;
+    return c;
+}
+
+static struct fc_check_case make_feature_case(int shape, int head_dim, enum fc_dtype dtype, int feature)
+{
+    struct fc_check_case c = make_case(shape, head_dim, dtype, FEATURES[feature].causal);
+    c.shape.window_left = FEATURES[feature].left;
+    c.shape.window_right = FEATURES[feature].right;
+    c.shape.softcap = FEATURES[feature].softcap;
+    c.shape.softmax_scale = FEATURES[feature].scale;
+    c.sinks_magnitude = FEATURES[feature].sinks;
     return c;
 }
 
@@ -97,30 +124,49 @@ static int run_case(struct fc_context *context, const struct fc_check_case *c, s
     return passed;
 }
 
+/* Runs one case and prints its line; returns 1 if it failed. */
+static int run_and_report(struct fc_context *context, const struct fc_check_case *c)
+{
+    struct fc_error_stats e;
+    char kernel[FC_VARIANT_NAME_MAX];
+    int passed = run_case(context, c, &e, kernel);
+    const struct fc_attention_params *p = &c->shape;
+    print_message("%s B=%d Sq=%d Sk=%d Hq=%d Hkv=%d %s window (%d, %d) sinks %g softcap %g: err %.3g native %.3g "
+                  "lse %.2g bad %lld %s\n", passed ? "ok  " : "FAIL", p->batch, p->seqlen_q, p->seqlen_k, p->heads_q,
+                  p->heads_kv, c->layout == FC_LAYOUT_BHSD ? "BHSD" : "BSHD", p->window_left, p->window_right,
+                  c->sinks_magnitude, p->softcap, e.max_error, e.native_error, e.max_lse_error, e.bad_rows, kernel);
+    return !passed;
+}
+
 /* Every case on one context, the head dims a family takes (all, or only the multiples of 64 the
- * Hopper kernel takes, up to max_head_dim); returns the number that failed. */
+ * Hopper kernel takes, up to max_head_dim): the shapes causal and not, then FEATURES on
+ * FEATURE_SHAPES; returns the number that failed. */
 static int run_matrix_of(struct fc_context *context, int hopper_dims, int max_head_dim, int decode_only)
 {
     int failures = 0, cases = 0;
     for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
-        for (size_t d = 0; d < sizeof HEAD_DIMS / sizeof HEAD_DIMS[0]; d++)
-            if ((!hopper_dims || (HEAD_DIMS[d] % 64 == 0 && HEAD_DIMS[d] <= max_head_dim)) &&
-                (!decode_only || HEAD_DIMS[d] % 16 == 0))
+        for (size_t d = 0; d < sizeof HEAD_DIMS / sizeof HEAD_DIMS[0]; d++) {
+            if ((hopper_dims && (HEAD_DIMS[d] % 64 || HEAD_DIMS[d] > max_head_dim)) ||
+                (decode_only && HEAD_DIMS[d] % 16))
+                continue;
             for (int causal = 0; causal <= 1; causal++)
                 for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
                     if (decode_only && SHAPES[s].sq * (SHAPES[s].hq / SHAPES[s].hkv) > 16)
                         continue;
                     struct fc_check_case c = make_case((int)s, HEAD_DIMS[d], (enum fc_dtype)dtype, causal);
-                    struct fc_error_stats e;
-                    char kernel[FC_VARIANT_NAME_MAX];
-                    int passed = run_case(context, &c, &e, kernel);
+                    failures += run_and_report(context, &c);
                     cases++;
-                    failures += !passed;
-                    print_message("%s B=%d Sq=%d Sk=%d Hq=%d Hkv=%d %s: err %.3g native %.3g lse %.2g bad %lld %s\n",
-                                  passed ? "ok  " : "FAIL", c.shape.batch, c.shape.seqlen_q, c.shape.seqlen_k,
-                                  c.shape.heads_q, c.shape.heads_kv, c.layout == FC_LAYOUT_BHSD ? "BHSD" : "BSHD",
-                                  e.max_error, e.native_error, e.max_lse_error, e.bad_rows, kernel);
                 }
+            for (size_t f = 0; f < sizeof FEATURES / sizeof FEATURES[0]; f++)
+                for (size_t s = 0; s < sizeof FEATURE_SHAPES / sizeof FEATURE_SHAPES[0]; s++) {
+                    const int shape = FEATURE_SHAPES[s];
+                    if (decode_only && SHAPES[shape].sq * (SHAPES[shape].hq / SHAPES[shape].hkv) > 16)
+                        continue;
+                    struct fc_check_case c = make_feature_case(shape, HEAD_DIMS[d], (enum fc_dtype)dtype, (int)f);
+                    failures += run_and_report(context, &c);
+                    cases++;
+                }
+        }
     print_message("%d cases, %d failed\n", cases, failures);
     return failures;
 }
@@ -191,10 +237,10 @@ static void test_reference_kernel_matches_reference_over_awkward_shapes(void **s
     assert_int_equal(run_matrix(reference_ctx, 0, 256), 0);
 }
 
-static void test_bit_identical_over_repeated_runs(void **state)
+/* DETERMINISM_RUNS launches of one case give the same bits. */
+static void assert_bit_identical(const struct fc_check_case *given)
 {
-    (void)state;
-    struct fc_check_case c = make_case(3, 128, FC_F16, 1);
+    struct fc_check_case c = *given;
     struct fc_check_run run;
     char msg[FC_MESSAGE_MAX] = "";
     assert_int_equal(fc_check_prepare(ctx, &c, &run, msg, sizeof msg), FC_OK);
@@ -223,6 +269,17 @@ static void test_bit_identical_over_repeated_runs(void **state)
     assert_int_equal(differing, 0);
 }
 
+static void test_bit_identical_over_repeated_runs(void **state)
+{
+    (void)state;
+    struct fc_check_case c = make_case(3, 128, FC_F16, 1);
+    assert_bit_identical(&c);
+    c = make_feature_case(11, 128, FC_BF16, 7);   /* a window, sinks and a softcap, split-KV decode */
+    assert_bit_identical(&c);
+    c = make_feature_case(3, 128, FC_F16, 7);     /* ... and in prefill */
+    assert_bit_identical(&c);
+}
+
 /* Each bad call returns its status and launches nothing: out stays poisoned; then a good call on
  * the same context still works. */
 static void test_misuse_on_a_real_context_launches_nothing(void **state)
@@ -232,8 +289,9 @@ static void test_misuse_on_a_real_context_launches_nothing(void **state)
     struct fc_check_run run;
     char msg[FC_MESSAGE_MAX] = "";
     assert_int_equal(fc_check_prepare(ctx, &c, &run, msg, sizeof msg), FC_OK);
-    struct fc_attention_params bad[6];
-    for (int i = 0; i < 6; i++)
+    enum { BAD = 9 };
+    struct fc_attention_params bad[BAD];
+    for (int i = 0; i < BAD; i++)
         bad[i] = run.params;
     bad[0].heads_kv = 3;
     bad[1].head_dim = 100;
@@ -243,9 +301,14 @@ static void test_misuse_on_a_real_context_launches_nothing(void **state)
     bad[4].k_stride[1] = 8;
     bad[4].k_stride[2] = 8;
     bad[5].dtype = FC_E4M3;
-    const enum fc_status expected[6] = {FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED, FC_ERR_INVALID_ARG,
-                                        FC_ERR_INVALID_ARG, FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED};
-    for (int i = 0; i < 6; i++) {
+    bad[6].sinks = (const float *)((const char *)bad[6].q + 2);   /* misaligned */
+    bad[7].causal = 1;
+    bad[7].window_right = 5;
+    bad[8].softcap = -1.f;
+    const enum fc_status expected[BAD] = {FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED, FC_ERR_INVALID_ARG,
+                                          FC_ERR_INVALID_ARG, FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED,
+                                          FC_ERR_INVALID_ARG, FC_ERR_INVALID_ARG, FC_ERR_INVALID_ARG};
+    for (int i = 0; i < BAD; i++) {
         assert_int_equal(fc_attention_forward(ctx, &bad[i], NULL), expected[i]);
         assert_true(strlen(fc_context_errmsg(ctx)) > 0);
     }

@@ -260,6 +260,8 @@ static void test_each_variant_field_changes_the_key(void **state)
     v = base, v.dtype = FC_BF16;   assert_key_changes(jit, &base, &v);
     v = base, v.head_dim = 128;    assert_key_changes(jit, &base, &v);
     v = base, v.causal = 1;        assert_key_changes(jit, &base, &v);
+    v = base, v.window = 1;        assert_key_changes(jit, &base, &v);
+    v = base, v.softcap = 1;       assert_key_changes(jit, &base, &v);
     v = base, v.block_m = 8;       assert_key_changes(jit, &base, &v);
     v = base, v.block_m = 32;      assert_key_changes(jit, &base, &v);
     v = base, v.warps = 2;         assert_key_changes(jit, &base, &v);

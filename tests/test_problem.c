@@ -75,6 +75,11 @@ MUTATION(null_out, p->out = NULL)
 MUTATION(misaligned_q, p->q = device_memory + 2)
 MUTATION(misaligned_out, p->out = device_memory + 8)
 MUTATION(misaligned_lse, p->lse = (float *)(device_memory + 2))
+MUTATION(misaligned_sinks, p->sinks = (const float *)(device_memory + 6))
+MUTATION(negative_softcap, p->softcap = -1.f)
+MUTATION(nan_softcap, p->softcap = NAN)
+MUTATION(infinite_softcap, p->softcap = INFINITY)
+MUTATION(tiny_softcap, p->softcap = 1e-45f)
 MUTATION(mixed_zero_strides, p->q_stride[0] = 0; p->q_stride[1] = 512; p->q_stride[2] = 64)
 MUTATION(unaligned_stride, p->k_stride[0] = 38400; p->k_stride[1] = 130; p->k_stride[2] = 64)
 MUTATION(negative_stride, p->v_stride[0] = -38400; p->v_stride[1] = 128; p->v_stride[2] = 64)
@@ -82,6 +87,10 @@ MUTATION(overflowing_stride, p->o_stride[0] = INT64_MAX / 16 * 8; p->o_stride[1]
 MUTATION(causal_two, p->causal = 2)
 MUTATION(nan_scale, p->softmax_scale = NAN)
 MUTATION(infinite_scale, p->softmax_scale = INFINITY)
+MUTATION(window_left_minus_two, p->window_left = -2)
+MUTATION(window_right_minus_five, p->window_right = -5)
+MUTATION(causal_window_right, p->causal = 1; p->window_right = 3)
+MUTATION(window_past_int, p->seqlen_q = INT_MAX / 2 + 1; p->seqlen_k = INT_MAX / 2 + 1; p->window_left = 10)
 
 static const struct rule RULES[] = {
     {"dtype out of the enum", bad_dtype, FC_ERR_INVALID_ARG, "dtype 7 is not"},
@@ -102,6 +111,11 @@ static const struct rule RULES[] = {
     {"q misaligned", misaligned_q, FC_ERR_INVALID_ARG, "must be 16-byte aligned"},
     {"out misaligned", misaligned_out, FC_ERR_INVALID_ARG, "must be 16-byte aligned"},
     {"lse misaligned", misaligned_lse, FC_ERR_INVALID_ARG, "must be 4-byte aligned"},
+    {"sinks misaligned", misaligned_sinks, FC_ERR_INVALID_ARG, "sinks ("},
+    {"softcap -1", negative_softcap, FC_ERR_INVALID_ARG, "softcap must be 0 (none) or finite and positive (got -1)"},
+    {"softcap NaN", nan_softcap, FC_ERR_INVALID_ARG, "softcap must be 0 (none) or finite and positive"},
+    {"softcap inf", infinite_softcap, FC_ERR_INVALID_ARG, "softcap must be 0 (none) or finite and positive"},
+    {"softcap tiny", tiny_softcap, FC_ERR_INVALID_ARG, "scale / softcap overflows"},
     {"mixed zero strides", mixed_zero_strides, FC_ERR_INVALID_ARG, "q_stride[0] (batch) is 0"},
     {"stride not 16 bytes", unaligned_stride, FC_ERR_INVALID_ARG, "k_stride[1] (seq) is 130: it must be a multiple of 8"},
     {"negative stride", negative_stride, FC_ERR_INVALID_ARG, "v_stride[0] (batch) is -38400"},
@@ -109,6 +123,10 @@ static const struct rule RULES[] = {
     {"causal 2", causal_two, FC_ERR_INVALID_ARG, "causal must be 0 or 1 (got 2)"},
     {"scale NaN", nan_scale, FC_ERR_INVALID_ARG, "softmax_scale must be finite"},
     {"scale inf", infinite_scale, FC_ERR_INVALID_ARG, "softmax_scale must be finite"},
+    {"window_left -2", window_left_minus_two, FC_ERR_INVALID_ARG, "window_left must be -1 (unbounded) or"},
+    {"window_right -5", window_right_minus_five, FC_ERR_INVALID_ARG, "window_right must be -1 (unbounded) or"},
+    {"causal, window_right 3", causal_window_right, FC_ERR_INVALID_ARG, "causal = 1 cannot take window_right 3"},
+    {"window past 32-bit keys", window_past_int, FC_ERR_UNSUPPORTED, "a sliding window needs seqlen_q + seqlen_k"},
 };
 
 static void test_each_rule_has_its_status_and_message(void **state)
@@ -123,6 +141,46 @@ static void test_each_rule_has_its_status_and_message(void **state)
         if (status != RULES[i].status || !strstr(msg, RULES[i].phrase))
             fail_msg("%s: got %s \"%s\", wanted %s with \"%s\"", RULES[i].what, fc_status_name(status), msg,
                      fc_status_name(RULES[i].status), RULES[i].phrase);
+    }
+}
+
+/* The mask the kernels get: causal is window_right 0; a side wider than the sequence bounds
+ * nothing, and an unbounded side becomes a bound past it; no bounded side is no window. */
+static void test_window_resolves_into_the_mask(void **state)
+{
+    (void)state;
+    static const struct {
+        int causal, left, right;                       /* given, Sq 100, Sk 300 */
+        int m_causal, m_window, m_left, m_right;       /* resolved */
+    } CASES[] = {
+        {0, -1, -1, 0, 0, 300, 100},    /* the defaults: nothing */
+        {1, -1, -1, 1, 0, 300, 0},      /* causal */
+        {1, -1, 0, 1, 0, 300, 0},       /* causal with its own right bound */
+        {0, -1, 0, 1, 0, 300, 0},       /* window_right 0 is causal */
+        {1, 50, -1, 1, 1, 50, 0},       /* causal sliding window */
+        {0, 50, 0, 1, 1, 50, 0},        /* the same, spelled as a window */
+        {0, 50, 7, 0, 1, 50, 7},        /* both sides */
+        {0, -1, 7, 0, 1, 300, 7},       /* right only */
+        {0, 0, 0, 1, 1, 0, 0},          /* the diagonal alone */
+        {0, 299, 5, 0, 1, 300, 5},      /* left as wide as the keys: unbounded */
+        {0, 298, 5, 0, 1, 298, 5},      /* one key short of it: bounded */
+        {0, 299, 99, 0, 0, 300, 100},   /* both sides wider than the sequence: no window */
+        {0, 1 << 30, 98, 0, 1, 300, 98},
+        {1, 1 << 30, -1, 1, 0, 300, 0},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        struct fc_attention_params p = valid_params();
+        p.causal = CASES[i].causal;
+        p.window_left = CASES[i].left;
+        p.window_right = CASES[i].right;
+        struct fc_problem problem;
+        char msg[512] = "";
+        assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+        const struct fc_mask *m = &problem.mask;
+        if (m->causal != CASES[i].m_causal || m->window != CASES[i].m_window || m->window_left != CASES[i].m_left ||
+            m->window_right != CASES[i].m_right)
+            fail_msg("case %zu: causal %d window %d left %d right %d", i, m->causal, m->window, m->window_left,
+                     m->window_right);
     }
 }
 
@@ -206,6 +264,29 @@ static void test_plan_names_the_kernel_and_why(void **state)
     p.head_dim = 100;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_ERR_UNSUPPORTED);
     assert_non_null(strstr(fc_context_errmsg(ctx), "head_dim 100"));
+    p.head_dim = 128;   /* a window: the same kernel and tiles with the switch ("_win") */
+    p.window_left = 256;
+    p.seqlen_k = 4096;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_win_m128n128s2w12p_sm_90a");
+    p.window_left = 4095;   /* wider than the keys: no window */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
+    p.causal = 0;
+    p.window_left = -1;
+    p.window_right = 0;   /* causal */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
+    p.window_right = 3;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_win_m128n128s2w12p_sm_90a");
+    p.softcap = 30.f;   /* a softcap: its switch too */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_win_cap_m128n128s2w12p_sm_90a");
+    p.window_right = -1;
+    p.seqlen_q = 1;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "decode_bf16_d128_cap_m16n128s2w8_sm_90a");
     fc_context_destroy(ctx);
 }
 
@@ -277,6 +358,48 @@ static void test_decode_splits_fill_the_gpu(void **state)
     }
 }
 
+/* With a window, the decode family splits only the keys its rows see (src/mask.c): the tiles of
+ * [first key of row 0, seqlen_k). */
+static void test_decode_splits_only_the_window(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();
+    p.seqlen_q = 1;
+    p.heads_q = 32;
+    p.heads_kv = 8;
+    p.head_dim = 128;
+    p.batch = 8;
+    p.seqlen_k = 32768;
+    const struct { int seqlen_q, left, right, causal, splits, split_keys; } CASES[] = {
+        {1, 4095, -1, 0, 7, 640},      /* 4096 keys, 32 tiles; 16 CTAs a split: 7 fill 112 of 132 SMs */
+        {1, 100, -1, 1, 1, 128},       /* 101 keys: one tile, no split */
+        {4, 100, -1, 1, 1, 128},       /* rows 0-3: keys 32664 (row 0's first) to 32767: 104 keys */
+        {4, 0, 0, 0, 1, 128},          /* the diagonals alone: 4 keys */
+        {1, -1, -1, 1, 8, 4096},       /* no window: the whole sequence, 256 tiles */
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        p.seqlen_q = CASES[i].seqlen_q;
+        p.heads_q = 16 / CASES[i].seqlen_q * 2;   /* 16 packed rows at most: 2 K/V heads' worth */
+        p.heads_kv = 2;
+        p.window_left = CASES[i].left;
+        p.window_right = CASES[i].right;
+        p.causal = CASES[i].causal;
+        struct fc_problem problem;
+        struct fc_plan plan;
+        char msg[512];
+        assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+        assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+        assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
+        const struct fc_key_range keys = fc_mask_keys(&problem.mask, p.seqlen_q, p.seqlen_k, 0, p.seqlen_q);
+        if (plan.splits != CASES[i].splits || plan.split_keys != CASES[i].split_keys)
+            fail_msg("case %zu: %d splits of %d keys for keys [%d, %d)", i, plan.splits, plan.split_keys, keys.begin,
+                     keys.end);
+        assert_int_equal(keys.end, p.seqlen_k);   /* the last query row's diagonal is the last key */
+        assert_true((long long)plan.splits * plan.split_keys >= keys.end - keys.begin);
+        assert_true((long long)(plan.splits - 1) * plan.split_keys < keys.end - keys.begin);   /* none empty */
+    }
+}
+
 /* FC_FORCE_VARIANT=decode:k8 asks for 8 splits: granted where there are tiles enough, else one per
  * tile; `k` is refused for the other families and as 0. */
 static void test_decode_splits_can_be_forced(void **state)
@@ -339,6 +462,15 @@ static void test_tuned_winner_replaces_the_heuristic(void **state)
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_f16_d128_m128n128s2w12p_sm_90a");
     p.causal = 1;
+    p.window_left = 512;   /* a window: the winner's tiles with the switch, and the reason says so */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d128_causal_win_m64n64s2w8_sm_90a");
+    assert_non_null(strstr(info.reason, "tuned: test winner; measured without a window"));
+    p.softcap = 50.f;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d128_causal_win_cap_m64n64s2w8_sm_90a");
+    p.window_left = -1;
+    p.softcap = 0.f;
     p.seqlen_q = 1;   /* decode-shaped: the split-KV kernel, not tuned */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_f16_d128_causal_m16n128s2w8_sm_90a");
@@ -448,6 +580,66 @@ static void test_params_struct_size(void **state)
     fc_context_destroy(ctx);
 }
 
+/* A caller compiled before the window fields existed (struct_size ends at causal) gets their
+ * defaults, -1: no window, whatever its memory holds past its struct; one compiled with them
+ * gets what it set. */
+static void test_old_callers_get_the_defaults_of_newer_fields(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();
+    p.causal = 1;
+    p.window_left = 0;   /* past an old caller's struct: garbage to it, never read */
+    p.window_right = 0;
+    p.struct_size = offsetof(struct fc_attention_params, causal) + sizeof p.causal;
+    struct fc_problem problem;
+    char msg[512] = "";
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(problem.mask.causal, 1);
+    assert_int_equal(problem.mask.window, 0);   /* 0 would have been a one-key window */
+    p.struct_size = sizeof p;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(problem.mask.window, 1);
+    assert_int_equal(problem.mask.window_left, 0);
+    struct fc_attention_params fresh;
+    memset(&fresh, 0x5a, sizeof fresh);
+    fc_attention_params_init(&fresh);
+    assert_int_equal(fresh.window_left, -1);
+    assert_int_equal(fresh.window_right, -1);
+    assert_int_equal(fresh.causal, 0);
+    assert_int_equal(fresh.struct_size, sizeof fresh);
+}
+
+/* The initializer writes the caller's size, never the library's: a binary compiled against 0.2.0
+ * calls the old symbol with a struct that ends at causal; a newer caller's longer struct gets 0 in
+ * the fields this library does not know, which it then takes. */
+static void test_initializers_write_only_the_callers_struct(void **state)
+{
+    (void)state;
+    const size_t old = FC_PARAMS_SIZE_0_2;
+    _Alignas(8) unsigned char buffer[sizeof(struct fc_attention_params) + 64];
+    memset(buffer, 0x5a, sizeof buffer);
+    (fc_attention_params_init)((struct fc_attention_params *)buffer);   /* the symbol, not the macro */
+    size_t struct_size;
+    memcpy(&struct_size, buffer, sizeof struct_size);
+    assert_int_equal(struct_size, old);
+    for (size_t i = old; i < sizeof buffer; i++)
+        assert_int_equal(buffer[i], 0x5a);
+    memset(buffer, 0x5a, sizeof buffer);
+    fc_attention_params_init_sized((struct fc_attention_params *)buffer, sizeof buffer - 8);
+    memcpy(&struct_size, buffer, sizeof struct_size);
+    assert_int_equal(struct_size, sizeof buffer - 8);
+    for (size_t i = sizeof(struct fc_attention_params); i < sizeof buffer - 8; i++)
+        assert_int_equal(buffer[i], 0);
+    for (size_t i = sizeof buffer - 8; i < sizeof buffer; i++)
+        assert_int_equal(buffer[i], 0x5a);
+    struct fc_attention_params *p = (struct fc_attention_params *)buffer;
+    assert_int_equal(p->window_left, -1);
+    memset(buffer, 0x5a, sizeof buffer);
+    fc_attention_params_init_sized((struct fc_attention_params *)buffer, old - 8);   /* no version's: untouched */
+    for (size_t i = 0; i < sizeof buffer; i++)
+        assert_int_equal(buffer[i], 0x5a);
+}
+
 /* fc_attention_merge checks every field before it looks for a GPU, reads a struct as long as its
  * caller's struct_size says, and refuses fields it does not know. */
 static void test_merge_rules(void **state)
@@ -553,11 +745,15 @@ int main(void)
         cmocka_unit_test(test_forced_variants_keep_the_defaults_they_do_not_name),
         cmocka_unit_test(test_decode_splits_fill_the_gpu),
         cmocka_unit_test(test_decode_splits_can_be_forced),
+        cmocka_unit_test(test_decode_splits_only_the_window),
         cmocka_unit_test(test_tuned_winner_replaces_the_heuristic),
         cmocka_unit_test(test_plan_needs_no_tensors),
         cmocka_unit_test(test_sizes_at_the_int_limits),
         cmocka_unit_test(test_merge_rules),
         cmocka_unit_test(test_params_struct_size),
+        cmocka_unit_test(test_old_callers_get_the_defaults_of_newer_fields),
+        cmocka_unit_test(test_initializers_write_only_the_callers_struct),
+        cmocka_unit_test(test_window_resolves_into_the_mask),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };

@@ -486,8 +486,14 @@ static void test_variant_name_round_trip(void **state)
         default_variant(FC_KERNEL_SM90, FC_BF16, 256, 0, 90, 1),
         default_variant(FC_KERNEL_DECODE, FC_F16, 128, 0, 90, 0),
         default_variant(FC_KERNEL_DECODE, FC_BF16, 64, 1, 89, 0),
+        default_variant(FC_KERNEL_SM90, FC_BF16, 128, 1, 90, 1),   /* a sliding window */
+        default_variant(FC_KERNEL_SM80, FC_F16, 96, 0, 80, 0),
+        default_variant(FC_KERNEL_DECODE, FC_F16, 64, 1, 80, 0),   /* a softcap */
+        default_variant(FC_KERNEL_REFERENCE, FC_BF16, 40, 0, 90, 1),
     };
     variants[7].pingpong = 0;   /* the warp-specialized schedule without ping-pong */
+    variants[10].window = variants[11].window = 1;
+    variants[12].softcap = variants[13].softcap = variants[13].window = 1;
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
         char name[FC_VARIANT_NAME_MAX], again[FC_VARIANT_NAME_MAX], why[256];
         fc_variant_name(&variants[i], name);
@@ -508,6 +514,14 @@ static void test_variant_name_round_trip(void **state)
     assert_string_equal(name, "sm90_bf16_d256_m128n64s2w12_sm_90a");
     fc_variant_name(&variants[8], name);
     assert_string_equal(name, "decode_f16_d128_m16n128s2w8_sm_90");
+    fc_variant_name(&variants[10], name);   /* a token only where the switch is on */
+    assert_string_equal(name, "sm90_bf16_d128_causal_win_m128n128s2w12p_sm_90a");
+    fc_variant_name(&variants[11], name);
+    assert_string_equal(name, "sm80_f16_d96_win_m128n64s2w8_sm_80");
+    fc_variant_name(&variants[12], name);
+    assert_string_equal(name, "decode_f16_d64_causal_cap_m16n64s3w4_sm_80");
+    fc_variant_name(&variants[13], name);
+    assert_string_equal(name, "reference_bf16_d40_win_cap_m16n32s1w4_sm_90a");
     struct fc_variant parsed;
     assert_int_equal(fc_variant_parse_name(VARIANT_PINGPONG, &parsed), 0);
     assert_int_equal(parsed.family, FC_KERNEL_SM90);
@@ -545,6 +559,10 @@ static void test_variant_name_rejects_malformed(void **state)
         "sm90_f16_d128_causal_m128n128s2w12p_sm_90a_x",
         "sm90_f16_d128_causal_m128n128s2w12p_sm_90a ",
         " sm90_f16_d128_causal_m128n128s2w12p_sm_90a",
+        "sm90_f16_d128_win_causal_m128n128s2w12p_sm_90a",   /* tokens out of order */
+        "sm90_f16_d128_causal_win_win_m128n128s2w12p_sm_90a",
+        "sm90_f16_d128_causal_window_m128n128s2w12p_sm_90a",
+        "sm90_f16_d128_causal_cap_win_m128n128s2w12p_sm_90a",
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         struct fc_variant v;

@@ -3,11 +3,18 @@
 For each case: fresh randn inputs, out and lse poisoned with NaN, one call with lse and one without,
 compared with attention computed in float64 from the same inputs. The error allowed is twice
 PyTorch's own (the same attention in the input dtype, the standard way) plus 1e-5; the lse may be
-off by 1e-3. Query rows that see no key must come out exactly 0 with lse -inf. Then the call is
-repeated and every output must be bit-identical to the first.
+off by 1e-3. Query rows that see no key must come out exactly 0 with lse -inf (their sink, with
+sinks). Then the call is repeated and every output must be bit-identical to the first.
 
-    python3 tools/check.py            # ~280 cases
-    python3 tools/check.py --quick    # ~32 cases
+Two matrices: the base one (head dims x dtypes x causal x awkward shapes) and the features one
+(sliding windows, attention sinks, logit softcap, and their combinations with GQA, the LSE and
+split-KV decode, on the same head dims and dtypes).
+
+    python3 tools/check.py                          # ~440 cases, the selector's kernels
+    python3 tools/check.py --quick                  # ~60 cases
+    python3 tools/check.py --families reference,sm80,sm90,decode --matrix features
+                                                    # each family forced (FC_FORCE_VARIANT), on
+                                                    # the cases it takes
 
 Prints one line per case and closes with "N passed, M failed"; exits 1 if any case failed.
 """
@@ -15,6 +22,7 @@ import argparse
 import ctypes
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -78,19 +86,67 @@ QUICK_SHAPES = (
     Shape(2, 1, 20000, 32, 8),
 )
 
+# The features matrix, run for every head_dim x dtype: (causal, shape, window, sinks, softcap).
+# Windows both sides, one side, through the causal switch, the diagonal alone, wider than the
+# sequence, and leaving rows without a key (Sq > Sk); sinks N(0, 1), large positive (+20), and
+# missing on some heads; softcaps 20-50 where they bite (scale 1: scores of std sqrt(head_dim));
+# all three together with GQA, in prefill and in split-KV decode (16 packed rows, many splits).
+_PREFILL = Shape(1, 1000, 1000, 8, 2)
+_SHORT_Q = Shape(2, 129, 4097, 8, 1)
+_LONG_Q = Shape(1, 1000, 300, 8, 8)            # causal or right-bounded: rows that see no key
+_LARGE_SCORES = Shape(1, 1000, 1000, 8, 2, "packed", 1.0)
+_DECODE = Shape(2, 1, 20000, 32, 8)
+_DECODE_ROWS = Shape(1, 4, 777, 8, 2, "strided")
+FEATURES = (
+    (True, _PREFILL, (256, -1), None, None),
+    (False, _PREFILL, (100, 37), None, None),
+    (False, _PREFILL, (-1, 0), None, None),
+    (False, _PREFILL, (0, 0), None, None),
+    (False, _SHORT_Q, (5000, 3000), None, None),
+    (False, _SHORT_Q, (64, -1), None, None),
+    (True, _LONG_Q, (10, 0), None, None),
+    (False, _LONG_Q, (3, 2), (0.0, 1.0), None),
+    (True, _PREFILL, (-1, -1), (0.0, 1.0), None),
+    (False, _PREFILL, (-1, -1), (20.0, 1.0), None),
+    (True, _PREFILL, (-1, -1), (-math.inf, 5.0), None),
+    (True, _LARGE_SCORES, (-1, -1), None, 20.0),
+    (False, _LARGE_SCORES, (-1, -1), None, 50.0),
+    (True, _LARGE_SCORES, (128, 0), (0.0, 5.0), 30.0),
+    (True, _DECODE, (4096, -1), (20.0, 1.0), 30.0),
+    (True, _DECODE, (-1, -1), (0.0, 3.0), None),
+    (False, _DECODE_ROWS, (300, 2), (0.0, 5.0), 50.0),
+)
+QUICK_FEATURES = (
+    (True, _PREFILL, (256, -1), None, None),
+    (True, _LONG_Q, (10, 0), None, None),
+    (False, _PREFILL, (-1, -1), (20.0, 1.0), None),
+    (True, _LARGE_SCORES, (128, 0), (0.0, 5.0), 30.0),
+    (True, _DECODE, (4096, -1), (20.0, 1.0), 30.0),
+)
+
 
 class Case(NamedTuple):
+    """One check. window: (left, right) keys around each row's diagonal, -1 = unbounded. sinks:
+    None, or (mean, std) of the per-head logits drawn for the case (std 0: all the mean; a mean
+    of -inf: no sink on every other head). softcap: None or the cap."""
+
     dtype: str
     head_dim: int
     causal: bool
     shape: Shape
+    window: tuple = (-1, -1)
+    sinks: Optional[tuple] = None
+    softcap: Optional[float] = None
 
     def describe(self):
         s = self.shape
         scale = "" if s.softmax_scale is None else f" scale={s.softmax_scale}"
+        extra = "".join((f" window={self.window}" if tuple(self.window) != (-1, -1) else "",
+                         f" sinks={self.sinks}" if self.sinks is not None else "",
+                         f" softcap={self.softcap:g}" if self.softcap is not None else ""))
         return (f"{self.dtype:<4} d{self.head_dim:<3} {'causal' if self.causal else 'full  '} "
                 f"b{s.batch} sq{s.seqlen_q:<4} sk{s.seqlen_k:<4} hq{s.heads_q} hkv{s.heads_kv} "
-                f"{s.layout:<7}{scale}")
+                f"{s.layout:<7}{scale}{extra}")
 
 
 class Inputs(NamedTuple):
@@ -134,51 +190,81 @@ def make_inputs(case, device):
     raise ValueError(f"unknown layout {s.layout!r}")
 
 
-def visible_keys(seqlen_q, seqlen_k, causal, device):
-    """[Sq, Sk] bool: query i sees key j iff j <= i + Sk - Sq (bottom-right aligned), or all."""
+def visible_keys(seqlen_q, seqlen_k, causal, device, window=(-1, -1)):
+    """[Sq, Sk] bool: query i sees key j iff j is within the window around its diagonal
+    d = i + Sk - Sq (bottom-right aligned): d - left <= j <= d + right, -1 = unbounded on that
+    side; causal is right 0."""
     import torch
 
-    if not causal:
-        return torch.ones(seqlen_q, seqlen_k, dtype=torch.bool, device=device)
+    left, right = window
+    right = 0 if causal else right
     rows = torch.arange(seqlen_q, device=device)[:, None]
     cols = torch.arange(seqlen_k, device=device)[None, :]
-    return cols <= rows + (seqlen_k - seqlen_q)
+    diagonal = rows + (seqlen_k - seqlen_q)
+    visible = torch.ones(seqlen_q, seqlen_k, dtype=torch.bool, device=device)
+    if right >= 0:
+        visible &= cols <= diagonal + right
+    if left >= 0:
+        visible &= cols >= diagonal - left
+    return visible
 
 
-def attention_float64(q, k, v, visible, has_key, scale):
+def capped(scores, softcap):
+    """Logit soft-capping: softcap * tanh(scores / softcap), in the scores' dtype; None: as they are."""
+    import torch
+
+    return scores if softcap is None else softcap * torch.tanh(scores / softcap)
+
+
+def attention_float64(q, k, v, visible, has_key, scale, sinks=None, softcap=None):
     """Exact-ish attention of (h, Sq, D) q and (h, Sk, D) k/v: (out float64, lse float64 (h, Sq)).
 
-    Rows with no visible key get out 0 and lse -inf, the library's convention, without a NaN.
+    sinks: (h,) logits that join each row's denominator and bring no value (may be -inf: none);
+    softcap: scores s become softcap * tanh(s / softcap) before masking. Rows with no visible key
+    get out 0 and lse -inf (their sink, with sinks), the library's convention, without a NaN.
     """
     import torch
 
-    scores = torch.matmul(q.double(), k.double().transpose(1, 2)).mul_(scale)
+    scores = capped(torch.matmul(q.double(), k.double().transpose(1, 2)).mul_(scale), softcap)
     scores.masked_fill_(~visible, -math.inf)
     row_max = scores.amax(dim=-1, keepdim=True)
-    row_max = torch.where(has_key[:, None], row_max, 0.0)    # no key: a max of nothing
+    row_max = torch.where(has_key[:, None], row_max, -math.inf)
+    sink = None if sinks is None else sinks.double()[:, None, None]        # (h, 1, 1)
+    if sink is not None:
+        row_max = torch.maximum(row_max, sink)
+    finite = torch.isfinite(row_max)
+    row_max = torch.where(finite, row_max, 0.0)               # no key, no sink: a max of nothing
     probs = scores.sub_(row_max).exp_()                       # masked keys: exp(-inf) = 0
     row_sum = probs.sum(dim=-1, keepdim=True)                 # no key: 0
-    out = torch.matmul(probs, v.double()) / torch.where(has_key[:, None], row_sum, 1.0)
-    lse = torch.where(has_key, (row_max + row_sum.log()).squeeze(-1), -math.inf)
+    if sink is not None:
+        row_sum = row_sum + (sink - row_max).exp()            # -inf: 0
+    out = torch.matmul(probs, v.double()) / torch.where(row_sum > 0, row_sum, 1.0)
+    lse = torch.where(row_sum > 0, row_max + row_sum.log(), -math.inf).squeeze(-1)
     return out, lse
 
 
-def attention_pytorch(q, k, v, causal, visible, scale):
-    """The same attention in the input dtype, the standard way (nothing upcast): PyTorch's error."""
+def attention_pytorch(q, k, v, causal, visible, scale, sinks=None, softcap=None):
+    """The same attention in the input dtype, the standard way (nothing upcast): PyTorch's error.
+    A sink joins the softmax as one more column, gpt-oss's torch.cat([S, sinks])."""
     import torch
 
-    scores = torch.matmul(q, k.transpose(1, 2)) * scale
+    scores = capped(torch.matmul(q, k.transpose(1, 2)) * scale, softcap)
     if causal:
         scores = scores.masked_fill(~visible, -math.inf)
-    return torch.matmul(torch.softmax(scores, dim=-1), v)
+    if sinks is None:
+        return torch.matmul(torch.softmax(scores, dim=-1), v)
+    column = sinks.to(scores.dtype)[:, None, None].expand(-1, scores.shape[1], 1)
+    probs = torch.softmax(torch.cat([scores, column], dim=-1), dim=-1)[..., :-1]
+    return torch.matmul(probs, v)
 
 
-def reference(q, k, v, causal, scale, visible=None):
+def reference(q, k, v, causal, scale, visible=None, window=(-1, -1), sinks=None, softcap=None):
     """Float64 out [B, Sq, Hq, D] and lse [B, Hq, Sq], err_pt, and has_key [Sq].
 
     Computed per batch and chunk of heads to bound the float64 scores' memory. err_pt is PyTorch's
     max abs error over the rows that see a key (PyTorch gives NaN on the others). visible: an
-    [Sq, Sk] bool mask of any other shape of visibility (then causal is ignored).
+    [Sq, Sk] bool mask of any other shape of visibility (then causal and window are ignored).
+    sinks: float32 [Hq] logits or None; softcap: None or the cap (see attention_float64).
     """
     import torch
 
@@ -186,9 +272,8 @@ def reference(q, k, v, causal, scale, visible=None):
     seqlen_k, heads_kv = k.shape[1], k.shape[2]
     group = heads_q // heads_kv
     if visible is None:
-        visible = visible_keys(seqlen_q, seqlen_k, causal, q.device)
-    else:
-        causal = not bool(visible.all())   # attention_pytorch masks only when asked
+        visible = visible_keys(seqlen_q, seqlen_k, causal, q.device, window)
+    causal = not bool(visible.all())   # attention_pytorch masks only when some key is hidden
     has_key = visible.any(dim=1)
     out = torch.empty(batch, seqlen_q, heads_q, head_dim, dtype=torch.float64, device=q.device)
     lse = torch.empty(batch, heads_q, seqlen_q, dtype=torch.float64, device=q.device)
@@ -200,8 +285,9 @@ def reference(q, k, v, causal, scale, visible=None):
             qh = q[b].index_select(1, heads).transpose(0, 1)             # (h, Sq, D)
             kh = k[b].index_select(1, heads // group).transpose(0, 1)    # (h, Sk, D)
             vh = v[b].index_select(1, heads // group).transpose(0, 1)
-            out_h, lse_h = attention_float64(qh, kh, vh, visible, has_key, scale)
-            out_pt = attention_pytorch(qh, kh, vh, causal, visible, scale)
+            sinks_h = None if sinks is None else sinks.index_select(0, heads)
+            out_h, lse_h = attention_float64(qh, kh, vh, visible, has_key, scale, sinks_h, softcap)
+            out_pt = attention_pytorch(qh, kh, vh, causal, visible, scale, sinks_h, softcap)
             err_pt = max(err_pt, max_abs_diff(out_pt[:, has_key], out_h[:, has_key]))
             out[b, :, first:first + len(heads)] = out_h.transpose(0, 1)
             lse[b, first:first + len(heads)] = lse_h
@@ -228,6 +314,21 @@ def effective_scale(case):
     return ctypes.c_float(scale).value
 
 
+def make_sinks(case, device):
+    """The case's float32 [Hq] sinks: mean + std * randn; a mean of -inf: every other head has
+    none (-inf), the rest N(0, std). None without sinks."""
+    import torch
+
+    if case.sinks is None:
+        return None
+    mean, std = case.sinks
+    sinks = torch.randn(case.shape.heads_q, dtype=torch.float32, device=device) * std
+    if mean == -math.inf:
+        sinks[::2] = -math.inf
+        return sinks
+    return sinks + mean
+
+
 def run_case(context, case, repeats):
     """Checks one case; returns its JSON row (with "passed" and the list of "failures")."""
     import torch
@@ -236,10 +337,13 @@ def run_case(context, case, repeats):
     inputs = make_inputs(case, device)
     q, k, v, out = inputs.q, inputs.k, inputs.v, inputs.out
     s = case.shape
+    sinks = make_sinks(case, device)
     lse = torch.empty(s.batch, s.heads_q, s.seqlen_q, dtype=torch.float32, device=device)
-    kwargs = {"causal": case.causal, "softmax_scale": case.shape.softmax_scale, "out": out}
+    kwargs = {"causal": case.causal, "softmax_scale": case.shape.softmax_scale, "out": out,
+              "window": tuple(case.window), "sinks": sinks, "softcap": case.softcap}
     row = {**case.shape._asdict(), "dtype": case.dtype, "head_dim": case.head_dim,
-           "causal": case.causal, "repeats": repeats}
+           "causal": case.causal, "window": list(case.window), "sinks": case.sinks,
+           "softcap": case.softcap, "repeats": repeats}
     failures = []
 
     def poisoned_call(with_lse):
@@ -260,7 +364,9 @@ def run_case(context, case, repeats):
         row.update(passed=False, failures=[str(error)])
         return row
 
-    ref_out, ref_lse, err_pt, has_key = reference(q, k, v, case.causal, effective_scale(case))
+    ref_out, ref_lse, err_pt, has_key = reference(q, k, v, case.causal, effective_scale(case),
+                                                  window=tuple(case.window), sinks=sinks,
+                                                  softcap=case.softcap)
     bound = ERROR_FACTOR * err_pt + ERROR_SLACK
     err = max_abs_diff(first_out, ref_out)
     err_no_lse = max_abs_diff(out_no_lse, ref_out)
@@ -280,8 +386,15 @@ def run_case(context, case, repeats):
         failures.append(f"err without lse {err_no_lse:.3g} > {bound:.3g}")
     if not bool(torch.isfinite(first_lse[:, :, has_key]).all()) or not lse_err <= LSE_TOLERANCE:
         failures.append(f"lse err {lse_err:.3g} > {LSE_TOLERANCE:g}")
-    if not bool(torch.isneginf(first_lse[:, :, ~has_key]).all()):
+    keyless_lse = first_lse[:, :, ~has_key]
+    if sinks is None and not bool(torch.isneginf(keyless_lse).all()):
         failures.append("lse is not -inf on a row that sees no key")
+    if sinks is not None and keyless_lse.numel():   # their sink, or -inf where a head has none
+        expected = sinks[None, :, None].expand_as(keyless_lse)
+        none = torch.isneginf(expected)
+        if not (bool(torch.isneginf(keyless_lse[none]).all())
+                and max_abs_diff(keyless_lse[~none], expected[~none]) <= LSE_TOLERANCE):
+            failures.append("lse is not the sink on a row that sees no key")
     del ref_out, ref_lse
 
     try:
@@ -297,11 +410,29 @@ def run_case(context, case, repeats):
     return row
 
 
-def build_cases(head_dims, quick):
+def build_cases(head_dims, quick, matrix="all"):
+    """The base matrix (head dims x dtypes x causal x shapes) and the features one (head dims x
+    dtypes x FEATURES), or one of them."""
     shapes = QUICK_SHAPES if quick else SHAPES
-    return [Case(dtype, head_dim, causal, shape)
+    base = [Case(dtype, head_dim, causal, shape)
             for head_dim in head_dims for dtype in DTYPE_NAMES for causal in (False, True)
             for shape in shapes]
+    features = [Case(dtype, head_dim, causal, shape, window, sinks, softcap)
+                for head_dim in head_dims for dtype in DTYPE_NAMES
+                for causal, shape, window, sinks, softcap in (QUICK_FEATURES if quick else FEATURES)]
+    return {"all": base + features, "base": base, "features": features}[matrix]
+
+
+def family_takes(family, case):
+    """Whether a forced family takes a case (None: the selector's choice takes every case): sm90
+    head dims in multiples of 64, sm80 and decode of 16, decode at most 16 packed query rows."""
+    s = case.shape
+    if family in (None, "reference"):
+        return True
+    if family == "sm90":
+        return case.head_dim % 64 == 0
+    packed = s.seqlen_q * (s.heads_q // s.heads_kv)
+    return case.head_dim % 16 == 0 and (family != "decode" or packed <= 16)
 
 
 def format_row(case, row):
@@ -325,7 +456,27 @@ def parse_args(argv):
     parser.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="torch.manual_seed (default 0)")
     parser.add_argument("--json", metavar="PATH", help="write every case's row here")
+    parser.add_argument("--matrix", choices=("all", "base", "features"), default="all",
+                        help="the base matrix, the features one (windows, sinks, softcap), or both")
+    parser.add_argument("--families", type=lambda text: text.split(","), default=[None],
+                        help="comma-separated families to force in turn through FC_FORCE_VARIANT "
+                             "(reference, sm80, sm90, decode, or any FC_FORCE_VARIANT value), each "
+                             "on the cases it takes (default: the selector's choice)")
     return parser.parse_args(argv)
+
+
+def forced_context(device, family):
+    """A context with FC_FORCE_VARIANT set to family (read when a context is created), or the
+    selector's when family is None."""
+    saved = os.environ.pop("FC_FORCE_VARIANT", None)
+    try:
+        if family is not None:
+            os.environ["FC_FORCE_VARIANT"] = family
+        return flashcore.Context(device)
+    finally:
+        os.environ.pop("FC_FORCE_VARIANT", None)
+        if saved is not None:
+            os.environ["FC_FORCE_VARIANT"] = saved
 
 
 def main(argv=None):
@@ -335,20 +486,25 @@ def main(argv=None):
     torch.cuda.set_device(args.device)
     torch.manual_seed(args.seed)
     head_dims = args.head_dims or (QUICK_HEAD_DIMS if args.quick else HEAD_DIMS)
-    cases = build_cases(head_dims, args.quick)
+    cases = build_cases(head_dims, args.quick, args.matrix)
     print(f"FlashCore {flashcore.version()} ({flashcore.library_path()}) on "
           f"{torch.cuda.get_device_name(args.device)}, "
           f"torch {torch.__version__}: {len(cases)} cases, {args.repeats} runs each", flush=True)
 
     rows = []
-    with flashcore.Context(args.device) as context:
-        for case in cases:
-            start = time.perf_counter()
-            row = run_case(context, case, args.repeats)
-            row["seconds"] = round(time.perf_counter() - start, 3)
-            rows.append(row)
-            print(format_row(case, row), flush=True)
-            torch.cuda.empty_cache()
+    for family in args.families:
+        taken = [case for case in cases if family_takes(family and family.split(":")[0], case)]
+        if family is not None:
+            print(f"--- FC_FORCE_VARIANT={family}: {len(taken)} of the {len(cases)} cases", flush=True)
+        with forced_context(args.device, family) as context:
+            for case in taken:
+                start = time.perf_counter()
+                row = run_case(context, case, args.repeats)
+                row["seconds"] = round(time.perf_counter() - start, 3)
+                row["forced"] = family
+                rows.append(row)
+                print(format_row(case, row), flush=True)
+                torch.cuda.empty_cache()
 
     passed = sum(row["passed"] for row in rows)
     if args.json:

@@ -25,6 +25,8 @@
 #   tools/gpu-host.sh sm90     the Hopper kernel: gpu suite, probes, sanitizer, tiles, quick bench
 #   tools/gpu-host.sh variants the sm90 variants in $CHECK_VARIANTS: tools/check.py forced onto each,
 #                              sanitizer on $SANITIZE_VARIANT, tile sweep, quick bench on each
+#   tools/gpu-host.sh masks    windows, sinks, softcaps: gpu suite, tools/check.py's features matrix
+#                              with each family forced, sanitizers with them, tools/bench_masks.py
 #   tools/gpu-host.sh python   the flashcore package from python/ on the carried library (no pip):
 #                              the GPU pytest suite, host time per call (op, ctypes, C, peers),
 #                              `bench.py --report` on three rows into $OUT/report-smoke, the CPU suite
@@ -84,7 +86,7 @@ sanitize() {   # every tool must exit 0 (--error-exitcode makes any finding nonz
             for c in "" --causal; do
                 compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run ${SANITIZE_VARIANT:+--variant $SANITIZE_VARIANT} --batch 2 --heads-q 4 \
                     --heads-kv 2 --seqlen-q 129 --seqlen-k 200 --head-dim $d $c --iters 1 --warmup 0 \
-                    --check-rows 8 > /tmp/sanitizer.out 2>&1
+                    --check-rows 8 ${SANITIZE_FLAGS:-} > /tmp/sanitizer.out 2>&1
                 local rc=$?
                 echo "$tool D=$d ${c:-full}: exit $rc; $(grep -E 'SUMMARY' /tmp/sanitizer.out | tr -s ' ')"
                 [ $rc -eq 0 ] || { failed=1; cat /tmp/sanitizer.out; }
@@ -158,7 +160,8 @@ sanitize_decode() {   # the split-KV pair (and its scratch) under every tool
     local tool failed=0
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
         compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run ${SANITIZE_VARIANT:+--variant $SANITIZE_VARIANT} \
-            --batch 2 --heads-q 8 --heads-kv 2 --seqlen-q 2 --seqlen-k 5000 --head-dim 128 --causal --iters 1 --warmup 0 --check-rows 8 > /tmp/sanitizer.out 2>&1
+            --batch 2 --heads-q 8 --heads-kv 2 --seqlen-q 2 --seqlen-k 5000 --head-dim 128 --causal --iters 1 --warmup 0 --check-rows 8 \
+            ${SANITIZE_FLAGS:-} > /tmp/sanitizer.out 2>&1
         local rc=$?
         echo "$tool decode: exit $rc; $(grep -E 'SUMMARY' /tmp/sanitizer.out | tr -s ' ')"
         [ $rc -eq 0 ] || { failed=1; cat /tmp/sanitizer.out; }
@@ -229,6 +232,16 @@ variants)
     ;;
 decode)
     step decode-tiles 300 decode_tiles
+    ;;
+masks)   # windows, sinks and softcaps (issue 14): each family forced, sanitizers, then their speed
+    step gpu-suite 580 .carry/bin/test_gpu
+    for family in reference sm80 sm90 decode; do
+        step check-$family 580 "python3 tools/check.py --matrix features --families $family --repeats 20 \
+            --json $OUT/check-masks-$family.json"
+    done
+    step sanitizer 300 "SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--window-left 40 --sinks 5 --softcap 30' sanitize"
+    step sanitize-decode 120 "SANITIZE_FLAGS='--window-left 300 --sinks 20 --softcap 50' sanitize_decode"
+    step bench-masks 580 "python3 tools/bench_masks.py --json $OUT/bench-masks.json"
     ;;
 python)   # the package on the carried library (~5 min): GPU suite, host costs, report smoke, CPU suite
     step python-env 60 "python3 -c 'import flashcore, torch; print(flashcore.info()); print(\"torch\", torch.__version__)'"
@@ -310,7 +323,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|merge|report|validate|final|python" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|merge|report|validate|final|python" >&2
     exit 2
     ;;
 esac

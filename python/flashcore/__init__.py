@@ -29,7 +29,8 @@ else:
 if _TORCH_MISSING is None:
     from ._ops import attention, merge
 else:
-    def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False):
+    def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
+                  sinks=None, softcap=None):
         """flashcore.attention needs PyTorch 2.4 or later; see the ImportError's message."""
         raise ImportError(f"flashcore.attention needs PyTorch: {_TORCH_MISSING}")
 

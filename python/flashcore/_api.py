@@ -64,45 +64,55 @@ def _plan_device(q, device):
                         f"not {device!r}")
 
 
-def plan(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, dtype=None,
-         device=None):
+def plan(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
+         sinks=None, softcap=None, dtype=None, device=None):
     """Which kernel flashcore.attention() would run for these inputs, and why. Needs no GPU.
 
     q, k, v: tensors on any device (CUDA, CPU, meta: only sizes, strides and dtype are read), or
     [batch, seq, heads, head_dim] shapes of packed tensors with dtype= ("float16", "bfloat16" or a
-    torch dtype). device: the CUDA ordinal to plan for (its arch and tuned winners); by default
-    the tensors' CUDA device, else none: a device-less context, which plans for sm_90a with the
-    heuristic alone. Returns a Plan; raises FlashCoreError if the problem is invalid or
-    unsupported (the library's own message).
+    torch dtype). window and softcap choose kernels (their compile-time switches); sinks is a
+    run-time input of every kernel (accepted, not read). device: the CUDA ordinal to plan for
+    (its arch and tuned winners); by default the tensors' CUDA device, else none: a device-less
+    context, which plans for sm_90a with the heuristic alone. Returns a Plan; raises
+    FlashCoreError if the problem is invalid or unsupported (the library's own message).
     """
     ordinal = _plan_device(q, device)
     kernel, reason, splits = context(ordinal).plan(q, k, v, causal=causal,
                                                    softmax_scale=softmax_scale,
-                                                   return_lse=return_lse, dtype=dtype)
+                                                   return_lse=return_lse, dtype=dtype,
+                                                   window=window, sinks=sinks, softcap=softcap)
     return Plan(kernel, reason, splits, None if ordinal == FC_DEVICE_NONE else ordinal)
 
 
-def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, dtype=None,
-            device=None):
+def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
+            sinks=None, softcap=None, dtype=None, device=None):
     """plan()'s answer as text, in the manner of `fcjit explain`: the problem, the device, the
-    kernel, the split count and the selector's reason."""
+    kernel, the split count, the selector's reason and the kernel's mask and score features."""
     chosen = plan(q, k, v, causal=causal, softmax_scale=softmax_scale, return_lse=return_lse,
-                  dtype=dtype, device=device)
+                  window=window, sinks=sinks, softcap=softcap, dtype=dtype, device=device)
     (batch, seqlen_q, heads_q, head_dim) = _binding.sizes_and_strides(q, "q")[0]
     (_, seqlen_k, heads_kv, _) = _binding.sizes_and_strides(k, "k")[0]
     dtype_name = _binding.DTYPE_NAMES[_binding.fc_dtype(q.dtype if dtype is None else dtype)]
     scale = "" if softmax_scale is None else f" scale={softmax_scale:g}"
+    options = "".join((f" window={tuple(window)}" if tuple(window) != (-1, -1) else "",
+                       f" softcap={softcap:g}" if softcap else "", " +sinks" if sinks is not None else ""))
     target = "no GPU" if chosen.device is None else f"cuda:{chosen.device}"
+    tokens = chosen.kernel.split("_")
+    features = ", ".join((("causal" if "causal" in tokens else "no causal mask"),
+                          ("sliding window" if "win" in tokens else "no window"),
+                          ("softcap" if "cap" in tokens else "no softcap"),
+                          ("sinks (run time)" if sinks is not None else "no sinks")))
     lines = [f"B={batch} Sq={seqlen_q} Sk={seqlen_k} Hq={heads_q} Hkv={heads_kv} D={head_dim} "
-             f"{dtype_name}{' causal' if causal else ''}{scale}{' +lse' if return_lse else ''} "
-             f"on {target} ({chosen.arch})",
-             f"  kernel: {chosen.kernel}"]
+             f"{dtype_name}{' causal' if causal else ''}{options}{scale}"
+             f"{' +lse' if return_lse else ''} on {target} ({chosen.arch})",
+             f"  kernel:   {chosen.kernel}",
+             f"  features: {features}"]
     if chosen.splits > 1:
-        lines.append(f"  splits: {chosen.splits} CTAs along the keys per (batch, K/V head), "
+        lines.append(f"  splits:   {chosen.splits} CTAs along the keys per (batch, K/V head), "
                      "then a combine kernel")
-    lines.append(f"  why:    {chosen.reason}")
+    lines.append(f"  why:      {chosen.reason}")
     if chosen.device is None:
-        lines.append("  tuning: none without a GPU: the heuristic's choice (tuned winners are "
+        lines.append("  tuning:   none without a GPU: the heuristic's choice (tuned winners are "
                      "per GPU)")
     return "\n".join(lines)
 

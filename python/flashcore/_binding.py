@@ -57,7 +57,7 @@ class AttentionParams(ctypes.Structure):
     """struct fc_attention_params (struct_size first: the library reads what it covers)."""
 
     _fields_ = [
-        ("struct_size", ctypes.c_size_t),   # set by fc_attention_params_init
+        ("struct_size", ctypes.c_size_t),   # set by fc_attention_params_init_sized: this struct's size
         ("dtype", ctypes.c_int),            # enum fc_dtype
         ("batch", ctypes.c_int),
         ("seqlen_q", ctypes.c_int),
@@ -76,6 +76,10 @@ class AttentionParams(ctypes.Structure):
         ("o_stride", Strides),
         ("softmax_scale", ctypes.c_float),
         ("causal", ctypes.c_int),
+        ("window_left", ctypes.c_int),      # -1: unbounded (fc_attention_params_init_sized's default)
+        ("window_right", ctypes.c_int),
+        ("sinks", ctypes.c_void_p),         # const float *, [heads_q]; NULL: none
+        ("softcap", ctypes.c_float),        # 0: none
     ]
 
 
@@ -181,7 +185,7 @@ def load_library(path=None):
             raise OSError(f"{path} could not be loaded: {error}") from error
         signatures = {
             "fc_options_init": (None, [ctypes.POINTER(Options)]),
-            "fc_attention_params_init": (None, [ctypes.POINTER(AttentionParams)]),
+            "fc_attention_params_init_sized": (None, [ctypes.POINTER(AttentionParams), ctypes.c_size_t]),
             "fc_context_create": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(Options),
                                                  ctypes.POINTER(ctypes.c_void_p)]),
             "fc_attention_forward": (ctypes.c_int, [ctypes.c_void_p,
@@ -284,6 +288,34 @@ def lse_shape(q_sizes):
     return (q_sizes[0], q_sizes[2], q_sizes[1])
 
 
+def window_pair(window):
+    """(window_left, window_right) from window=(left, right): Python ints, -1 = unbounded (the
+    library checks the rest: each >= -1, causal with right 0 or -1)."""
+    try:
+        left, right = window
+    except (TypeError, ValueError):
+        raise ArgumentError(f"window must be a pair (left, right) of key counts, -1 = unbounded, "
+                            f"not {window!r}") from None
+    for side, value in (("left", left), ("right", right)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ArgumentError(f"window's {side} bound must be an int (-1 = unbounded), not {value!r}")
+    return int(left), int(right)
+
+
+def check_sinks(sinks, heads_q, device):
+    """That sinks, if given, is a contiguous float32 [heads_q] tensor on the tensors' device."""
+    if sinks is None:
+        return
+    if not is_tensor(sinks):
+        raise ArgumentError(f"sinks must be a float32 tensor of [heads_q] logits, not {type(sinks).__name__}")
+    if (tuple(sinks.shape) != (heads_q,) or str(sinks.dtype) != "torch.float32"
+            or not sinks.is_contiguous()):
+        raise ArgumentError(f"sinks must be a contiguous float32 [{heads_q}] (one per query head), "
+                            f"not {tuple(sinks.shape)} {sinks.dtype}")
+    if sinks.device != device:
+        raise ArgumentError(f"sinks is on {sinks.device} but q is on {device}")
+
+
 class PreparedAttention:
     """One attention call with its parameters built: calling it launches the kernel again.
 
@@ -360,7 +392,7 @@ class Context:
         self.close()
 
     def attention(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
-                  lse=None):
+                  lse=None, *, window=(-1, -1), sinks=None, softcap=None):
         """Runs attention on torch's current stream of the tensors' device.
 
         q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim];
@@ -368,12 +400,16 @@ class Context:
         free. causal: bottom-right aligned mask. softmax_scale: None (or 0) = 1/sqrt(head_dim).
         out: [B, Sq, Hq, D] in q's dtype, allocated like q if None. lse: a contiguous float32
         [B, Hq, Sq] to write the log-sum-exp into; allocated if None and return_lse.
+        window: (left, right) keys a query row sees around its diagonal, -1 = unbounded.
+        sinks: a contiguous float32 [heads_q] tensor of logits joining each row's denominator, or
+        None. softcap: None (or 0) = none, else scores s become softcap * tanh(s / softcap).
         Returns out, or (out, lse) when return_lse or lse is given. Raises FlashCoreError.
         """
-        return self.prepare(q, k, v, causal, softmax_scale, out, return_lse, lse)()
+        return self.prepare(q, k, v, causal, softmax_scale, out, return_lse, lse, window=window,
+                            sinks=sinks, softcap=softcap)()
 
     def prepare(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
-                lse=None, stream=None):
+                lse=None, stream=None, *, window=(-1, -1), sinks=None, softcap=None):
         """Builds the call attention() would make, without launching it: see PreparedAttention.
 
         stream: a CUstream as an int; None = torch's current stream on the tensors' device.
@@ -381,18 +417,19 @@ class Context:
         import torch
 
         params, tensors, out, lse = self._bind(q, k, v, causal, softmax_scale, out, return_lse,
-                                               lse)
+                                               lse, window, sinks, softcap)
         if stream is None:
             stream = torch.cuda.current_stream(q.device).cuda_stream
         return PreparedAttention(self, params, stream, tensors, out, lse)
 
     def plan(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
-             lse=None, dtype=None):
+             lse=None, dtype=None, *, window=(-1, -1), sinks=None, softcap=None):
         """Which kernel attention() would run with these arguments: (kernel, reason, splits).
 
         q, k, v (and out): tensors on any device (their sizes, strides and dtype count), or
-        [batch, seq, heads, head_dim] shapes (packed) with dtype given. return_lse and lse are
-        accepted for symmetry with attention() and change no plan. Compiles and launches nothing. Raises
+        [batch, seq, heads, head_dim] shapes (packed) with dtype given. return_lse, lse and sinks
+        are accepted for symmetry with attention() and change no plan (sinks are a run-time
+        input of every kernel); window and softcap do. Compiles and launches nothing. Raises
         FlashCoreError when the problem is invalid or unsupported.
         """
         if dtype is None:
@@ -401,7 +438,7 @@ class Context:
             dtype = q.dtype
         elif is_tensor(q) and fc_dtype(dtype) != fc_dtype(q.dtype):
             raise ArgumentError(f"dtype {dtype} but q is {q.dtype}")
-        params = self._params(q, k, v, fc_dtype(dtype), causal, softmax_scale)
+        params = self._params(q, k, v, fc_dtype(dtype), causal, softmax_scale, window, softcap)
         if out is not None:
             params.o_stride = Strides(*sizes_and_strides(out, "out")[1])
         # Planning reads no tensor: the pointers stay NULL (fc_attention_plan checks the shape rules).
@@ -412,19 +449,22 @@ class Context:
         return (info.kernel.decode(errors="replace"), info.reason.decode(errors="replace"),
                 info.splits)
 
-    def launch(self, q, k, v, out, lse, causal, softmax_scale, stream):
+    def launch(self, q, k, v, out, lse, causal, softmax_scale, stream, window=(-1, -1), sinks=None,
+               softcap=None):
         """Launches attention of checked tensors on stream: the op's path, with less host work.
 
         The caller has checked what attention() checks (torch tensors of one dtype on this
-        context's device, matching shapes) and allocated out (and lse, or None). The parameter
-        struct of each new problem (sizes, strides, dtype, causal, scale, lse or not) is built
-        once and kept; a call copies it and sets the pointers. The library validates every call.
+        context's device, matching shapes, sinks) and allocated out (and lse, or None). The
+        parameter struct of each new problem (sizes, strides, dtype, causal, window, scale,
+        softcap, lse or not) is built once and kept; a call copies it and sets the pointers
+        (sinks' too). The library validates every call.
         """
         key = (q.dtype, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(),
-               out.stride(), causal, softmax_scale, lse is None)
+               out.stride(), causal, softmax_scale, lse is None, window, softcap)
         template = self._templates.get(key)
         if template is None:
-            template = self._params(q, k, v, fc_dtype(q.dtype), causal, softmax_scale)
+            template = self._params(q, k, v, fc_dtype(q.dtype), causal, softmax_scale, window,
+                                    softcap)
             template.o_stride = Strides(*_element_strides(out, "out"))
             if len(self._templates) >= LAUNCH_TEMPLATES_MAX:
                 self._templates.clear()
@@ -434,6 +474,8 @@ class Context:
                                                     out.data_ptr())
         if lse is not None:
             params.lse = lse.data_ptr()
+        if sinks is not None:
+            params.sinks = sinks.data_ptr()
         status = self._lib.fc_attention_forward(self._live_handle(), ctypes.byref(params), stream)
         if status != FC_OK:
             raise self._error(status)
@@ -458,7 +500,7 @@ class Context:
         if status != FC_OK:
             raise self._error(status)
 
-    def _params(self, q, k, v, dtype, causal, softmax_scale):
+    def _params(self, q, k, v, dtype, causal, softmax_scale, window=(-1, -1), softcap=None):
         """AttentionParams for the sizes, strides and options, with no pointers set."""
         (q_sizes, q_strides), (k_sizes, k_strides), (v_sizes, v_strides) = (
             sizes_and_strides(value, name) for value, name in ((q, "q"), (k, "k"), (v, "v")))
@@ -467,18 +509,23 @@ class Context:
             raise ArgumentError(f"softmax_scale must be finite (None selects 1/sqrt(head_dim)), "
                                 f"not {softmax_scale}")
         params = AttentionParams()
-        self._lib.fc_attention_params_init(ctypes.byref(params))
+        self._lib.fc_attention_params_init_sized(ctypes.byref(params), ctypes.sizeof(params))
         params.dtype = dtype
         params.batch, params.seqlen_q, params.heads_q, params.head_dim = q_sizes
         params.seqlen_k, params.heads_kv = k_sizes[1], k_sizes[2]
         params.q_stride = Strides(*q_strides)
         params.k_stride = Strides(*k_strides)
         params.v_stride = Strides(*v_strides)
+        if softcap is not None and not math.isfinite(float(softcap)):
+            raise ArgumentError(f"softcap must be finite (None: no softcap), not {softcap}")
         params.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
         params.causal = int(bool(causal))
+        params.window_left, params.window_right = window_pair(window)
+        params.softcap = 0.0 if softcap is None else float(softcap)
         return params
 
-    def _bind(self, q, k, v, causal, softmax_scale, out, return_lse, lse):
+    def _bind(self, q, k, v, causal, softmax_scale, out, return_lse, lse, window=(-1, -1), sinks=None,
+              softcap=None):
         """Checks what the C struct cannot express, allocates out/lse, fills AttentionParams."""
         import torch
 
@@ -489,7 +536,7 @@ class Context:
         for name, tensor in (("k", k), ("v", v)):
             if tensor.dtype != q.dtype:
                 raise ArgumentError(f"{name} is {tensor.dtype} but q is {q.dtype}")
-        params = self._params(q, k, v, dtype, causal, softmax_scale)
+        params = self._params(q, k, v, dtype, causal, softmax_scale, window, softcap)
         if q.device.type != "cuda" or q.device.index != self.device:
             raise ArgumentError(f"the tensors are on {q.device}, the context on cuda:{self.device}")
         if out is None:
@@ -506,8 +553,11 @@ class Context:
         tensors = [q, k, v, out] + ([lse] if lse is not None else [])
         if any(tensor.device != q.device for tensor in tensors):
             raise ArgumentError("q, k, v, out and lse must be on one device")
+        check_sinks(sinks, q.shape[2], q.device)
+        tensors += [sinks] if sinks is not None else []
         params.q, params.k, params.v, params.out = (t.data_ptr() for t in (q, k, v, out))
         params.lse = lse.data_ptr() if lse is not None else None
+        params.sinks = sinks.data_ptr() if sinks is not None else None
         params.o_stride = Strides(*_element_strides(out, "out"))
         return params, tensors, out, lse
 

@@ -27,9 +27,10 @@ if hasattr(torch._C, "_cuda_getCurrentRawStream"):
     _current_stream = torch._C._cuda_getCurrentRawStream  # noqa: F811
 
 
-def _check_inputs(q, k, v, fake):
+def _check_inputs(q, k, v, fake, sinks=None):
     """The checks the C struct cannot express, with messages naming the argument; the library
-    checks the rest (GQA ratio, head_dim, stride alignment) when the real kernel runs."""
+    checks the rest (GQA ratio, head_dim, stride alignment, the window's and softcap's rules) when
+    the real kernel runs."""
     for name, tensor in (("q", q), ("k", k), ("v", v)):
         if tensor.dim() != 4:
             raise ArgumentError(f"{name} must be 4-D [batch, seq, heads, head_dim], "
@@ -48,39 +49,51 @@ def _check_inputs(q, k, v, fake):
     if q.device.type not in allowed:
         raise ArgumentError(f"the tensors are on {q.device}: flashcore.attention runs on CUDA "
                             "tensors")
+    _binding.check_sinks(sinks, q.shape[2], q.device)
 
 
+# NOTE: the arguments added after 0.2.0 (window, sinks, softcap) have defaults, so that a call of
+# the op with 0.2.0's six arguments means what it meant.
 @torch.library.custom_op("flashcore::attention", mutates_args=())
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
-               softmax_scale: Optional[float], return_lse: bool
-               ) -> Tuple[torch.Tensor, torch.Tensor]:
-    _check_inputs(q, k, v, fake=False)
+               softmax_scale: Optional[float], return_lse: bool, window_left: int = -1,
+               window_right: int = -1, sinks: Optional[torch.Tensor] = None,
+               softcap: Optional[float] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    _check_inputs(q, k, v, fake=False, sinks=sinks)
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(_binding.lse_shape(q.shape) if return_lse else (0,), dtype=torch.float32,
                       device=q.device)
     _api.context(q.device.index).launch(q, k, v, out, lse if return_lse else None, causal,
-                                         softmax_scale, _current_stream(q.device.index))
+                                         softmax_scale, _current_stream(q.device.index),
+                                         (window_left, window_right), sinks, softcap)
     return out, lse
 
 
 @_attention.register_fake
-def _attention_fake(q, k, v, causal, softmax_scale, return_lse):
-    _check_inputs(q, k, v, fake=True)
+def _attention_fake(q, k, v, causal, softmax_scale, return_lse, window_left=-1, window_right=-1,
+                    sinks=None, softcap=None):
+    _check_inputs(q, k, v, fake=True, sinks=sinks)
     out = q.new_empty(q.shape)
     lse = q.new_empty(_binding.lse_shape(q.shape) if return_lse else (0,), dtype=torch.float32)
     return out, lse
 
 
-def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False):
-    """Fused attention on CUDA tensors: softmax(scale * Q K^T [+ causal mask]) V.
+def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
+              sinks=None, softcap=None):
+    """Fused attention on CUDA tensors: softmax(cap(scale * Q K^T) [+ mask], sinks) V.
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]
     (heads_q a multiple of heads_kv: GQA/MQA); float16 or bfloat16 on one CUDA device, the last
-    dimension contiguous, other strides free (multiples of 8 elements). causal: bottom-right
-    aligned mask (query i sees keys j <= i + seqlen_k - seqlen_q). softmax_scale: None =
+    dimension contiguous, other strides free (multiples of 8 elements). Masks are bottom-right
+    aligned: query i's diagonal is key d = i + seqlen_k - seqlen_q. causal: i sees keys j <= d.
+    window: (left, right), i sees keys d - left <= j <= d + right, -1 = unbounded on that side
+    (causal is right 0; causal=True takes right 0 or -1). sinks: None, or a float32 [heads_q]
+    tensor on q's device: one logit per query head that joins each row's softmax denominator and
+    receives no value (gpt-oss); the LSE includes it. softcap: None, or a positive cap: scores s
+    become softcap * tanh(s / softcap) before masking (Gemma 2). softmax_scale: None =
     1/sqrt(head_dim). Returns out, a new contiguous [batch, seqlen_q, heads_q, head_dim] tensor
     in q's dtype, or (out, lse) when return_lse, lse being float32 [batch, heads_q, seqlen_q]
-    (natural log; -inf for a row that sees no key, whose out is 0).
+    (natural log; -inf for a row that sees no key, whose out is 0; its sink with sinks).
 
     Runs on torch.cuda.current_stream(); works under torch.compile(fullgraph=True) and CUDA
     graph capture (after one call outside it, which compiles the kernel). Forward only: no
@@ -90,9 +103,13 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False):
     for name, tensor in (("q", q), ("k", k), ("v", v)):
         if not isinstance(tensor, torch.Tensor):
             raise ArgumentError(f"{name} must be a torch.Tensor, not {type(tensor).__name__}")
+    if sinks is not None and not isinstance(sinks, torch.Tensor):
+        raise ArgumentError(f"sinks must be a torch.Tensor, not {type(sinks).__name__}")
+    window_left, window_right = _binding.window_pair(window)
     out, lse = _attention(q, k, v, bool(causal),
                           None if softmax_scale is None else float(softmax_scale),
-                          bool(return_lse))
+                          bool(return_lse), window_left, window_right, sinks,
+                          None if softcap is None else float(softcap))
     return (out, lse) if return_lse else out
 
 

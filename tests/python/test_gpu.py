@@ -39,17 +39,39 @@ EXTRA_CASES = [   # other head dims, a softmax scale, large-magnitude inputs
     (check.Case("f16", 128, True, check.Shape(2, 257, 257, 8, 2)), 3.0),
     (check.Case("bf16", 64, False, check.Shape(2, 1, 2048, 16, 4)), 3.0),
 ]
+# Sliding windows (both sides, causal, wider than the sequence, leaving rows without a key), sinks
+# (N(0, 1), +20, missing on some heads) and softcaps (20-50 where they bite: scale 1), alone and
+# together, in prefill and in split-KV decode.
+FEATURE_CASES = [
+    (check.Case("f16", 128, True, check.Shape(2, 300, 300, 8, 2), (64, 0)), 1.0),
+    (check.Case("bf16", 64, False, check.Shape(1, 257, 513, 8, 8), (40, 17)), 1.0),
+    (check.Case("f16", 64, False, check.Shape(1, 513, 200, 4, 2), (3, 2)), 1.0),   # rows without keys
+    (check.Case("bf16", 128, False, check.Shape(1, 300, 300, 8, 2), (5000, 5000)), 1.0),
+    (check.Case("f16", 128, True, check.Shape(2, 300, 300, 8, 2), (-1, -1), (0.0, 1.0)), 1.0),
+    (check.Case("bf16", 128, False, check.Shape(1, 300, 200, 8, 2), (10, 0), (20.0, 1.0)), 1.0),
+    (check.Case("f16", 256, True, check.Shape(1, 300, 300, 4, 4), (-1, -1), (-math.inf, 5.0)), 1.0),
+    (check.Case("bf16", 128, True, check.Shape(1, 300, 300, 8, 2, "packed", 1.0), (-1, -1), None, 30.0),
+     1.0),
+    (check.Case("f16", 64, True, check.Shape(2, 257, 257, 8, 2, "packed", 1.0), (32, 0), (0.0, 5.0), 20.0),
+     1.0),
+    (check.Case("bf16", 128, True, check.Shape(2, 1, 20000, 32, 8), (4096, -1), (20.0, 1.0), 50.0), 1.0),
+    (check.Case("f16", 128, False, check.Shape(1, 4, 777, 8, 2, "strided"), (300, 2), (0.0, 5.0), 30.0),
+     1.0),
+]
 CASES = [(check.Case(dtype, head_dim, causal, shape), 1.0)
          for head_dim in HEAD_DIMS for dtype in ("f16", "bf16") for causal in (False, True)
-         for shape in SHAPES] + EXTRA_CASES
+         for shape in SHAPES] + EXTRA_CASES + FEATURE_CASES
 
 
 def case_id(case_and_magnitude):
     case, magnitude = case_and_magnitude
     s = case.shape
     scale = "" if s.softmax_scale is None else f"-scale{s.softmax_scale:g}"
+    extra = "".join((f"-win{case.window[0]}.{case.window[1]}" if tuple(case.window) != (-1, -1) else "",
+                     f"-sinks{case.sinks[0]:g}.{case.sinks[1]:g}" if case.sinks is not None else "",
+                     f"-cap{case.softcap:g}" if case.softcap is not None else ""))
     return (f"{case.dtype}-d{case.head_dim}-{'causal' if case.causal else 'full'}-b{s.batch}"
-            f"-sq{s.seqlen_q}-sk{s.seqlen_k}-h{s.heads_q}.{s.heads_kv}-{s.layout}{scale}"
+            f"-sq{s.seqlen_q}-sk{s.seqlen_k}-h{s.heads_q}.{s.heads_kv}-{s.layout}{scale}{extra}"
             + (f"-x{magnitude:g}" if magnitude != 1.0 else ""))
 
 
@@ -76,7 +98,9 @@ def test_matches_the_fp64_reference_and_the_ctypes_path(cuda, case_and_magnitude
     inputs = check.make_inputs(case, device)
     q, k, v = (x.mul_(magnitude) if magnitude != 1.0 else x for x in (inputs.q, inputs.k, inputs.v))
     s = case.shape
-    kwargs = {"causal": case.causal, "softmax_scale": s.softmax_scale}
+    sinks = check.make_sinks(case, device)
+    kwargs = {"causal": case.causal, "softmax_scale": s.softmax_scale, "window": tuple(case.window),
+              "sinks": sinks, "softcap": case.softcap}
 
     # The ctypes path, into NaN-poisoned buffers (every element must be written): once into
     # contiguous ones like the op's, once into the case's layout (out inside a padded buffer for
@@ -97,7 +121,9 @@ def test_matches_the_fp64_reference_and_the_ctypes_path(cuda, case_and_magnitude
     assert inputs.guard is None or bool(torch.isnan(inputs.guard).all()), "wrote outside out"
 
     ref_out, ref_lse, err_pt, has_key = check.reference(q, k, v, case.causal,
-                                                        check.effective_scale(case))
+                                                        check.effective_scale(case),
+                                                        window=tuple(case.window), sinks=sinks,
+                                                        softcap=case.softcap)
     bound = check.ERROR_FACTOR * err_pt + check.ERROR_SLACK
     for name, result in (("out", out), ("out without lse", out_no_lse),
                          (f"out in the {s.layout} layout", inputs.out)):
@@ -108,7 +134,13 @@ def test_matches_the_fp64_reference_and_the_ctypes_path(cuda, case_and_magnitude
     assert lse_err <= check.LSE_TOLERANCE, f"lse err {lse_err:.3g}"
     assert all(bool((result[:, ~has_key] == 0).all()) for result in (out, out_no_lse)), \
         "a row that sees no key is not 0"
-    assert bool(torch.isneginf(lse[:, :, ~has_key]).all()), "lse of a row with no key is not -inf"
+    keyless = lse[:, :, ~has_key]   # -inf, or the head's sink
+    expected = (torch.full_like(keyless, -math.inf) if sinks is None
+                else sinks[None, :, None].expand_as(keyless))
+    assert torch.equal(torch.isneginf(keyless), torch.isneginf(expected)), "lse of a row with no key"
+    finite = torch.isfinite(expected)
+    assert check.max_abs_diff(keyless[finite], expected[finite]) <= check.LSE_TOLERANCE, \
+        "lse of a row with no key is not its sink"
 
 
 def random_qkv(torch, batch=2, seqlen_q=512, seqlen_k=512, heads_q=8, heads_kv=2, head_dim=128,
@@ -119,13 +151,17 @@ def random_qkv(torch, batch=2, seqlen_q=512, seqlen_k=512, heads_q=8, heads_kv=2
     return q, k, torch.randn_like(k)
 
 
-def test_is_deterministic(cuda):
+@pytest.mark.parametrize("shape", [{}, dict(batch=4, seqlen_q=1, seqlen_k=20000, heads_q=32, heads_kv=8)],
+                         ids=["prefill", "split-kv-decode"])
+def test_is_deterministic(cuda, shape):
     torch = cuda
-    q, k, v = random_qkv(torch)
-    first, first_lse = flashcore.attention(q, k, v, causal=True, return_lse=True)
-    for _ in range(20):
-        out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True)
-        assert bit_equal(out, first) and bit_equal(lse, first_lse)
+    q, k, v = random_qkv(torch, **shape)
+    sinks = torch.randn(q.shape[2], dtype=torch.float32, device="cuda") * 5
+    for options in ({}, dict(window=(100, 0), sinks=sinks, softcap=30.0)):
+        first, first_lse = flashcore.attention(q, k, v, causal=True, return_lse=True, **options)
+        for _ in range(20):
+            out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True, **options)
+            assert bit_equal(out, first) and bit_equal(lse, first_lse)
 
 
 def test_compile_fullgraph_runs_and_matches_eager(cuda):
@@ -174,22 +210,27 @@ def test_compile_fullgraph_runs_and_matches_eager(cuda):
                                    dict(batch=8, seqlen_q=1, seqlen_k=8192, heads_q=32,
                                         heads_kv=8)],
                          ids=["prefill", "split-kv-decode"])
-def test_cuda_graph_capture_and_replay(cuda, shape):
+@pytest.mark.parametrize("features", [{}, dict(window=(256, 0), softcap=30.0, sinks=True)],
+                         ids=["plain", "window-softcap-sinks"])
+def test_cuda_graph_capture_and_replay(cuda, shape, features):
     torch = cuda
     q, k, v = random_qkv(torch, **shape)
+    options = dict(features, causal=True, return_lse=True)
+    if options.get("sinks"):   # the graph reads the sinks tensor at replay: updated in place
+        options["sinks"] = torch.randn(q.shape[2], dtype=torch.float32, device="cuda")
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):   # warm-up outside capture: compiles and loads the kernel
-        flashcore.attention(q, k, v, causal=True, return_lse=True)
+        flashcore.attention(q, k, v, **options)
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True)
+        out, lse = flashcore.attention(q, k, v, **options)
     for _ in range(3):
-        for tensor in (q, k, v):
+        for tensor in (q, k, v) + ((options["sinks"],) if "sinks" in options else ()):
             tensor.copy_(torch.randn_like(tensor))
         graph.replay()
-        expected, expected_lse = flashcore.attention(q, k, v, causal=True, return_lse=True)
+        expected, expected_lse = flashcore.attention(q, k, v, **options)
         torch.cuda.synchronize()
         assert bit_equal(out, expected) and bit_equal(lse, expected_lse)
 
@@ -289,6 +330,9 @@ def test_opcheck(cuda):
     for return_lse in (False, True):
         torch.library.opcheck(torch.ops.flashcore.attention.default,
                               (q, k, v, True, None, return_lse))
+    sinks = torch.randn(q.shape[2], dtype=torch.float32, device="cuda")
+    torch.library.opcheck(torch.ops.flashcore.attention.default,
+                          (q, k, v, True, None, True, 64, 0, sinks, 30.0))
 
 
 def test_plan_for_the_gpu_names_its_arch(cuda):

@@ -108,9 +108,36 @@ def test_explain_says_which_kernel_and_why():
     text = flashcore.explain(PREFILL, PREFILL, PREFILL, dtype="f16", causal=True)
     lines = text.splitlines()
     assert lines[0] == "B=2 Sq=2048 Sk=2048 Hq=16 Hkv=16 D=128 f16 causal on no GPU (sm_90a)"
-    assert lines[1].startswith("  kernel: sm90_f16_d128_causal_")
-    assert any(line.startswith("  why:    ") and len(line) > 20 for line in lines)
+    assert lines[1].startswith("  kernel:   sm90_f16_d128_causal_")
+    assert lines[2] == "  features: causal, no window, no softcap, no sinks"
+    assert any(line.startswith("  why:      ") and len(line) > 20 for line in lines)
     assert "tuned winners are per GPU" in text
+
+
+def test_window_and_softcap_choose_kernels_and_sinks_do_not():
+    """window and softcap are the kernels' compile-time switches ("_win", "_cap"); sinks are a
+    run-time input of every kernel, so the plan is the same; bad values are refused with the
+    library's message or before it."""
+    windowed = flashcore.plan(PREFILL, PREFILL, PREFILL, dtype="f16", causal=True, window=(256, 0),
+                              softcap=50.0)
+    assert "_causal_win_cap_" in windowed.kernel, windowed
+    plain = flashcore.plan(PREFILL, PREFILL, PREFILL, dtype="f16", causal=True)
+    assert flashcore.plan(PREFILL, PREFILL, PREFILL, dtype="f16", causal=True,
+                          sinks=object()).kernel == plain.kernel
+    assert "_win_" not in flashcore.plan(PREFILL, PREFILL, PREFILL, dtype="f16",
+                                         window=(4096, -1)).kernel   # wider than the keys: none
+    text = flashcore.explain(PREFILL, PREFILL, PREFILL, dtype="f16", window=(128, 16), softcap=30)
+    assert "window=(128, 16) softcap=30" in text.splitlines()[0], text
+    assert "  features: no causal mask, sliding window, softcap, no sinks" in text, text
+    with pytest.raises(flashcore.FlashCoreError, match="causal = 1 cannot take window_right 4"):
+        flashcore.plan(PREFILL, PREFILL, PREFILL, dtype="f16", causal=True, window=(-1, 4))
+    with pytest.raises(flashcore.FlashCoreError, match="window_left must be -1"):
+        flashcore.plan(PREFILL, PREFILL, PREFILL, dtype="f16", window=(-7, -1))
+    with pytest.raises(flashcore.FlashCoreError, match="softcap must be 0"):
+        flashcore.plan(PREFILL, PREFILL, PREFILL, dtype="f16", softcap=-1.0)
+    for window in (3, (1, 2, 3), (1.5, 0), (True, 0)):
+        with pytest.raises(flashcore.ArgumentError, match="window"):
+            flashcore.plan(PREFILL, PREFILL, PREFILL, dtype="f16", window=window)
 
 
 @pytest.mark.parametrize("q, k, status, message", [

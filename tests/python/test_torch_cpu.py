@@ -4,6 +4,8 @@ torch.export tracing through it with one graph and no break, and the errors of b
 Meta tensors and FakeTensorMode's CUDA tensors need no GPU; what the op computes is the GPU
 suite's (test_gpu.py). Skips, with the reason, where torch is missing.
 """
+import re
+
 import pytest
 
 import flashcore
@@ -31,7 +33,9 @@ def fake_cuda(torch):
 def test_the_op_is_registered_with_its_schema(torch):
     op = torch.ops.flashcore.attention.default
     assert str(op._schema) == ("flashcore::attention(Tensor q, Tensor k, Tensor v, bool causal, "
-                               "float? softmax_scale, bool return_lse) -> (Tensor, Tensor)")
+                               "float? softmax_scale, bool return_lse, SymInt window_left=-1, "
+                               "SymInt window_right=-1, Tensor? sinks=None, float? softcap=None) "
+                               "-> (Tensor, Tensor)")
 
 
 @pytest.mark.parametrize("q_shape, kv_shape, causal, return_lse", CASES)
@@ -56,6 +60,19 @@ def test_fake_kernel_shapes_and_dtypes(torch, q_shape, kv_shape, causal, return_
             assert lse.device == q.device
 
 
+def test_fake_kernel_takes_window_sinks_and_softcap(torch):
+    q = meta(torch, (2, 100, 8, 128), torch.bfloat16)
+    kv = meta(torch, (2, 300, 2, 128), torch.bfloat16)
+    sinks = meta(torch, (8,), torch.float32)
+    out, lse = flashcore.attention(q, kv, kv, causal=True, window=(64, 0), sinks=sinks, softcap=30.0,
+                                   return_lse=True)
+    assert out.shape == q.shape and lse.shape == (2, 8, 100)
+    with fake_cuda(torch):   # the op called with 0.2.0's six arguments still means the same
+        q = torch.empty(2, 128, 8, 64, dtype=torch.float16, device="cuda")
+        out, lse = torch.ops.flashcore.attention(q, q, q, True, None, False)
+        assert out.shape == q.shape and lse.shape == (0,)
+
+
 def test_fake_kernel_takes_strided_inputs(torch):
     qkv = meta(torch, (2, 128, 3, 8, 64))
     q, k, v = qkv.unbind(2)
@@ -71,7 +88,9 @@ def attention_block(torch):
         batch, seqlen, hidden = x.shape
         q = (x @ q_proj).view(batch, seqlen, 8, 64)
         k, v = (x @ kv_proj).view(batch, seqlen, 2, 2, 64).unbind(2)
-        out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True)
+        sinks = x.new_zeros(8, dtype=torch.float32)   # a model's learned logits, one per head
+        out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True, window=(32, 0), sinks=sinks,
+                                       softcap=20.0)
         return out.reshape(batch, seqlen, hidden) * 2, lse.amax()
 
     return block
@@ -181,6 +200,21 @@ def test_bad_inputs_raise_argument_errors_before_the_library(torch, device):
         assert message in str(caught.value), (name, str(caught.value))
 
 
+@pytest.mark.parametrize("sinks, message", [
+    (lambda torch: torch.zeros(8, dtype=torch.float16, device="meta"), "contiguous float32 [8]"),
+    (lambda torch: torch.zeros(4, dtype=torch.float32, device="meta"), "contiguous float32 [8]"),
+    (lambda torch: torch.zeros(8, 2, dtype=torch.float32, device="meta")[:, 0], "contiguous float32 [8]"),
+    (lambda torch: torch.zeros(8, dtype=torch.float32), "sinks is on cpu but q is on meta"),
+    (lambda torch: [0.0] * 8, "sinks must be a torch.Tensor"),
+])
+def test_bad_sinks_and_windows_are_argument_errors(torch, sinks, message):
+    q = meta(torch, (2, 128, 8, 64))
+    with pytest.raises(ArgumentError, match=re.escape(message)):
+        flashcore.attention(q, q, q, sinks=sinks(torch))
+    with pytest.raises(ArgumentError, match="window must be a pair"):
+        flashcore.attention(q, q, q, window=5)
+
+
 def test_cpu_tensors_are_refused_with_a_clear_message(torch):
     q = torch.zeros(2, 128, 8, 64, dtype=torch.float16)
     with pytest.raises(ArgumentError, match="the tensors are on cpu: flashcore.attention runs on "
@@ -213,11 +247,20 @@ def test_launch_keeps_one_struct_per_problem_and_the_library_checks_every_call(t
             context.launch(q, k, k, torch.empty_like(q), None, True, None, 0)
         assert caught.value.status == "FC_ERR_NO_DEVICE"   # validated, then refused: no GPU
     assert len(context._templates) == 1
+    for _ in range(2):   # a window and a softcap: another problem; sinks: a pointer of each call
+        with pytest.raises(flashcore.FlashCoreError) as caught:
+            context.launch(q, k, k, torch.empty_like(q), None, True, None, 0, (16, 0),
+                           torch.zeros(8), 30.0)
+        assert caught.value.status == "FC_ERR_NO_DEVICE"
+    assert len(context._templates) == 2
+    with pytest.raises(flashcore.FlashCoreError, match="causal = 1 cannot take window_right 3"):
+        context.launch(q, k, k, torch.empty_like(q), None, True, None, 0, (16, 3))
+    context._templates.clear()
     bad = torch.zeros(1, 128, 7, 64, dtype=torch.float16)
     for _ in range(2):
         with pytest.raises(flashcore.FlashCoreError, match=r"heads_q \(7\) must be a multiple"):
             context.launch(bad, k, k, torch.empty_like(bad), None, True, None, 0)
-    assert len(context._templates) == 2
+    assert len(context._templates) == 1
     context.close()
 
 
@@ -262,3 +305,71 @@ def test_merge_bad_inputs_are_argument_errors(torch, what, mutate, message):
     cpu = torch.zeros(2, 100, 8, 128, dtype=torch.bfloat16)
     with pytest.raises(ArgumentError, match="runs on CUDA tensors"):
         flashcore.merge(cpu, torch.zeros(2, 8, 100), cpu, torch.zeros(2, 8, 100))
+
+
+def naive_attention(torch, q, k, v, causal, scale, window, sinks, softcap):
+    """Per row and key in float64 loops, from the words of flashcore.attention's docstring."""
+    import math
+
+    batch, seqlen_q, heads_q, head_dim = q.shape
+    seqlen_k, heads_kv = k.shape[1], k.shape[2]
+    out = torch.zeros(batch, seqlen_q, heads_q, head_dim, dtype=torch.float64)
+    lse = torch.full((batch, heads_q, seqlen_q), -math.inf, dtype=torch.float64)
+    left, right = window
+    right = 0 if causal else right
+    for b in range(batch):
+        for h in range(heads_q):
+            kv = h // (heads_q // heads_kv)
+            sink = -math.inf if sinks is None else float(sinks[h])
+            for i in range(seqlen_q):
+                d = i + seqlen_k - seqlen_q
+                keys = [j for j in range(seqlen_k)
+                        if (left < 0 or j >= d - left) and (right < 0 or j <= d + right)]
+                scores = [float(q[b, i, h].double() @ k[b, j, kv].double()) * scale for j in keys]
+                if softcap is not None:
+                    scores = [softcap * math.tanh(s / softcap) for s in scores]
+                top = max(scores + [sink])
+                if top == -math.inf:
+                    continue
+                weights = [math.exp(s - top) for s in scores]
+                total = sum(weights) + math.exp(sink - top)
+                lse[b, h, i] = top + math.log(total)
+                for j, w in zip(keys, weights):
+                    out[b, i, h] += w / total * v[b, j, kv].double()
+    return out, lse
+
+
+@pytest.mark.parametrize("causal, window, sinks, softcap", [
+    (False, (-1, -1), None, None),
+    (True, (3, -1), None, None),
+    (False, (2, 1), (0.0, 1.0), None),
+    (False, (0, 0), None, 2.0),
+    (True, (4, 0), (20.0, 1.0), 1.5),
+    (True, (-1, -1), (-float("inf"), 3.0), None),
+])
+def test_check_reference_takes_windows_sinks_and_softcap(torch, causal, window, sinks, softcap):
+    """tools/check.py's fp64 reference (what the GPU checks judge by), on the CPU against loops:
+    Sq > Sk, so that causal and right-bounded rows see no key (out 0, lse -inf or the sink)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    import check
+
+    torch.manual_seed(3)
+    q = torch.randn(2, 9, 4, 16, dtype=torch.float16)
+    k, v = (torch.randn(2, 6, 2, 16, dtype=torch.float16) for _ in range(2))
+    case = check.Case("f16", 16, causal, check.Shape(2, 9, 6, 4, 2), window, sinks, softcap)
+    sink_logits = check.make_sinks(case, "cpu")
+    scale = check.effective_scale(case)
+    out, lse, err_pt, has_key = check.reference(q, k, v, causal, scale, window=window,
+                                                sinks=sink_logits, softcap=softcap)
+    expected_out, expected_lse = naive_attention(torch, q, k, v, causal, scale, window, sink_logits,
+                                                 softcap)
+    assert torch.allclose(out, expected_out, atol=1e-9)
+    assert torch.equal(torch.isneginf(lse), torch.isneginf(expected_lse))
+    finite = torch.isfinite(expected_lse)
+    assert torch.allclose(lse[finite], expected_lse[finite], atol=1e-9)
+    assert 0.0 <= err_pt < 0.05   # PyTorch's own fp16 error, over the rows that see a key
+    if causal or window[1] >= 0:
+        assert not bool(has_key.all())   # the rows before the diagonal reaches key 0

@@ -26,7 +26,12 @@ static const char HELP[] =
     "  --head-dim N       (default 128)\n"
     "  --dtype f16|bf16   (default f16)\n"
     "  --causal           bottom-right aligned causal mask\n"
+    "  --window-left N    sliding window: a row sees N keys before its diagonal (default -1: all)\n"
+    "  --window-right N   ... and N keys after it (default -1: all; 0 is causal)\n"
     "  --scale X          softmax scale (default 1/sqrt(head_dim))\n"
+    "  --softcap X        logit soft-capping: scores s -> X tanh(s / X) (default 0: none)\n"
+    "  --sinks M          attention sinks, one logit per query head: N(0, 1) x M (run: random; plan and\n"
+    "                     explain: a run-time input of every kernel, no other kernel)\n"
     "%s";
 
 static const char PLAN_HELP[] =
@@ -49,6 +54,7 @@ static const char RUN_HELP[] =
 
 struct run_options {
     struct fc_attention_params params;
+    float sinks;               /* --sinks: their magnitude; 0 = none */
     int device, iters, warmup, check_rows, check, want_lse, host_calls;
     int arch, arch_specific;   /* plan --arch */
     unsigned long long seed;
@@ -57,7 +63,7 @@ struct run_options {
 
 enum { O_BATCH = 256, O_SEQLEN, O_SEQLEN_Q, O_SEQLEN_K, O_HEADS, O_HEADS_Q, O_HEADS_KV, O_HEAD_DIM, O_DTYPE,
        O_CAUSAL, O_SCALE, O_DEVICE, O_ITERS, O_WARMUP, O_CHECK_ROWS, O_NO_CHECK, O_NO_LSE, O_SEED, O_HOST_CALLS,
-       O_VARIANT, O_ARCH };
+       O_VARIANT, O_ARCH, O_WINDOW_LEFT, O_WINDOW_RIGHT, O_SINKS, O_SOFTCAP };
 
 /* Option --name (its value in optarg) of `command`: an integer >= min. */
 static int at_least(const char *command, const char *name, int min, int *out)
@@ -78,7 +84,11 @@ static int parse_one(int c, const char *command, struct run_options *o)
     case O_HEADS_KV: return at_least(command, "heads-kv", 1, &p->heads_kv);
     case O_HEAD_DIM: return at_least(command, "head-dim", 1, &p->head_dim);
     case O_CAUSAL: p->causal = 1; return 0;
+    case O_WINDOW_LEFT: return fcjit_parse_int(command, "window-left", optarg, -1, INT_MAX, &p->window_left);
+    case O_WINDOW_RIGHT: return fcjit_parse_int(command, "window-right", optarg, -1, INT_MAX, &p->window_right);
     case O_SCALE: return fcjit_parse_float(command, "scale", optarg, &p->softmax_scale);
+    case O_SINKS: return fcjit_parse_float(command, "sinks", optarg, &o->sinks);
+    case O_SOFTCAP: return fcjit_parse_float(command, "softcap", optarg, &p->softcap);
     case O_DEVICE: return at_least(command, "device", 0, &o->device);
     case O_ITERS: return at_least(command, "iters", 1, &o->iters);
     case O_WARMUP: return at_least(command, "warmup", 0, &o->warmup);
@@ -117,6 +127,8 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
         {"iters", 1, 0, O_ITERS}, {"warmup", 1, 0, O_WARMUP}, {"check-rows", 1, 0, O_CHECK_ROWS},
         {"no-check", 0, 0, O_NO_CHECK}, {"no-lse", 0, 0, O_NO_LSE}, {"seed", 1, 0, O_SEED},
         {"host-calls", 1, 0, O_HOST_CALLS}, {"variant", 1, 0, O_VARIANT}, {"arch", 1, 0, O_ARCH},
+        {"window-left", 1, 0, O_WINDOW_LEFT}, {"window-right", 1, 0, O_WINDOW_RIGHT}, {"sinks", 1, 0, O_SINKS},
+        {"softcap", 1, 0, O_SOFTCAP},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -147,10 +159,27 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
     return 0;
 }
 
-static void print_shape(const struct fc_attention_params *p)
+static void print_shape(const struct run_options *o)
 {
+    const struct fc_attention_params *p = &o->params;
     printf("B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s", p->batch, p->seqlen_q, p->seqlen_k, p->heads_q,
            p->heads_kv, p->head_dim, fc_dtype_name(p->dtype), p->causal ? " causal" : "");
+    if (p->window_left >= 0 || p->window_right >= 0)
+        printf(" window (%d, %d)", p->window_left, p->window_right);
+    if (o->sinks != 0.f)
+        printf(" sinks %g", o->sinks);
+    if (p->softcap != 0.f)
+        printf(" softcap %g", p->softcap);
+}
+
+/* What of the mask and the scores a plan's kernel takes at compile time and what at run time. */
+static void features(const struct fc_plan *plan, const struct run_options *o, char *out, size_t size)
+{
+    const struct fc_variant *v = &plan->variant;
+    snprintf(out, size, "%s%s%s%s", v->causal ? "causal" : "no causal mask",
+             v->window ? ", sliding window (bounds at run time)" : ", no window",
+             v->softcap ? ", softcap (tanh compiled in, the cap at run time)" : ", no softcap",
+             o->sinks != 0.f ? ", sinks (run time)" : ", no sinks");
 }
 
 /* The shape rules, checked before any GPU is looked for, so that bad input says 2 everywhere. */
@@ -188,11 +217,24 @@ int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g)
     else {
         char arch[FC_ARCH_NAME_MAX];
         fc_arch_name(o.arch, o.arch_specific, arch);
-        print_shape(&o.params);
+        print_shape(&o);
         printf(" on %s\n  kernel: %s\n  why:    %s\n", arch, info.kernel, info.reason);
     }
     fc_context_destroy(ctx);
     return fcjit_exit_for(status);
+}
+
+/* The device explain asks about: `wanted` if there is one, else FC_DEVICE_NONE and why not. */
+static int explain_device(int wanted, char *why_no_gpu, size_t size)
+{
+    const struct fc_cuda_api *cuda = fc_cuda_load(why_no_gpu, size);
+    int count = 0;
+    if (cuda)
+        cuda->cuDeviceGetCount(&count);
+    const int device = count > wanted ? wanted : FC_DEVICE_NONE;
+    if (device == FC_DEVICE_NONE && !*why_no_gpu)
+        snprintf(why_no_gpu, size, "no device %d", wanted);
+    return device;
 }
 
 /* fcjit explain: what would run on GPU `--device` (default 0; none: sm_90a, untuned) and why:
@@ -208,25 +250,20 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
         return code;
     enum fc_status status;
     char why_no_gpu[512] = "";
-    const struct fc_cuda_api *cuda = fc_cuda_load(why_no_gpu, sizeof why_no_gpu);
-    int count = 0;
-    if (cuda)
-        cuda->cuDeviceGetCount(&count);
-    const int device = count > o.device ? o.device : FC_DEVICE_NONE;
-    if (device == FC_DEVICE_NONE && !*why_no_gpu)
-        snprintf(why_no_gpu, sizeof why_no_gpu, "no device %d", o.device);
+    const int device = explain_device(o.device, why_no_gpu, sizeof why_no_gpu);
     struct fc_context *ctx = fcjit_open_context(g, device, &status);
     if (!ctx)
         return fcjit_exit_for(status);
     struct fc_problem problem;
     struct fc_plan plan;
     char reason[sizeof ((struct fc_plan_info *)0)->reason], kernel[FC_VARIANT_NAME_MAX] = "";
-    char heuristic_name[FC_VARIANT_NAME_MAX] = "", bucket[FC_BUCKET_NAME_MAX] = "";
+    char heuristic_name[FC_VARIANT_NAME_MAX] = "", bucket[FC_BUCKET_NAME_MAX] = "", mask[128] = "";
     status = fc_context_plan(ctx, &o.params, &problem, &plan, fc_context_message(ctx));
     if (status == FC_OK) {   /* the plan the forward call makes, with the heuristic's choice beside it */
         fc_variant_name(&plan.variant, kernel);
         fc_plan_explain(&plan, reason, sizeof reason);
         fc_variant_name(&plan.heuristic, heuristic_name);
+        features(&plan, &o, mask, sizeof mask);
         if (plan.tuned)
             fc_bucket_name(&plan.tuned->bucket, bucket);
     }
@@ -237,14 +274,15 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
         fprintf(stderr, "fcjit explain: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
     } else if (g->json) {
         printf("{\"gpu\": \"%s\", \"arch\": \"%s\", \"kernel\": \"%s\", \"splits\": %d, \"reason\": \"%s\", "
-               "\"tuned_bucket\": \"%s\", \"tuned_buckets\": %zu, \"heuristic\": \"%s\"}\n", gpu, arch, kernel,
-               plan.splits, reason, bucket, ctx->tuned.count, heuristic_name);
+               "\"tuned_bucket\": \"%s\", \"tuned_buckets\": %zu, \"heuristic\": \"%s\", \"features\": \"%s\"}\n",
+               gpu, arch, kernel, plan.splits, reason, bucket, ctx->tuned.count, heuristic_name, mask);
     } else {
-        print_shape(&o.params);
+        print_shape(&o);
         printf(" on %s (%s)\n  kernel:    %s\n", gpu, arch, kernel);
         if (plan.splits > 1)
             printf("  splits:    %d CTAs along the keys per (batch, K/V head), then a combine kernel\n", plan.splits);
         printf("  why:       %s\n", reason);
+        printf("  features:  %s\n", mask);
         if (bucket[0])
             printf("  bucket:    %s (nearest of %zu tuned on this GPU)\n", bucket, ctx->tuned.count);
         else if (device == FC_DEVICE_NONE)
@@ -367,23 +405,43 @@ static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const
     return FCJIT_EXIT_OK;
 }
 
+/* FLOPs of a forward call: 4 B Hq Sq Sk D, halved for causal with Sq == Sk (FlashAttention's
+ * convention); with a window, 4 B Hq D per (query, key) pair a row sees (src/mask.c). */
+static double forward_flops(const struct fc_attention_params *p)
+{
+    double flops = 4.0 * p->batch * p->heads_q * (double)p->seqlen_q * p->seqlen_k * p->head_dim;
+    struct fc_problem problem;
+    char msg[FC_MESSAGE_MAX];
+    if (fc_problem_shape(p, &problem, msg, sizeof msg) != FC_OK)   /* checked before the run: not here */
+        return flops;
+    if (problem.mask.window) {
+        double pairs = 0;
+        for (int i = 0; i < p->seqlen_q; i++) {
+            const struct fc_key_range keys = fc_mask_keys(&problem.mask, p->seqlen_q, p->seqlen_k, i, i + 1);
+            pairs += keys.end - keys.begin;
+        }
+        return 4.0 * p->batch * p->heads_q * p->head_dim * pairs;
+    }
+    return problem.mask.causal && p->seqlen_q == p->seqlen_k ? flops / 2 : flops;
+}
+
 static void report(const struct fcjit_globals *g, const struct run_options *o, const struct fc_plan_info *info,
                    const struct timings *t, const struct fc_error_stats *e, int checked, int passed)
 {
     const struct fc_attention_params *p = &o->params;
-    double flops = 4.0 * p->batch * p->heads_q * (double)p->seqlen_q * p->seqlen_k * p->head_dim;
-    if (p->causal && p->seqlen_q == p->seqlen_k)
-        flops /= 2;
+    const double flops = forward_flops(p);
     double tflops = flops / (t->median_ms * 1e-3) / 1e12;
     /* K and V read once: what bounds decode-shaped problems */
     double kv_gbps = 2.0 * p->batch * p->heads_kv * (double)p->seqlen_k * p->head_dim * 2 / (t->median_ms * 1e-3) / 1e9;
     if (g->json) {
         printf("{\"batch\": %d, \"seqlen_q\": %d, \"seqlen_k\": %d, \"heads_q\": %d, \"heads_kv\": %d, "
-               "\"head_dim\": %d, \"dtype\": \"%s\", \"causal\": %s, \"kernel\": \"%s\", \"splits\": %d, "
-               "\"first_call_ms\": %.3f, \"median_ms\": %.4f, \"tflops\": %.2f, \"kv_gbps\": %.1f, ",
+               "\"head_dim\": %d, \"dtype\": \"%s\", \"causal\": %s, \"window_left\": %d, \"window_right\": %d, "
+               "\"kernel\": \"%s\", \"splits\": %d, \"first_call_ms\": %.3f, \"median_ms\": %.4f, \"tflops\": %.2f, "
+               "\"kv_gbps\": %.1f, ",
                p->batch, p->seqlen_q, p->seqlen_k, p->heads_q, p->heads_kv, p->head_dim, fc_dtype_name(p->dtype),
-               p->causal ? "true" : "false", info->kernel, info->splits, t->first_call_ms, t->median_ms, tflops,
-               kv_gbps);
+               p->causal ? "true" : "false", p->window_left, p->window_right, info->kernel, info->splits,
+               t->first_call_ms, t->median_ms, tflops, kv_gbps);
+        printf("\"sinks\": %g, \"softcap\": %g, ", o->sinks, p->softcap);
         if (o->host_calls)
             printf("\"host_us\": %.3f, \"raw_launch_us\": %.3f, ", t->host_us, t->raw_launch_us);
         printf("\"checked\": %s, \"rows_checked\": %lld, \"max_error\": %.3g, \"native_error\": %.3g, "
@@ -392,7 +450,7 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
                passed ? "true" : "false", o->seed);
         return;
     }
-    print_shape(p);
+    print_shape(o);
     printf("\n  kernel        %s", info->kernel);
     if (info->splits > 1)
         printf(", %d splits of the keys", info->splits);
@@ -413,7 +471,9 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
 static int run_on_device(struct fc_context *ctx, const struct fcjit_globals *g, struct run_options *o)
 {
     const struct fc_cuda_api *cu = ctx->cuda;
-    struct fc_check_case c = {o->params, FC_LAYOUT_PACKED, o->want_lse, o->check ? o->check_rows : 2, o->seed};
+    struct fc_check_case c = {.shape = o->params, .layout = FC_LAYOUT_PACKED, .want_lse = o->want_lse,
+                              .check_rows = o->check ? o->check_rows : 2, .seed = o->seed,
+                              .sinks_magnitude = o->sinks};
     struct fc_check_run run;
     struct timings t = {0};
     struct fc_error_stats stats = {0};

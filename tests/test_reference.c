@@ -1,0 +1,210 @@
+/* The CPU reference every GPU check is judged against (src/reference_cpu.c): its fp64 answer per
+ * row against attention written out here from the public semantics (flashcore.h) for small random
+ * problems with windows, sinks and softcaps, and the rules of fc_error_accumulate for the rows that see no
+ * key. No GPU. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "problem_internal.h"
+#include "reference_cpu_internal.h"
+
+#define MAX_KEYS 64
+#define MAX_DIM 32
+
+/* One problem with its inputs, as check.c builds it: the library's own shape rules resolve the mask. */
+struct setup {
+    struct fc_attention_params params;
+    struct fc_host_problem host;
+    uint16_t q[2 * MAX_KEYS * 4 * MAX_DIM], k[2 * MAX_KEYS * 2 * MAX_DIM], v[2 * MAX_KEYS * 2 * MAX_DIM];
+    float sinks[4];
+};
+
+static void make(struct setup *s, int seqlen_q, int seqlen_k, int causal, int left, int right, float sink_scale,
+                 float softcap, uint64_t seed)
+{
+    memset(s, 0, sizeof *s);
+    struct fc_attention_params *p = &s->params;
+    fc_attention_params_init(p);
+    p->dtype = FC_BF16;
+    p->batch = 2;
+    p->heads_q = 4;
+    p->heads_kv = 2;
+    p->head_dim = 16;
+    p->seqlen_q = seqlen_q;
+    p->seqlen_k = seqlen_k;
+    p->causal = causal;
+    p->window_left = left;
+    p->window_right = right;
+    p->softcap = softcap;
+    struct fc_problem problem;
+    char msg[512];
+    assert_int_equal(fc_problem_shape(p, &problem, msg, sizeof msg), FC_OK);
+    struct fc_random random;
+    fc_random_seed(&random, seed);
+    const size_t nq = (size_t)p->batch * seqlen_q * p->heads_q * p->head_dim;
+    const size_t nk = (size_t)p->batch * seqlen_k * p->heads_kv * p->head_dim;
+    for (size_t i = 0; i < nq; i++)
+        s->q[i] = fc_float_to_bf16((float)fc_random_normal(&random));
+    for (size_t i = 0; i < nk; i++) {
+        s->k[i] = fc_float_to_bf16((float)fc_random_normal(&random));
+        s->v[i] = fc_float_to_bf16((float)fc_random_normal(&random));
+    }
+    for (int h = 0; h < p->heads_q; h++)
+        s->sinks[h] = (float)fc_random_normal(&random) * sink_scale;
+    s->host = (struct fc_host_problem){p->dtype, p->batch, seqlen_q, seqlen_k, p->heads_q, p->heads_kv,
+                                       p->head_dim, problem.mask, problem.softmax_scale, s->q, s->k, s->v,
+                                       sink_scale != 0.f ? s->sinks : NULL, p->softcap};
+}
+
+/* Whether row i sees key j, from flashcore.h's words: around the diagonal d = i + Sk - Sq. */
+static int sees(const struct fc_attention_params *p, int i, int j)
+{
+    const long d = (long)i + p->seqlen_k - p->seqlen_q;
+    const int right = p->causal ? 0 : p->window_right;
+    return j >= 0 && j < p->seqlen_k && (p->window_left < 0 || j >= d - p->window_left) &&
+           (right < 0 || j <= d + right);
+}
+
+static double at(const struct setup *s, const uint16_t *t, int heads, int seqlen, int b, int row, int h, int d)
+{
+    return fc_bf16_to_float(t[(((size_t)b * seqlen + row) * heads + h) * s->params.head_dim + d]);
+}
+
+/* Softmax over the (capped) scores of the keys row i sees and the head's sink, written out directly. */
+static void expected_row(const struct setup *s, int b, int h, int i, double *out, double *lse, int *keys)
+{
+    const struct fc_attention_params *p = &s->params;
+    const int kv = h / (p->heads_q / p->heads_kv);
+    double score[MAX_KEYS], top = s->host.sinks ? s->host.sinks[h] : -INFINITY;
+    *keys = 0;
+    for (int j = 0; j < p->seqlen_k; j++) {
+        score[j] = -INFINITY;
+        if (!sees(p, i, j))
+            continue;
+        double dot = 0;
+        for (int d = 0; d < p->head_dim; d++)
+            dot += at(s, s->q, p->heads_q, p->seqlen_q, b, i, h, d) * at(s, s->k, p->heads_kv, p->seqlen_k, b, j, kv, d);
+        score[j] = dot * s->host.softmax_scale;
+        if (p->softcap > 0.f)
+            score[j] = p->softcap * tanh(score[j] / p->softcap);
+        top = fmax(top, score[j]);
+        ++*keys;
+    }
+    double sum = s->host.sinks ? exp(s->host.sinks[h] - top) : 0;
+    for (int j = 0; j < p->seqlen_k; j++)
+        sum += exp(score[j] - top);
+    *lse = isinf(top) ? top : top + log(sum);
+    for (int d = 0; d < p->head_dim; d++) {
+        out[d] = 0;
+        for (int j = 0; j < p->seqlen_k && *keys; j++)
+            out[d] += exp(score[j] - top) / sum * at(s, s->v, p->heads_kv, p->seqlen_k, b, j, kv, d);
+    }
+}
+
+/* Every row of one problem against the written-out attention. */
+static void check_problem(const struct setup *s)
+{
+    const struct fc_attention_params *p = &s->params;
+    double scratch[2 * MAX_KEYS], values[2 * MAX_DIM], expected[MAX_DIM];
+    struct fc_row_reference row = {0, 0, values, values + MAX_DIM};
+    for (int b = 0; b < p->batch; b++)
+        for (int h = 0; h < p->heads_q; h++)
+            for (int i = 0; i < p->seqlen_q; i++) {
+                double lse;
+                int keys;
+                fc_reference_row(&s->host, b, h, i, &row, scratch);
+                expected_row(s, b, h, i, expected, &lse, &keys);
+                if (row.visible_keys != keys || !(row.lse == lse || fabs(row.lse - lse) < 1e-9))
+                    fail_msg("Sq %d Sk %d causal %d window (%d, %d) row %d: %d keys lse %g, expected %d and %g",
+                             p->seqlen_q, p->seqlen_k, p->causal, p->window_left, p->window_right, i,
+                             row.visible_keys, row.lse, keys, lse);
+                for (int d = 0; d < p->head_dim; d++) {
+                    if (fabs(row.out[d] - expected[d]) > 1e-9)
+                        fail_msg("row %d dim %d: %g, expected %g", i, d, row.out[d], expected[d]);
+                    if (fabs(row.native[d] - expected[d]) > 0.1)   /* bf16 all the way: within its error */
+                        fail_msg("row %d dim %d: native %g, expected %g", i, d, row.native[d], expected[d]);
+                }
+            }
+}
+
+static void test_reference_follows_the_public_semantics(void **state)
+{
+    (void)state;
+    static const int SEQLENS[][2] = {{1, 1}, {7, 7}, {5, 17}, {17, 5}, {33, 64}};
+    static const int WINDOWS[][3] = {   /* causal, left, right */
+        {0, -1, -1}, {1, -1, -1}, {1, 3, -1}, {0, 3, 2}, {0, -1, 0}, {0, 0, 0}, {0, 2, 40}, {0, 40, 1}, {1, 0, 0},
+    };
+    static const float SINKS[] = {0.f, 1.f, 20.f};   /* none, N(0, 1), large (+20-ish and -20-ish) */
+    static const float SOFTCAPS[] = {0.f, 0.5f, 20.f};   /* none, one that bites, a loose one */
+    uint64_t seed = 1;
+    for (size_t n = 0; n < sizeof SEQLENS / sizeof SEQLENS[0]; n++)
+        for (size_t w = 0; w < sizeof WINDOWS / sizeof WINDOWS[0]; w++)
+            for (size_t k = 0; k < sizeof SINKS / sizeof SINKS[0]; k++)
+                for (size_t c = 0; c < sizeof SOFTCAPS / sizeof SOFTCAPS[0]; c++) {
+                    struct setup *s = malloc(sizeof *s);
+                    assert_non_null(s);
+                    make(s, SEQLENS[n][0], SEQLENS[n][1], WINDOWS[w][0], WINDOWS[w][1], WINDOWS[w][2], SINKS[k],
+                         SOFTCAPS[c], seed++);
+                    check_problem(s);
+                    free(s);
+                }
+}
+
+/* A row that sees no key: out 0, and lse -inf, or its sink when there are sinks; the error rule
+ * takes exactly that, and a large positive sink leaves a finite LSE and a small out. */
+static void test_rows_without_keys_and_large_sinks(void **state)
+{
+    (void)state;
+    struct setup *s = malloc(sizeof *s);
+    assert_non_null(s);
+    make(s, 17, 5, 1, -1, -1, 1.f, 0.f, 7);   /* causal, Sq > Sk: rows 0-11 see no key */
+    s->sinks[0] = 30.f;
+    double scratch[2 * MAX_KEYS], values[2 * MAX_DIM];
+    struct fc_row_reference row = {0, 0, values, values + MAX_DIM};
+    fc_reference_row(&s->host, 0, 0, 3, &row, scratch);
+    assert_int_equal(row.visible_keys, 0);
+    assert_true(row.lse == 30.0);
+    uint16_t zeros[MAX_DIM] = {0}, ones[MAX_DIM];
+    for (int d = 0; d < MAX_DIM; d++)
+        ones[d] = fc_float_to_bf16(1.f);
+    struct fc_error_stats stats;
+    memset(&stats, 0, sizeof stats);
+    float lse = 30.f;
+    fc_error_accumulate(&stats, &s->host, &row, zeros, &lse);
+    assert_int_equal(stats.bad_rows, 0);
+    lse = 29.f;
+    fc_error_accumulate(&stats, &s->host, &row, zeros, &lse);
+    assert_int_equal(stats.bad_rows, 0);
+    assert_true(stats.max_lse_error > 0.9);
+    lse = -INFINITY;   /* the sink forgotten */
+    fc_error_accumulate(&stats, &s->host, &row, zeros, &lse);
+    assert_int_equal(stats.bad_rows, 1);
+    fc_error_accumulate(&stats, &s->host, &row, ones, NULL);   /* a value where there is none */
+    assert_int_equal(stats.bad_rows, 2);
+    fc_reference_row(&s->host, 0, 0, 16, &row, scratch);   /* the last row: every key, and a sink of 30 */
+    assert_int_equal(row.visible_keys, 5);
+    assert_true(row.lse > 30.0 && row.lse < 30.1);
+    for (int d = 0; d < s->params.head_dim; d++)
+        assert_true(fabs(row.out[d]) < 1e-6);
+    s->host.sinks = NULL;   /* without sinks: -inf */
+    fc_reference_row(&s->host, 0, 0, 3, &row, scratch);
+    assert_true(isinf(row.lse) && row.lse < 0);
+    free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reference_follows_the_public_semantics),
+        cmocka_unit_test(test_rows_without_keys_and_large_sinks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,279 @@
+"""Speed of sliding windows, attention sinks and logit softcap (issue 14), as shared/BENCH.md asks.
+
+Three measurements, each on one set of tensors per row, in one process, every peer's output
+compared with ours before it is timed ("MISMATCH" otherwise):
+
+1. window: B1 H16 D128, a 32k causal sequence, window_left 4096 against full causal (the same
+   family, tiles and switches but the window's), beside cuDNN's full causal and its window
+   (cudnn-frontend: diagonal band, bottom-right aligned). The issue asks for >= 6x; the script
+   also prints the ratio of the (query, key) pairs the two compute, which bounds what skipping
+   tiles can give.
+2. overhead: BENCH.md's FA3 sweep shapes (16k tokens, hidden 2048; head_dim 64/128/256; causal
+   and not), ours with sinks and with softcap 30 against ours without (the same tiles: a tuned
+   winner takes the softcap switch as it is). The issue asks sinks <= 3%, softcap <= 10%.
+3. peers at the overhead shapes: cuDNN with its sink_token against ours with sinks, and
+   FlashAttention-3 (fa3-fwd, bf16) with softcap against ours with softcap, where they import.
+
+    python3 tools/bench_masks.py                      # all three, f16 and bf16
+    python3 tools/bench_masks.py --quick              # d128, 4k and 16k, f16: a few minutes
+    python3 tools/bench_masks.py --json masks.json    # the rows as JSON too
+
+Times are medians (tools/bench.py's measure_ms: triton's do_bench, L2 flushed between launches).
+Ratios: peer time / our time (above 1: we are faster); overheads: time with / time without - 1.
+"""
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402  (its measure_ms, metadata and sweep constants; it imports flashcore)
+
+flashcore = bench.flashcore
+
+WINDOW_SHAPE = dict(batch=1, heads=16, seqlen=32768, head_dim=128)
+WINDOW_LEFT = 4096
+SOFTCAP = 30.0
+MATCH_TOLERANCE = 2e-2        # max |ours - peer| / max |peer|, as bench.py
+SINKS_LIMIT, SOFTCAP_LIMIT, WINDOW_TARGET = 0.03, 0.10, 6.0
+
+
+def torch_dtype(name):
+    import torch
+
+    return {"f16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+def tensors(dtype, batch, heads, seqlen, head_dim):
+    import torch
+
+    q, k, v = (torch.randn(batch, seqlen, heads, head_dim, dtype=torch_dtype(dtype), device="cuda")
+               for _ in range(3))
+    sinks = torch.randn(heads, dtype=torch.float32, device="cuda")
+    return q, k, v, sinks
+
+
+def ours(context, q, k, v, **options):
+    """(launch, out, kernel) of our call with the options, launched once; launch is what is timed."""
+    import torch
+
+    launch = context.prepare(q, k, v, out=torch.empty_like(q), **options)
+    launch()
+    torch.cuda.synchronize()
+    plan_options = {key: value for key, value in options.items() if key != "sinks"}
+    return launch, launch.out, context.plan(q, k, v, **plan_options)[0]
+
+
+def visible_pairs(seqlen, left):
+    """(query, key) pairs a causal problem of seqlen rows computes, with window_left `left` (-1: all)."""
+    if left < 0:
+        return seqlen * (seqlen + 1) // 2
+    full = min(seqlen, left + 1)
+    return full * (full + 1) // 2 + (seqlen - full) * (left + 1)
+
+
+def relative_diff(got, expected):
+    return ((got.float() - expected.float()).abs().max() / expected.float().abs().max()).item()
+
+
+_cudnn_handle = None
+
+
+def cudnn_attention(q, k, v, causal, window_left=-1, sinks=None):
+    """(call, out) of cuDNN's SDPA through cudnn-frontend's graph API on BSHD tensors: bottom-right
+    aligned diagonal band (its left bound counts the diagonal: window_left + 1), sink_token
+    [1, Hq, 1, 1] fp32. Raises if cudnn-frontend or the graph is not there."""
+    import cudnn
+    import torch
+
+    global _cudnn_handle
+    if _cudnn_handle is None:
+        _cudnn_handle = cudnn.create_handle()
+    cudnn.set_stream(handle=_cudnn_handle, stream=torch.cuda.current_stream().cuda_stream)
+    io_type = {torch.float16: cudnn.data_type.HALF, torch.bfloat16: cudnn.data_type.BFLOAT16}[q.dtype]
+    graph = cudnn.pygraph(io_data_type=io_type, intermediate_data_type=cudnn.data_type.FLOAT,
+                          compute_data_type=cudnn.data_type.FLOAT, handle=_cudnn_handle)
+    out = torch.empty_like(q)
+    views = {name: t.transpose(1, 2) for name, t in (("q", q), ("k", k), ("v", v), ("o", out))}
+    nodes = {name: graph.tensor_like(views[name]) for name in ("q", "k", "v")}
+    options = dict(name="sdpa", q=nodes["q"], k=nodes["k"], v=nodes["v"], generate_stats=False,
+                   attn_scale=1.0 / math.sqrt(q.shape[-1]),
+                   diagonal_alignment=cudnn.diagonal_alignment.BOTTOM_RIGHT)
+    if causal:
+        options["diagonal_band_right_bound"] = 0
+    if window_left >= 0:
+        options["diagonal_band_left_bound"] = window_left + 1
+    if sinks is not None:
+        views["sinks"] = sinks.view(1, -1, 1, 1)
+        nodes["sinks"] = graph.tensor_like(views["sinks"])
+        options["sink_token"] = nodes["sinks"]
+    o, _ = graph.sdpa(**options)
+    o.set_output(True).set_dim(list(views["o"].shape)).set_stride(list(views["o"].stride()))
+    nodes["o"] = o
+    graph.validate()
+    graph.build_operation_graph()
+    graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    graph.check_support()
+    graph.build_plans()
+    workspace = torch.empty(graph.get_workspace_size(), dtype=torch.uint8, device=q.device)
+    pack = {nodes[name]: views[name] for name in nodes}
+
+    def call():
+        graph.execute(pack, workspace, handle=_cudnn_handle)
+
+    call()
+    torch.cuda.synchronize()
+    return call, out
+
+
+def fa3_softcap(q, k, v, causal, softcap):
+    """(call, out) of FlashAttention-3 (fa3-fwd, bf16 only) with softcap; raises if absent."""
+    from fa3_fwd_interface import flash_attn_func
+
+    def call():
+        result = flash_attn_func(q, k, v, causal=causal, softcap=softcap)
+        return result[0] if isinstance(result, tuple) else result
+
+    return call, call()
+
+
+def peer_entry(make, our_out):
+    """A peer's {"ms", "check"} (or {"error"}): built by make() -> (call, out), checked, timed."""
+    try:
+        call, out = make()
+    except Exception as error:   # a peer that cannot run this (not installed, unsupported) says why
+        return {"error": bench.first_line(error)}
+    diff = relative_diff(our_out, out)
+    entry = {"check": "ok" if diff < MATCH_TOLERANCE else "MISMATCH", "relative_diff": diff}
+    entry["ms"] = bench.measure_ms(call)
+    return entry
+
+
+def window_rows(context, dtypes):
+    """Measurement 1: the 32k causal window against full causal, ours and cuDNN's."""
+    rows = []
+    s = WINDOW_SHAPE
+    pairs = visible_pairs(s["seqlen"], -1) / visible_pairs(s["seqlen"], WINDOW_LEFT)
+    for dtype in dtypes:
+        q, k, v, _ = tensors(dtype, s["batch"], s["heads"], s["seqlen"], s["head_dim"])
+        full, full_out, full_kernel = ours(context, q, k, v, causal=True)
+        window, window_out, window_kernel = ours(context, q, k, v, causal=True, window=(WINDOW_LEFT, -1))
+        row = {"measurement": "window", "dtype": dtype, **s, "window_left": WINDOW_LEFT,
+               "ours_full_ms": bench.measure_ms(full), "ours_window_ms": bench.measure_ms(window),
+               "kernels": [full_kernel, window_kernel], "pair_ratio": pairs}
+        row["speedup"] = row["ours_full_ms"] / row["ours_window_ms"]
+        row["cudnn_full"] = peer_entry(lambda: cudnn_attention(q, k, v, True), full_out)
+        row["cudnn_window"] = peer_entry(lambda: cudnn_attention(q, k, v, True, WINDOW_LEFT), window_out)
+        rows.append(row)
+        del q, k, v
+    return rows
+
+
+def overhead_rows(context, dtypes, dims, seqlens, with_peers):
+    """Measurements 2 and 3: sinks and softcap against the same kernel without, and the peers."""
+    rows = []
+    for dtype in dtypes:
+        for head_dim in dims:
+            heads = bench.SWEEP_HIDDEN // head_dim
+            for seqlen in seqlens:
+                for causal in (False, True):
+                    q, k, v, sinks = tensors(dtype, bench.SWEEP_TOKENS // seqlen, heads, seqlen, head_dim)
+                    plain, plain_out, kernel = ours(context, q, k, v, causal=causal)
+                    with_sinks, sinks_out, _ = ours(context, q, k, v, causal=causal, sinks=sinks)
+                    capped, capped_out, capped_kernel = ours(context, q, k, v, causal=causal, softcap=SOFTCAP)
+                    row = {"measurement": "overhead", "dtype": dtype, "head_dim": head_dim, "heads": heads,
+                           "batch": bench.SWEEP_TOKENS // seqlen, "seqlen": seqlen, "causal": causal,
+                           "kernels": [kernel, capped_kernel], "plain_ms": bench.measure_ms(plain),
+                           "sinks_ms": bench.measure_ms(with_sinks), "softcap_ms": bench.measure_ms(capped)}
+                    row["sinks_overhead"] = row["sinks_ms"] / row["plain_ms"] - 1
+                    row["softcap_overhead"] = row["softcap_ms"] / row["plain_ms"] - 1
+                    if with_peers:
+                        row["cudnn_sinks"] = peer_entry(lambda: cudnn_attention(q, k, v, causal, sinks=sinks),
+                                                        sinks_out)
+                        if dtype == "bf16":
+                            row["fa3_softcap"] = peer_entry(lambda: fa3_softcap(q, k, v, causal, SOFTCAP),
+                                                            capped_out)
+                    rows.append(row)
+                    del q, k, v, sinks
+    return rows
+
+
+def peer_text(entry, our_ms):
+    if "error" in entry:
+        return f"- ({entry['error'][:40]})"
+    flag = "" if entry["check"] == "ok" else f" {entry['check']}"
+    return f"{entry['ms']:.3f} ms ({entry['ms'] / our_ms:.2f}x){flag}"
+
+
+def print_rows(rows):
+    for row in rows:
+        if row["measurement"] == "window":
+            verdict = "meets" if row["speedup"] >= WINDOW_TARGET else "below"
+            print(f"window {row['dtype']} B{row['batch']} H{row['heads']} S{row['seqlen']} D{row['head_dim']} "
+                  f"causal, left {row['window_left']}: full {row['ours_full_ms']:.3f} ms, window "
+                  f"{row['ours_window_ms']:.3f} ms, {row['speedup']:.2f}x ({verdict} the {WINDOW_TARGET:g}x "
+                  f"target; pairs {row['pair_ratio']:.2f}x); cuDNN full "
+                  f"{peer_text(row['cudnn_full'], row['ours_full_ms'])}, window "
+                  f"{peer_text(row['cudnn_window'], row['ours_window_ms'])}")
+            continue
+        print(f"{row['dtype']:<4} d{row['head_dim']:<3} S{row['seqlen']:<5} {'causal' if row['causal'] else 'full  '} "
+              f"plain {row['plain_ms']:.3f} ms  sinks {row['sinks_overhead']:+.1%}"
+              f"{'' if row['sinks_overhead'] <= SINKS_LIMIT else ' (over 3%)'}  softcap "
+              f"{row['softcap_overhead']:+.1%}{'' if row['softcap_overhead'] <= SOFTCAP_LIMIT else ' (over 10%)'}"
+              + (f"  cuDNN sinks {peer_text(row['cudnn_sinks'], row['sinks_ms'])}" if "cudnn_sinks" in row else "")
+              + (f"  FA3 softcap {peer_text(row['fa3_softcap'], row['softcap_ms'])}" if "fa3_softcap" in row else ""))
+
+
+def summary(rows):
+    overheads = [row for row in rows if row["measurement"] == "overhead"]
+    if overheads:
+        for key, limit in (("sinks_overhead", SINKS_LIMIT), ("softcap_overhead", SOFTCAP_LIMIT)):
+            values = sorted(row[key] for row in overheads)
+            over = sum(value > limit for value in values)
+            print(f"{key}: median {values[len(values) // 2]:+.1%}, max {values[-1]:+.1%}, "
+                  f"{over} of {len(values)} rows over {limit:.0%}")
+        for key in ("cudnn_sinks", "fa3_softcap"):
+            ratios = [row[key]["ms"] / row[key.split("_")[1] + "_ms"] for row in overheads
+                      if key in row and "ms" in row[key]]
+            if ratios:
+                geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+                print(f"{key}: peer time / ours, geometric mean {geomean:.3f} over {len(ratios)} rows")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="f16, head_dim 128, 4k and 16k")
+    parser.add_argument("--only", choices=("window", "overhead"), help="one measurement")
+    parser.add_argument("--no-peers", action="store_true", help="ours only")
+    parser.add_argument("--device", type=int, default=0)
+    parser.add_argument("--json", metavar="PATH", help="write the rows and the metadata here")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import torch
+
+    torch.cuda.set_device(args.device)
+    torch.manual_seed(0)
+    dtypes = ("f16",) if args.quick else bench.DTYPE_NAMES
+    dims = (128,) if args.quick else bench.HEAD_DIMS
+    seqlens = (4096, 16384) if args.quick else bench.SWEEP_SEQLENS
+    metadata = bench.collect_metadata(args.device, True)
+    print(json.dumps(metadata), flush=True)
+    rows = []
+    with flashcore.Context(args.device) as context:
+        if args.only in (None, "window"):
+            rows += window_rows(context, dtypes)
+        if args.only in (None, "overhead"):
+            rows += overhead_rows(context, dtypes, dims, seqlens, not args.no_peers)
+    print_rows(rows)
+    summary(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"metadata": metadata, "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
