@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 #define FC_VERSION_MAJOR 0
-#define FC_VERSION_MINOR 2
+#define FC_VERSION_MINOR 3
 #define FC_VERSION_PATCH 0
 
 /** Opaque: one per device and process; thread-safe. */

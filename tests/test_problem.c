@@ -731,7 +731,7 @@ static void test_status_names(void **state)
     assert_string_equal(fc_status_name(FC_ERR_NO_COMPILER), "FC_ERR_NO_COMPILER");
     assert_string_equal(fc_status_name(FC_ERR_INTERNAL), "FC_ERR_INTERNAL");
     assert_string_equal(fc_status_name((enum fc_status)99), "FC_ERR_UNKNOWN");
-    assert_string_equal(fc_version(), "0.2.0");
+    assert_string_equal(fc_version(), "0.3.0");
 }
 
 int main(void)
