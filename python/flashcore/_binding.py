@@ -185,7 +185,7 @@ def load_library(path=None):
             raise OSError(f"{path} could not be loaded: {error}") from error
         signatures = {
             "fc_options_init": (None, [ctypes.POINTER(Options)]),
-            "fc_attention_params_init_sized": (None, [ctypes.POINTER(AttentionParams), ctypes.c_size_t]),
+            "fc_attention_params_init": (None, [ctypes.POINTER(AttentionParams)]),   # 0.2.0's
             "fc_context_create": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(Options),
                                                  ctypes.POINTER(ctypes.c_void_p)]),
             "fc_attention_forward": (ctypes.c_int, [ctypes.c_void_p,
@@ -201,6 +201,11 @@ def load_library(path=None):
             "fc_status_name": (ctypes.c_char_p, [ctypes.c_int]),
             "fc_version": (ctypes.c_char_p, []),
         }
+        # NOTE: optional: a 0.2.0 library (a benchmark's baseline build) has no sized initializer;
+        # its callers' structs end where 0.2.0's did, which its own initializer fills.
+        if hasattr(lib, "fc_attention_params_init_sized"):
+            signatures["fc_attention_params_init_sized"] = (
+                None, [ctypes.POINTER(AttentionParams), ctypes.c_size_t])
         for name, (restype, argtypes) in signatures.items():
             function = getattr(lib, name)
             function.restype = restype
@@ -509,7 +514,10 @@ class Context:
             raise ArgumentError(f"softmax_scale must be finite (None selects 1/sqrt(head_dim)), "
                                 f"not {softmax_scale}")
         params = AttentionParams()
-        self._lib.fc_attention_params_init_sized(ctypes.byref(params), ctypes.sizeof(params))
+        if hasattr(self._lib, "fc_attention_params_init_sized"):
+            self._lib.fc_attention_params_init_sized(ctypes.byref(params), ctypes.sizeof(params))
+        else:   # 0.2.0: the fields after causal stay unread (and must stay unset)
+            self._lib.fc_attention_params_init(ctypes.byref(params))
         params.dtype = dtype
         params.batch, params.seqlen_q, params.heads_q, params.head_dim = q_sizes
         params.seqlen_k, params.heads_kv = k_sizes[1], k_sizes[2]
