@@ -9,7 +9,9 @@ tools/install-deps.sh
 ninja -C build-gpu
 rm -rf .carry && mkdir -p .carry/bin .carry/lib
 cp build-gpu/tools/fcjit build-gpu/tests/test_gpu build-gpu/tests/test_hopper .carry/bin/
-cp -P build-gpu/src/libflashcore.so build-gpu/src/libflashcore.so.[0-9]* .carry/lib/
+for lib in build-gpu/src/libflashcore.so*; do   # the library and its soname links, not meson's object folders
+    [ -d "$lib" ] || cp -P "$lib" .carry/lib/
+done
 for lib in libsqlite3.so.0 libcmocka.so.0; do
     cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')" .carry/lib/
 done

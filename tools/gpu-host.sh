@@ -233,6 +233,16 @@ variants)
 decode)
     step decode-tiles 300 decode_tiles
     ;;
+masks-checks)   # windows, sinks and softcaps, correctness only, side by side (fits one 10-minute call)
+    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
+    step gpu-suite 540 .carry/bin/test_gpu &
+    step check-masks 540 "for f in reference sm80 sm90 decode; do FC_TUNING_DB=\$DB python3 tools/check.py \
+        --matrix features --families \$f --repeats \${CHECK_REPEATS:-3} | tail -4 || exit 1; done" &
+    step python-gpu 400 "FC_TUNING_DB=\$DB python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py" &
+    step memcheck 400 "SANITIZE_TOOLS=memcheck SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--window-left 40 --sinks 5 \
+        --softcap 30' sanitize" &
+    wait
+    ;;
 masks)   # windows, sinks and softcaps (issue 14): each family forced, sanitizers, then their speed
     step gpu-suite 580 .carry/bin/test_gpu
     for family in reference sm80 sm90 decode; do
@@ -323,7 +333,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|merge|report|validate|final|python" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|masks|masks-checks|merge|report|validate|final|python" >&2
     exit 2
     ;;
 esac
