@@ -422,6 +422,11 @@ int main(void)
     const char *env = getenv("FC_TEST_SEED");
     seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
     printf("seed %llu (set FC_TEST_SEED to repeat)\n", (unsigned long long)seed);
+    /* FC_GPU_TESTS: a cmocka name pattern (e.g. "test_sm90*"): one process per test, side by side,
+     * spreads the CPU reference's work over a GPU host's cores (tools/gpu-host.sh gpu-suite-split). */
+    const char *filter = getenv("FC_GPU_TESTS");
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_selected_kernels_match_reference_over_awkward_shapes),
         cmocka_unit_test(test_reference_kernel_matches_reference_over_awkward_shapes),

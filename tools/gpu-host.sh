@@ -20,6 +20,7 @@
 #                              BENCH.md's sweep with the baseline timed on the same tensors
 #   tools/gpu-host.sh merge    fc_attention_merge's tests, ring attention simulated on one GPU
 #   tools/gpu-host.sh report   BENCH.md's sweep with bench.py --report into $OUT/report
+#   tools/gpu-host.sh gpu-suite-split  the gpu suite, one process per test (FC_GPU_TESTS), side by side
 #   tools/gpu-host.sh checks   gpu suite, the package's GPU pytest suite and memcheck side by side
 #                              (correctness only), then the CPU pytest suite
 #   tools/gpu-host.sh sm90     the Hopper kernel: gpu suite, probes, sanitizer, tiles, quick bench
@@ -233,6 +234,12 @@ variants)
 decode)
     step decode-tiles 300 decode_tiles
     ;;
+gpu-suite-split)   # the gpu suite, one process per test, side by side: the CPU reference's work spread
+    for t in $(grep -o 'cmocka_unit_test([a-z0-9_]*)' tests/test_gpu.c | sed 's/cmocka_unit_test(\(.*\))/\1/'); do
+        step "${t#test_}" 560 "FC_GPU_TESTS=$t .carry/bin/test_gpu" &
+    done
+    wait
+    ;;
 masks-checks)   # windows, sinks and softcaps, correctness only, side by side (fits one 10-minute call)
     step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
     step gpu-suite 540 .carry/bin/test_gpu &
@@ -333,7 +340,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|masks|masks-checks|merge|report|validate|final|python" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|masks|masks-checks|gpu-suite-split|merge|report|validate|final|python" >&2
     exit 2
     ;;
 esac
