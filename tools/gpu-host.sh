@@ -235,6 +235,8 @@ decode)
     step decode-tiles 300 decode_tiles
     ;;
 gpu-suite-split)   # the gpu suite, one process per test, side by side: the CPU reference's work spread
+    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
+    export FC_TUNING_DB=$DB   # the precompiled kernels, one database for every process
     for t in $(grep -o 'cmocka_unit_test([a-z0-9_]*)' tests/test_gpu.c | sed 's/cmocka_unit_test(\(.*\))/\1/'); do
         step "${t#test_}" 560 "FC_GPU_TESTS=$t .carry/bin/test_gpu" &
     done
