@@ -138,6 +138,17 @@ def fa3_softcap(q, k, v, causal, softcap):
     return call, call()
 
 
+def fa3_causal(q, k, v, window_left=-1):
+    """(call, out) of FlashAttention-3 (fa3-fwd, bf16 only), causal, with a left window; raises if absent."""
+    from fa3_fwd_interface import flash_attn_func
+
+    def call():
+        result = flash_attn_func(q, k, v, causal=True, window_size=(window_left, 0))
+        return result[0] if isinstance(result, tuple) else result
+
+    return call, call()
+
+
 def peer_entry(make, our_out):
     """A peer's {"ms", "check"} (or {"error"}): built by make() -> (call, out), checked, timed."""
     try:
@@ -165,6 +176,9 @@ def window_rows(context, dtypes):
         row["speedup"] = row["ours_full_ms"] / row["ours_window_ms"]
         row["cudnn_full"] = peer_entry(lambda: cudnn_attention(q, k, v, True), full_out)
         row["cudnn_window"] = peer_entry(lambda: cudnn_attention(q, k, v, True, WINDOW_LEFT), window_out)
+        if dtype == "bf16":   # FA3's own window speedup: what the best peer gets from the same skip
+            row["fa3_full"] = peer_entry(lambda: fa3_causal(q, k, v), full_out)
+            row["fa3_window"] = peer_entry(lambda: fa3_causal(q, k, v, WINDOW_LEFT), window_out)
         rows.append(row)
         del q, k, v
     return rows
@@ -218,7 +232,13 @@ def print_rows(rows):
                   f"{row['ours_window_ms']:.3f} ms, {row['speedup']:.2f}x ({verdict} the {WINDOW_TARGET:g}x "
                   f"target; pairs {row['pair_ratio']:.2f}x); cuDNN full "
                   f"{peer_text(row['cudnn_full'], row['ours_full_ms'])}, window "
-                  f"{peer_text(row['cudnn_window'], row['ours_window_ms'])}")
+                  f"{peer_text(row['cudnn_window'], row['ours_window_ms'])}"
+                  + (f"; FA3 full {peer_text(row['fa3_full'], row['ours_full_ms'])}, window "
+                     f"{peer_text(row['fa3_window'], row['ours_window_ms'])}" if "fa3_full" in row else ""))
+            for peer in ("cudnn", "fa3"):
+                full, window = row.get(peer + "_full", {}), row.get(peer + "_window", {})
+                if "ms" in full and "ms" in window:
+                    print(f"  {peer}'s own window speedup: {full['ms'] / window['ms']:.2f}x")
             continue
         print(f"{row['dtype']:<4} d{row['head_dim']:<3} S{row['seqlen']:<5} {'causal' if row['causal'] else 'full  '} "
               f"plain {row['plain_ms']:.3f} ms  sinks {row['sinks_overhead']:+.1%}"
