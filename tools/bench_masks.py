@@ -12,11 +12,14 @@ compared with ours before it is timed ("MISMATCH" otherwise):
    and not), ours with sinks and with softcap 30 against ours without (the same tiles: a tuned
    winner takes the softcap switch as it is). The issue asks sinks <= 3%, softcap <= 10%.
 3. peers at the overhead shapes: cuDNN with its sink_token against ours with sinks, and
-   FlashAttention-3 (fa3-fwd, bf16) with softcap against ours with softcap, where they import.
+   FlashAttention-3 (fa3-fwd, bf16) with softcap against ours with softcap, and without one
+   against itself (its own softcap cost), where they import; FA3's full causal beside the window
+   row (this build has no sliding window).
 
     python3 tools/bench_masks.py                      # all three, f16 and bf16
     python3 tools/bench_masks.py --quick              # d128, 4k and 16k, f16: a few minutes
     python3 tools/bench_masks.py --json masks.json    # the rows as JSON too
+    python3 tools/bench_masks.py --only overhead --dtypes bf16 --dims 64,128
 
 Times are medians (tools/bench.py's measure_ms: triton's do_bench, L2 flushed between launches).
 Ratios: peer time / our time (above 1: we are faster); overheads: time with / time without - 1.
@@ -138,12 +141,12 @@ def fa3_softcap(q, k, v, causal, softcap):
     return call, call()
 
 
-def fa3_causal(q, k, v, window_left=-1):
-    """(call, out) of FlashAttention-3 (fa3-fwd, bf16 only), causal, with a left window; raises if absent."""
+def fa3_causal(q, k, v):
+    """(call, out) of FlashAttention-3 (fa3-fwd, bf16 only), causal; raises if absent."""
     from fa3_fwd_interface import flash_attn_func
 
     def call():
-        result = flash_attn_func(q, k, v, causal=True, window_size=(window_left, 0))
+        result = flash_attn_func(q, k, v, causal=True)
         return result[0] if isinstance(result, tuple) else result
 
     return call, call()
@@ -176,9 +179,8 @@ def window_rows(context, dtypes):
         row["speedup"] = row["ours_full_ms"] / row["ours_window_ms"]
         row["cudnn_full"] = peer_entry(lambda: cudnn_attention(q, k, v, True), full_out)
         row["cudnn_window"] = peer_entry(lambda: cudnn_attention(q, k, v, True, WINDOW_LEFT), window_out)
-        if dtype == "bf16":   # FA3's own window speedup: what the best peer gets from the same skip
+        if dtype == "bf16":   # FA3 full causal beside ours (fa3-fwd 0.0.3 raises on a sliding window)
             row["fa3_full"] = peer_entry(lambda: fa3_causal(q, k, v), full_out)
-            row["fa3_window"] = peer_entry(lambda: fa3_causal(q, k, v, WINDOW_LEFT), window_out)
         rows.append(row)
         del q, k, v
     return rows
@@ -205,9 +207,10 @@ def overhead_rows(context, dtypes, dims, seqlens, with_peers):
                     if with_peers:
                         row["cudnn_sinks"] = peer_entry(lambda: cudnn_attention(q, k, v, causal, sinks=sinks),
                                                         sinks_out)
-                        if dtype == "bf16":
+                        if dtype == "bf16":   # and FA3's own softcap cost: its time without one
                             row["fa3_softcap"] = peer_entry(lambda: fa3_softcap(q, k, v, causal, SOFTCAP),
                                                             capped_out)
+                            row["fa3_plain"] = peer_entry(lambda: fa3_softcap(q, k, v, causal, 0.0), plain_out)
                     rows.append(row)
                     print(f"[{len(rows)}] {dtype} d{head_dim} s{seqlen}{' causal' if causal else ''}: plain "
                           f"{row['plain_ms']:.3f} ms, sinks {row['sinks_overhead']:+.1%}, softcap "
@@ -233,8 +236,7 @@ def print_rows(rows):
                   f"target; pairs {row['pair_ratio']:.2f}x); cuDNN full "
                   f"{peer_text(row['cudnn_full'], row['ours_full_ms'])}, window "
                   f"{peer_text(row['cudnn_window'], row['ours_window_ms'])}"
-                  + (f"; FA3 full {peer_text(row['fa3_full'], row['ours_full_ms'])}, window "
-                     f"{peer_text(row['fa3_window'], row['ours_window_ms'])}" if "fa3_full" in row else ""))
+                  + (f"; FA3 full {peer_text(row['fa3_full'], row['ours_full_ms'])}" if "fa3_full" in row else ""))
             for peer in ("cudnn", "fa3"):
                 full, window = row.get(peer + "_full", {}), row.get(peer + "_window", {})
                 if "ms" in full and "ms" in window:
@@ -245,7 +247,14 @@ def print_rows(rows):
               f"{'' if row['sinks_overhead'] <= SINKS_LIMIT else ' (over 3%)'}  softcap "
               f"{row['softcap_overhead']:+.1%}{'' if row['softcap_overhead'] <= SOFTCAP_LIMIT else ' (over 10%)'}"
               + (f"  cuDNN sinks {peer_text(row['cudnn_sinks'], row['sinks_ms'])}" if "cudnn_sinks" in row else "")
-              + (f"  FA3 softcap {peer_text(row['fa3_softcap'], row['softcap_ms'])}" if "fa3_softcap" in row else ""))
+              + (f"  FA3 softcap {peer_text(row['fa3_softcap'], row['softcap_ms'])}" if "fa3_softcap" in row else "")
+              + (f" (FA3's own softcap cost {fa3_overhead(row):+.1%})" if fa3_overhead(row) is not None else ""))
+
+
+def fa3_overhead(row):
+    """FlashAttention-3's time with the softcap over its time without, less 1; None if not both."""
+    capped, plain = row.get("fa3_softcap", {}), row.get("fa3_plain", {})
+    return capped["ms"] / plain["ms"] - 1 if "ms" in capped and "ms" in plain else None
 
 
 def summary(rows):
@@ -256,6 +265,10 @@ def summary(rows):
             over = sum(value > limit for value in values)
             print(f"{key}: median {values[len(values) // 2]:+.1%}, max {values[-1]:+.1%}, "
                   f"{over} of {len(values)} rows over {limit:.0%}")
+        fa3 = sorted(value for value in map(fa3_overhead, overheads) if value is not None)
+        if fa3:
+            print(f"FA3's own softcap_overhead: median {fa3[len(fa3) // 2]:+.1%}, max {fa3[-1]:+.1%} "
+                  f"over {len(fa3)} rows")
         for key in ("cudnn_sinks", "fa3_softcap"):
             ratios = [row[key]["ms"] / row[key.split("_")[1] + "_ms"] for row in overheads
                       if key in row and "ms" in row[key]]
@@ -269,9 +282,16 @@ def parse_args(argv):
     parser.add_argument("--quick", action="store_true", help="f16, head_dim 128, 4k and 16k")
     parser.add_argument("--only", choices=("window", "overhead"), help="one measurement")
     parser.add_argument("--no-peers", action="store_true", help="ours only")
+    parser.add_argument("--dims", help="head dims of the overhead rows, e.g. 64,128 (default 64,128,256)")
+    parser.add_argument("--dtypes", help="f16 and/or bf16 (default both; --quick: f16)")
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--json", metavar="PATH", help="write the rows and the metadata here")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.dtypes and not set(args.dtypes.split(",")) <= set(bench.DTYPE_NAMES):
+        parser.error(f"--dtypes: f16 and/or bf16, not {args.dtypes}")
+    if args.dims and not all(d.isdigit() for d in args.dims.split(",")):
+        parser.error(f"--dims: head dims separated by commas, not {args.dims}")
+    return args
 
 
 def main(argv=None):
@@ -280,8 +300,8 @@ def main(argv=None):
 
     torch.cuda.set_device(args.device)
     torch.manual_seed(0)
-    dtypes = ("f16",) if args.quick else bench.DTYPE_NAMES
-    dims = (128,) if args.quick else bench.HEAD_DIMS
+    dtypes = args.dtypes.split(",") if args.dtypes else ("f16",) if args.quick else bench.DTYPE_NAMES
+    dims = [int(d) for d in args.dims.split(",")] if args.dims else (128,) if args.quick else bench.HEAD_DIMS
     seqlens = (4096, 16384) if args.quick else bench.SWEEP_SEQLENS
     metadata = bench.collect_metadata(args.device, True)
     print(json.dumps(metadata), flush=True)
