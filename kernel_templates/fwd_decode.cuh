@@ -339,7 +339,8 @@ struct DecodeForward {
             const float lse = sum > 0.f ? (top + log2_approx(sum)) * LN2 : -infinity();
             const long long row = lse_index(head, query);
             if (partial) {
-                const long long at = static_cast<long long>(split) * partial_rows<VARLEN>(args) + row;
+                const long long at = VARLEN ? split * partial_rows<VARLEN>(args) + row
+                                            : static_cast<long long>(split) * args.batch * args.heads_q * args.seqlen_q + row;
                 args.o_partial[at * HEAD_DIM + c] = out;
                 if (c == 0)
                     args.lse_partial[at] = lse;
