@@ -4,6 +4,7 @@
 #pragma once
 
 #include "fc_args.h"
+#include "kv_source.cuh"
 #include "ptx/math.cuh"
 #include "ptx/mma.cuh"
 #include "softmax.cuh"
@@ -66,6 +67,39 @@ __device__ __forceinline__ void store_output(const fc_kernel_args &args, int bat
                 row_out[d * 4 + lane % 4] = Mma<T>::pack(o[m][d][2 * h] * inverse, o[m][d][2 * h + 1] * inverse);
             if (args.lse && lane % 4 == 0)
                 args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] =
+                    OnlineSoftmax<M_TILES, N_TILES>::log_sum_exp(row_max, sum);
+        }
+}
+
+// store_output for one sequence (VARLEN variants): its rows start at seq.q_row0 in out, only its
+// len_q rows are written, and the LSE is at Sequence::lse_row0's index.
+template <typename T, int M_TILES, int D_TILES, int N_TILES>
+__device__ __forceinline__ void store_sequence_output(const fc_kernel_args &args, const Sequence &seq, int batch,
+                                                      int head, int first_row, const float (&o)[M_TILES][D_TILES][4],
+                                                      const OnlineSoftmax<M_TILES, N_TILES> &softmax)
+{
+    const int lane = threadIdx.x % WARP_SIZE;
+    T *out = static_cast<T *>(args.o) + batch * args.o_stride[0] + seq.q_row0 * args.o_stride[1] +
+             head * args.o_stride[2];
+    const bool sinks = args.sinks != nullptr;
+    const float sink = sinks ? args.sinks[head] * LOG2E : 0.f;
+#pragma unroll
+    for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int row = first_row + m * 16 + lane / 4 + 8 * h;
+            if (row >= seq.len_q)   // the block's rows past the sequence: another sequence's, or none
+                continue;
+            float row_max = softmax.row_max[m][h], sum = softmax.row_sum[m][h], scale = 1.f;
+            if (sinks)
+                scale = fold_sink(row_max, sum, sink);
+            const float inverse = sum > 0.f ? scale / sum : 0.f;
+            unsigned *row_out = reinterpret_cast<unsigned *>(out + row * args.o_stride[1]);
+#pragma unroll
+            for (int d = 0; d < D_TILES; d++)
+                row_out[d * 4 + lane % 4] = Mma<T>::pack(o[m][d][2 * h] * inverse, o[m][d][2 * h + 1] * inverse);
+            if (args.lse && lane % 4 == 0)
+                args.lse[seq.lse_row0 + static_cast<long long>(head) * args.seqlen_q + row] =
                     OnlineSoftmax<M_TILES, N_TILES>::log_sum_exp(row_max, sum);
         }
 }

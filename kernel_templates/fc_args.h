@@ -43,6 +43,21 @@ struct fc_kernel_args {
     float softcap_log2;             /* softcap * log2(e) */
 };
 
+/* Per-sequence lengths, for variants with the VARLEN switch (varlen batches, seqused_k): they take
+ * fc_varlen_args (or fc_sm90_varlen_args), whose first member is the dense argument, so that the
+ * kernels of other variants keep their argument, and their code, as it was. In varlen mode the
+ * host passes the tensors' batch strides as 0 and seqlen_q / seqlen_k as the total token counts
+ * (the LSE is then [heads_q, seqlen_q]). */
+struct fc_seqlens {
+    const int *cu_seqlens_q, *cu_seqlens_k;   /* [batch + 1] token offsets, or NULL: a dense batch */
+    const int *seqused_k;                      /* [batch] keys present per sequence, or NULL: all */
+};
+
+struct fc_varlen_args {
+    struct fc_kernel_args base;
+    struct fc_seqlens seqlens;
+};
+
 /* fc_attention_merge's kernel (merge.cuh): two partial results of the same queries, and where the
  * merged one goes. Tensors [batch, seq, head, head_dim] with strides in elements {batch, seq, head};
  * LSEs [batch, head, seq] fp32. */
@@ -71,6 +86,13 @@ struct fc_tensor_map {
 struct fc_sm90_args {
     struct fc_tensor_map q_map, k_map, v_map;
     struct fc_kernel_args base;
+};
+
+/* The Hopper kernel's argument with the VARLEN switch (varlen: the maps' batch dimension is 1 and
+ * their seq dimension every token). */
+struct fc_sm90_varlen_args {
+    struct fc_sm90_args sm90;
+    struct fc_seqlens seqlens;
 };
 
 #endif

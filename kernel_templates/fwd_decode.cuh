@@ -24,8 +24,17 @@
 
 namespace fc {
 
+// The rows of the split-KV partials per split: [batch, heads_q, seqlen_q]; varlen [heads_q, tokens].
+template <bool VARLEN>
+__device__ __forceinline__ long long partial_rows(const fc_kernel_args &args)
+{
+    if (VARLEN && seqlens_of(args).cu_seqlens_q)
+        return static_cast<long long>(args.heads_q) * args.seqlen_q;
+    return static_cast<long long>(args.batch) * args.heads_q * args.seqlen_q;
+}
+
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS, bool WINDOW = false,
-          bool SOFTCAP = false>
+          bool SOFTCAP = false, bool VARLEN = false>
 struct DecodeForward {
     using E = Element<T>;
     static constexpr int ROWS = 16;                     // one m-tile of packed (head, query) rows
@@ -68,9 +77,33 @@ struct DecodeForward {
         lane = threadIdx.x % WARP_SIZE;
     }
 
+    // VARLEN: one sequence's queries (at most max_seqlen_q: the selector's rule holds for them) and
+    // keys; its lengths are published in shared memory by run().
+    __device__ DecodeForward(const fc_varlen_args &a, char *shared) : DecodeForward(a.base, shared)
+    {
+        rows = min(ROWS, args.q_per_kv * sequence().len_q);   // NOTE: min: a caller's wrong max_seqlen_q stays in the tile
+    }
+
+    // VARLEN: this CTA's sequence. NOTE: read again where it is needed rather than kept: kept through
+    // the key loop, its offsets spilled the head_dim 256 kernels (12-20 bytes).
+    __device__ __forceinline__ Sequence sequence() const { return sequence_of(args, seqlens_of(args), batch); }
+
     // Packed row r: query head kv_head * q_per_kv + r / seqlen_q, query row r % seqlen_q.
-    __device__ __forceinline__ int row_head(int r) const { return kv_head * args.q_per_kv + r / args.seqlen_q; }
-    __device__ __forceinline__ int row_query(int r) const { return r % args.seqlen_q; }
+    __device__ __forceinline__ int row_head(int r) const
+    {
+        return kv_head * args.q_per_kv + r / sequence_len_q<VARLEN>(args);
+    }
+    __device__ __forceinline__ int row_query(int r) const { return r % sequence_len_q<VARLEN>(args); }
+
+    // The LSE index (and, with splits, the partials' row) of packed row (head, query): [batch,
+    // heads_q, seqlen_q]; varlen [heads_q, tokens] (Sequence::lse_row0).
+    __device__ __forceinline__ long long lse_index(int head, int query) const
+    {
+        if constexpr (VARLEN)
+            return sequence().lse_row0 + static_cast<long long>(head) * args.seqlen_q + query;
+        else
+            return (static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + query;
+    }
 
     // Byte offset of 16-byte chunk c of key row r in a K or V tile.
     __device__ __forceinline__ static int kv_offset(int r, int c)
@@ -92,6 +125,8 @@ struct DecodeForward {
     __device__ __forceinline__ void load_q(unsigned dst)
     {
         const T *q = static_cast<const T *>(args.q) + batch * args.q_stride[0];
+        if constexpr (VARLEN)
+            q += sequence().q_row0 * args.q_stride[1];
         for (int i = threadIdx.x; i < ROWS * CHUNKS; i += THREADS) {
             const int r = i / CHUNKS, c = i % CHUNKS;
             const bool valid = r < rows;
@@ -99,6 +134,15 @@ struct DecodeForward {
                 valid ? q + row_head(r) * args.q_stride[2] + row_query(r) * args.q_stride[1] + c * E::PER_CHUNK : q;
             cp_async_16(dst + r * PITCH + c * 16, from, valid);
         }
+    }
+
+    // K or V rows of this CTA's batch, or of its sequence (VARLEN: from its first key token on).
+    __device__ __forceinline__ StridedRows<T> kv_rows(const void *tensor, const long long (&s)[3]) const
+    {
+        if constexpr (VARLEN)
+            return StridedRows<T>(tensor, s, batch, kv_head, sequence().k_row0);
+        else
+            return StridedRows<T>(tensor, s, batch, kv_head);
     }
 
     // S = Q K^T over this warp's keys of the tile.
@@ -141,7 +185,7 @@ struct DecodeForward {
 
     // Hides the keys each packed row does not see (mask.cuh's rule on its query row); with a negative
     // scale also scales (see softmax.cuh).
-    __device__ __forceinline__ void mask_packed(float (&s)[1][N_TILES][4], const KeyMask<CAUSAL, WINDOW> &mask, int key0,
+    __device__ __forceinline__ void mask_packed(float (&s)[1][N_TILES][4], const KeyMask<CAUSAL, WINDOW, VARLEN> &mask, int key0,
                                                 bool masked, float prescale)
     {
         if constexpr (WINDOW) {   // per row a span, per key a comparison (see mask_scores)
@@ -171,14 +215,20 @@ struct DecodeForward {
 
     __device__ void run()
     {
-        const StridedRows<T> k(args.k, args.k_stride, batch, kv_head), v(args.v, args.v_stride, batch, kv_head);
-        const KeyMask<CAUSAL, WINDOW> mask(args);
+        if constexpr (VARLEN) {
+            const Sequence seq = sequence();
+            publish_sequence_lengths(seq.len_q, seq.len_k);
+            if (rows <= 0)   // an empty sequence: nothing to write
+                return;
+        }
+        const StridedRows<T> k = kv_rows(args.k, args.k_stride), v = kv_rows(args.v, args.v_stride);
+        const KeyMask<CAUSAL, WINDOW, VARLEN> mask(args);
         const unsigned q_smem = smem_address(smem), k_smem = q_smem + Q_BYTES, v_smem = k_smem + STAGES * KV_BYTES;
         // The splits share the keys some packed row sees, from the first (0 without a window; the
         // planner counts them by src/mask.c's rule) to seqlen_k (the last query row's diagonal).
         // NOTE: a literal 0 without a window, so that those kernels' code is what it was before windows.
         const int key_begin = (WINDOW ? mask.key_begin(0) : 0) + split * args.split_keys;
-        const int key_end = min(args.seqlen_k, key_begin + args.split_keys);
+        const int key_end = min(sequence_len_k<VARLEN>(args), key_begin + args.split_keys);
         const int tiles = key_end > key_begin ? (key_end - key_begin + BLOCK_N - 1) / BLOCK_N : 0;
 
         load_q(q_smem);
@@ -227,7 +277,7 @@ struct DecodeForward {
             // rows past `rows` hold zeros: their scores are finite, and they are never written. The
             // packed rows are the query rows 0 .. seqlen_q - 1, so the tile is partial for them if it
             // is for those rows.
-            const bool masked = mask.partial(0, args.seqlen_q - 1, key0, BLOCK_N);
+            const bool masked = mask.partial(0, sequence_len_q<VARLEN>(args) - 1, key0, BLOCK_N);
             if constexpr (SOFTCAP)
                 soft_cap(s, args.softcap_scale);
             if (masked || !fold_scale)
@@ -287,15 +337,18 @@ struct DecodeForward {
                 value *= fold_sink(top, sum, args.sinks[head] * LOG2E);
             const float out = sum > 0.f ? value / sum : 0.f;   // no visible key: 0
             const float lse = sum > 0.f ? (top + log2_approx(sum)) * LN2 : -infinity();
-            const long long row = (static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + query;
+            const long long row = lse_index(head, query);
             if (partial) {
-                const long long at = static_cast<long long>(split) * args.batch * args.heads_q * args.seqlen_q + row;
+                const long long at = VARLEN ? split * partial_rows<VARLEN>(args) + row
+                                            : static_cast<long long>(split) * args.batch * args.heads_q * args.seqlen_q + row;
                 args.o_partial[at * HEAD_DIM + c] = out;
                 if (c == 0)
                     args.lse_partial[at] = lse;
             } else {
                 T *dst = static_cast<T *>(args.o) + batch * args.o_stride[0] + head * args.o_stride[2] +
                          query * args.o_stride[1] + c;
+                if constexpr (VARLEN)
+                    dst += sequence().q_row0 * args.o_stride[1];
                 *dst = from_float<T>(out);
                 if (c == 0 && args.lse)
                     args.lse[row] = lse;
@@ -307,14 +360,18 @@ struct DecodeForward {
 // Merges the splits of one query row per CTA: LSE = log (sum_s exp(LSE_s) [+ exp(sink)]), O =
 // sum_s exp(LSE_s - LSE) O_s: the head's sink, if there are sinks, joins the denominator here,
 // once, and brings no value. A row no split saw a key of is 0 with LSE -inf (or its sink).
-template <typename T, int HEAD_DIM>
+template <typename T, int HEAD_DIM, bool VARLEN = false>
 __device__ __forceinline__ void combine_splits(const fc_kernel_args &args)
 {
-    const long long row = blockIdx.x;   // (batch, head, query)
-    const long long rows = static_cast<long long>(args.batch) * args.heads_q * args.seqlen_q;
+    const long long row = blockIdx.x;   // (batch, head, query); varlen (head, token)
+    const long long rows = partial_rows<VARLEN>(args);
     const int query = static_cast<int>(row % args.seqlen_q);
     const int head = static_cast<int>(row / args.seqlen_q % args.heads_q);
     const int batch = static_cast<int>(row / args.seqlen_q / args.heads_q);
+    // varlen: tokens past the last sequence belong to none: no split wrote their partials, and
+    // their output is never written
+    if (VARLEN && seqlens_of(args).cu_seqlens_q && query >= seqlens_of(args).cu_seqlens_q[args.batch])
+        return;
     const float sink = args.sinks ? args.sinks[head] : -infinity();
     float top = sink;   // NOTE: in the max, so that a large sink cannot overflow the sum
     for (int s = 0; s < args.splits; s++)

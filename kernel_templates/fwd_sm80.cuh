@@ -29,7 +29,7 @@
 namespace fc {
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int WARPS, bool WINDOW = false,
-          bool SOFTCAP = false>
+          bool SOFTCAP = false, bool VARLEN = false>
 struct Sm80Forward {
     using E = Element<T>;
     static constexpr int THREADS = WARPS * WARP_SIZE;
@@ -88,6 +88,10 @@ struct Sm80Forward {
         lane = threadIdx.x % WARP_SIZE;
     }
 
+    // VARLEN: one sequence of a ragged batch (or of a dense one with seqused_k); rows and keys past
+    // its lengths are zero-filled like those past a dense tensor's.
+    __device__ Sm80Forward(const fc_varlen_args &a, char *shared) : Sm80Forward(a.base, shared) {}
+
     // Q, K and V tiles when the threads tile whole rows (ROW_TILED): thread (r, c) = (tid / CHUNKS, tid %
     // CHUNKS) copies chunk c of rows r, r + ROWS_PER_PASS, ... `from` points at its first element,
     // `to` at its shared address, `left` = rows - first - r. NOTE: the caller steps one pointer per
@@ -129,6 +133,17 @@ struct Sm80Forward {
             const T *from = valid ? src.row(first + r) + c * E::PER_CHUNK : src.base;
             cp_async_16(dst + r * PITCH + c * 16, from, valid);
         }
+    }
+
+    // The rows of `tensor` for `h` (a query or K/V head): of this CTA's batch, or of its sequence
+    // (VARLEN: from the sequence's first query or key token on).
+    __device__ __forceinline__ StridedRows<T> rows_of(const void *tensor, const long long (&s)[3], int h,
+                                                      long long first_row) const
+    {
+        if constexpr (VARLEN)
+            return StridedRows<T>(tensor, s, batch, h, first_row);
+        else
+            return StridedRows<T>(tensor, s, batch, h);
     }
 
     // Per-lane parts of the ldmatrix addresses, computed once. NOTE: each is added to a base the
@@ -229,14 +244,25 @@ struct Sm80Forward {
 
     __device__ void run()
     {
-        const StridedRows<T> q(args.q, args.q_stride, batch, head);   // Q's rows: the same layout as K's
-        const StridedRows<T> k(args.k, args.k_stride, batch, kv_head), v(args.v, args.v_stride, batch, kv_head);
+        long long q_row0 = 0, k_row0 = 0;   // VARLEN: the sequence's first query and key tokens
+        if constexpr (VARLEN) {
+            const Sequence seq = sequence_of(args, seqlens_of(args), batch);
+            publish_sequence_lengths(seq.len_q, seq.len_k);
+            if (row0 >= seq.len_q)   // a block of the longest sequence's rows past this one's
+                return;
+            q_row0 = seq.q_row0;
+            k_row0 = seq.k_row0;
+        }
+        // Q's rows: the same layout as K's
+        const StridedRows<T> q = rows_of(args.q, args.q_stride, head, q_row0);
+        const StridedRows<T> k = rows_of(args.k, args.k_stride, kv_head, k_row0);
+        const StridedRows<T> v = rows_of(args.v, args.v_stride, kv_head, k_row0);
         const unsigned q_smem = smem_address(smem);
         const unsigned k_smem = SWIZZLED ? (q_smem + Q_BYTES + 127) & ~127u : q_smem + Q_BYTES;
         const unsigned v_smem = k_smem + STAGES * KV_BYTES;
         lane_addresses(q_smem);
 
-        const KeyMask<CAUSAL, WINDOW> mask(args);
+        const KeyMask<CAUSAL, WINDOW, VARLEN> mask(args);
         // Keys from first_key (a tile boundary; 0 without a window) to key_end: whole tiles outside a
         // window are skipped. NOTE: a literal 0 without one, not key_begin's 0: folded that late, it
         // changed the order of predicates in the PTX of kernels that have no window.
@@ -244,7 +270,7 @@ struct Sm80Forward {
         const int key_end = mask.key_end(row0 + BLOCK_M);
         const int tiles = key_end > first_key ? (key_end - first_key + BLOCK_N - 1) / BLOCK_N : 0;
 
-        load_tile<BLOCK_M>(q_smem, q, row0, args.seqlen_q);
+        load_tile<BLOCK_M>(q_smem, q, row0, sequence_len_q<VARLEN>(args));
         cp_async_commit();
         // ROW_TILED: this thread's K and V pointers into the tile being loaded (row r, chunk c).
         const int kv_r = ROW_TILED ? threadIdx.x / CHUNKS : 0, kv_c = ROW_TILED ? threadIdx.x % CHUNKS : 0;
@@ -253,11 +279,11 @@ struct Sm80Forward {
         if (tiles > 0) {
             if (ROW_TILED) {
                 const unsigned to = kv_copy_offset(threadIdx.x);
-                load_rows<BLOCK_N, KV_PITCH>(k_smem + to, k_next, k.stride(), args.seqlen_k - first_key - kv_r);
-                load_rows<BLOCK_N, KV_PITCH>(v_smem + to, v_next, v.stride(), args.seqlen_k - first_key - kv_r);
+                load_rows<BLOCK_N, KV_PITCH>(k_smem + to, k_next, k.stride(), sequence_len_k<VARLEN>(args) - first_key - kv_r);
+                load_rows<BLOCK_N, KV_PITCH>(v_smem + to, v_next, v.stride(), sequence_len_k<VARLEN>(args) - first_key - kv_r);
             } else {
-                load_tile<BLOCK_N>(k_smem, k, first_key, args.seqlen_k);
-                load_tile<BLOCK_N>(v_smem, v, first_key, args.seqlen_k);
+                load_tile<BLOCK_N>(k_smem, k, first_key, sequence_len_k<VARLEN>(args));
+                load_tile<BLOCK_N>(v_smem, v, first_key, sequence_len_k<VARLEN>(args));
             }
         }
         cp_async_commit();
@@ -287,12 +313,12 @@ struct Sm80Forward {
                     v_next += BLOCK_N * v.stride();
                     const int tid = fresh_thread_index(), r = tid / CHUNKS;
                     const unsigned to = next * KV_BYTES + kv_copy_offset(tid);
-                    const int left = args.seqlen_k - key0 - BLOCK_N - r;
+                    const int left = sequence_len_k<VARLEN>(args) - key0 - BLOCK_N - r;
                     load_rows<BLOCK_N, KV_PITCH>(k_smem + to, k_next, k.stride(), left);
                     load_rows<BLOCK_N, KV_PITCH>(v_smem + to, v_next, v.stride(), left);
                 } else {
-                    load_tile<BLOCK_N>(k_smem + next * KV_BYTES, k, key0 + BLOCK_N, args.seqlen_k);
-                    load_tile<BLOCK_N>(v_smem + next * KV_BYTES, v, key0 + BLOCK_N, args.seqlen_k);
+                    load_tile<BLOCK_N>(k_smem + next * KV_BYTES, k, key0 + BLOCK_N, sequence_len_k<VARLEN>(args));
+                    load_tile<BLOCK_N>(v_smem + next * KV_BYTES, v, key0 + BLOCK_N, sequence_len_k<VARLEN>(args));
                 }
                 cp_async_commit();
                 cp_async_wait<1>();
@@ -331,7 +357,12 @@ struct Sm80Forward {
         // NOTE: the coordinates again, from fresh reads: kept from the start, they and the output
         // pointers computed from them would hold registers through the tile loop.
         const BlockCoordinates c = block_coordinates<CAUSAL>(args, BLOCK_M, fresh_block_index());
-        store_output<T>(args, c.batch, c.head, c.row0 + fresh_thread_index() / WARP_SIZE * M_TILES * 16, o, softmax);
+        if constexpr (VARLEN)   // NOTE: the sequence again, from fresh reads, like the coordinates
+            store_sequence_output<T>(args, sequence_of(args, seqlens_of(args), c.batch), c.batch, c.head,
+                                     c.row0 + fresh_thread_index() / WARP_SIZE * M_TILES * 16, o, softmax);
+        else
+            store_output<T>(args, c.batch, c.head, c.row0 + fresh_thread_index() / WARP_SIZE * M_TILES * 16, o,
+                            softmax);
     }
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "fc_args.h"
+#include "mask.cuh"
 #include "ptx/tma.cuh"
 
 namespace fc {
@@ -19,10 +20,79 @@ struct StridedRows {
     {
     }
 
+    // Rows of one sequence of a batch: its row 0 is the tensor's row `first_row` (a varlen batch's
+    // cu_seqlens; the host passes the batch stride as 0 there).
+    __device__ __forceinline__ StridedRows(const void *tensor, const long long (&s)[3], int batch, int head,
+                                           long long first_row)
+        : base(static_cast<const T *>(tensor) + batch * s[0] + first_row * s[1] + head * s[2]), strides(s)
+    {
+    }
+
     // Elements from one row to the next.
     __device__ __forceinline__ long long stride() const { return strides[1]; }
     __device__ __forceinline__ const T *row(int key) const { return base + key * strides[1]; }
 };
+
+// One sequence of a batch, for variants with per-sequence lengths (VARLEN): where its rows start
+// and how many it has. Dense (no cu_seqlens): every sequence starts at its batch's row 0 and has
+// the argument's lengths; seqused_k, if given, replaces the key count. NOTE: the values are the
+// caller's contract (src/flashcore.h); a negative length counts as 0.
+struct Sequence {
+    long long q_row0, k_row0;   // the tensors' token index of the sequence's first query / key
+    long long lse_row0;         // LSE index of (head 0, row 0): [heads_q, tokens] varlen, else [batch, heads_q, seqlen_q]
+    int len_q, len_k;
+};
+
+__device__ __forceinline__ Sequence sequence_of(const fc_kernel_args &args, const fc_seqlens &s, int batch)
+{
+    Sequence seq;
+    if (s.cu_seqlens_q) {
+        const int q0 = s.cu_seqlens_q[batch], k0 = s.cu_seqlens_k[batch];
+        seq.q_row0 = q0;
+        seq.k_row0 = k0;
+        seq.lse_row0 = q0;
+        seq.len_q = s.cu_seqlens_q[batch + 1] - q0;
+        seq.len_k = s.cu_seqlens_k[batch + 1] - k0;
+    } else {
+        seq.q_row0 = seq.k_row0 = 0;
+        seq.lse_row0 = static_cast<long long>(batch) * args.heads_q * args.seqlen_q;
+        seq.len_q = args.seqlen_q;
+        seq.len_k = args.seqlen_k;
+    }
+    if (s.seqused_k)
+        seq.len_k = s.seqused_k[batch];
+    seq.len_q = max(seq.len_q, 0);
+    seq.len_k = max(seq.len_k, 0);
+    return seq;
+}
+
+// The CTA's sequence lengths (mask.cuh's publish_sequence_lengths put them in shared memory), or
+// the argument's for a dense kernel.
+template <bool VARLEN>
+__device__ __forceinline__ int sequence_len_q(const fc_kernel_args &args)
+{
+    return MaskLengths<VARLEN>().seqlen_q(args);
+}
+template <bool VARLEN>
+__device__ __forceinline__ int sequence_len_k(const fc_kernel_args &args)
+{
+    return MaskLengths<VARLEN>().seqlen_k(args);
+}
+
+// A kernel's sequence, for kernels that keep it (VARLEN); an empty base otherwise, so that dense
+// kernels keep their layout and code.
+template <bool VARLEN>
+struct SequenceState {};
+template <>
+struct SequenceState<true> {
+    Sequence seq;
+};
+
+// The per-sequence lengths of a VARLEN kernel's argument: its first member is the dense argument.
+__device__ __forceinline__ const fc_seqlens &seqlens_of(const fc_kernel_args &args)
+{
+    return reinterpret_cast<const fc_varlen_args &>(args).seqlens;
+}
 
 // Rows through TMA: the caller's tensor as a 4-D map (head_dim, seq, head, batch), boxes of
 // (columns, rows, 1, 1) (src/family_sm90.c encodes it).

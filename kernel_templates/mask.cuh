@@ -16,14 +16,45 @@ namespace fc {
 // copies: the argument lives in constant memory, which instructions read for free, and copies
 // would be live registers through the key loop of kernels that have none to spare (sm80 at
 // head_dim 128).
-template <bool CAUSAL, bool WINDOW = false>
-struct KeyMask {
+// The lengths the rule applies to: the argument's (dense), or the CTA's sequence's (VARLEN: a
+// varlen batch or seqused_k), which publish_sequence_lengths puts in shared memory. NOTE: read
+// from shared memory at each use, as the dense rule reads the argument's: kept in registers
+// through the key loop, they spilled the sm80 kernel at head_dim 64 and 128 causal (20-60 bytes).
+// An empty base either way, so that KeyMask is what it was before per-sequence lengths existed.
+__shared__ int fc_sequence_lengths[2];   // the CTA's sequence: queries, keys
+
+template <bool VARLEN>
+struct MaskLengths {
+    __device__ __forceinline__ int seqlen_q(const fc_kernel_args &args) const { return args.seqlen_q; }
+    __device__ __forceinline__ int seqlen_k(const fc_kernel_args &args) const { return args.seqlen_k; }
+};
+template <>
+struct MaskLengths<true> {
+    __device__ __forceinline__ int seqlen_q(const fc_kernel_args &) const { return fc_sequence_lengths[0]; }
+    __device__ __forceinline__ int seqlen_k(const fc_kernel_args &) const { return fc_sequence_lengths[1]; }
+};
+
+// VARLEN: thread 0 publishes the CTA's sequence lengths, then the CTA syncs (every thread calls it).
+__device__ __forceinline__ void publish_sequence_lengths(int len_q, int len_k)
+{
+    if (threadIdx.x == 0) {
+        fc_sequence_lengths[0] = len_q;
+        fc_sequence_lengths[1] = len_k;
+    }
+    __syncthreads();
+}
+
+template <bool CAUSAL, bool WINDOW = false, bool VARLEN = false>
+struct KeyMask : MaskLengths<VARLEN> {
     const fc_kernel_args &args;
 
     __device__ __forceinline__ explicit KeyMask(const fc_kernel_args &a) : args(a) {}
 
+    __device__ __forceinline__ int seqlen_q() const { return MaskLengths<VARLEN>::seqlen_q(args); }
+    __device__ __forceinline__ int seqlen_k() const { return MaskLengths<VARLEN>::seqlen_k(args); }
+
     // The last key query row 0 sees, if causal.
-    __device__ __forceinline__ int diagonal() const { return args.seqlen_k - args.seqlen_q; }
+    __device__ __forceinline__ int diagonal() const { return seqlen_k() - seqlen_q(); }
 
     // The first key row `row` sees (window), before clamping to 0.
     __device__ __forceinline__ int first_key(int row) const { return row + diagonal() - args.mask.window_left; }
@@ -37,16 +68,16 @@ struct KeyMask {
     __device__ __forceinline__ bool visible(int row, int key) const
     {
         if constexpr (WINDOW)
-            return key < args.seqlen_k && key <= last_key(row) && key >= first_key(row);
+            return key < seqlen_k() && key <= last_key(row) && key >= first_key(row);
         else
-            return key < args.seqlen_k && (!CAUSAL || key <= row + diagonal());
+            return key < seqlen_k() && (!CAUSAL || key <= row + diagonal());
     }
     __device__ __forceinline__ bool hidden(int row, int key) const
     {
         if constexpr (WINDOW)
-            return key >= args.seqlen_k || key > last_key(row) || key < first_key(row);
+            return key >= seqlen_k() || key > last_key(row) || key < first_key(row);
         else
-            return key >= args.seqlen_k || (CAUSAL && key > row + diagonal());
+            return key >= seqlen_k() || (CAUSAL && key > row + diagonal());
     }
 
     // A window's keys of row `row` as a span [first, first + count), count >= 0 (first may be
@@ -61,7 +92,7 @@ struct KeyMask {
     };
     __device__ __forceinline__ Span span(int row) const
     {
-        const int first = first_key(row), end = min(args.seqlen_k, last_key(row) + 1);
+        const int first = first_key(row), end = min(seqlen_k(), last_key(row) + 1);
         return Span{first, max(0, end - first)};
     }
 
@@ -79,9 +110,9 @@ struct KeyMask {
     __device__ __forceinline__ int key_end(int row_end) const
     {
         if constexpr (WINDOW)
-            return min(args.seqlen_k, last_key(row_end - 1) + 1);
+            return min(seqlen_k(), last_key(row_end - 1) + 1);
         else
-            return CAUSAL ? min(args.seqlen_k, row_end + diagonal()) : args.seqlen_k;
+            return CAUSAL ? min(seqlen_k(), row_end + diagonal()) : seqlen_k();
     }
 
     // Whether some key of [key0, key0 + count) is hidden from some row of [first_row, last_row]:
@@ -90,17 +121,17 @@ struct KeyMask {
     __device__ __forceinline__ bool partial(int first_row, int last_row, int key0, int count) const
     {
         if constexpr (WINDOW)
-            return key0 + count > args.seqlen_k || key0 + count - 1 > last_key(first_row) || key0 < first_key(last_row);
+            return key0 + count > seqlen_k() || key0 + count - 1 > last_key(first_row) || key0 < first_key(last_row);
         else
-            return key0 + count > args.seqlen_k || (CAUSAL && key0 + count - 1 > first_row + diagonal());
+            return key0 + count > seqlen_k() || (CAUSAL && key0 + count - 1 > first_row + diagonal());
     }
 };
 
 // Masks scores held as mma C fragments (a thread holds, per 16-row m-tile, rows first_row + lane / 4
 // (+ 8) and two adjacent keys of every 8-key tile): hidden keys become -inf where `masked`; with a
 // negative softmax scale also scales (the softmax then gets factor 1, see softmax.cuh).
-template <bool CAUSAL, bool WINDOW, int M_TILES, int N_TILES>
-__device__ __forceinline__ void mask_scores(float (&s)[M_TILES][N_TILES][4], const KeyMask<CAUSAL, WINDOW> &mask,
+template <bool CAUSAL, bool WINDOW, bool VARLEN, int M_TILES, int N_TILES>
+__device__ __forceinline__ void mask_scores(float (&s)[M_TILES][N_TILES][4], const KeyMask<CAUSAL, WINDOW, VARLEN> &mask,
                                             int first_row, int key0, bool masked, float prescale)
 {
     const int lane = threadIdx.x % WARP_SIZE;

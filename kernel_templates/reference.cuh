@@ -16,8 +16,9 @@
 
 namespace fc {
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int WARPS, bool WINDOW = false, bool SOFTCAP = false>
-struct ReferenceKernel {
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int WARPS, bool WINDOW = false, bool SOFTCAP = false,
+          bool VARLEN = false>
+struct ReferenceKernel : SequenceState<VARLEN> {
     static constexpr int BLOCK_N = WARP_SIZE;                    // one key per lane
     static constexpr int THREADS = WARPS * WARP_SIZE;
     static constexpr int ROWS = BLOCK_M / WARPS;                 // query rows per warp
@@ -52,27 +53,82 @@ struct ReferenceKernel {
         row0 = m_block * BLOCK_M;
     }
 
+    // VARLEN: one sequence of a ragged batch (or of a dense one with seqused_k).
+    __device__ ReferenceKernel(const fc_varlen_args &a, char *shared) : ReferenceKernel(a.base, shared)
+    {
+        this->seq = sequence_of(args, a.seqlens, batch);
+    }
+
+    // The sequence's query and key counts, and where its rows start (dense: the argument's, row 0).
+    __device__ __forceinline__ int len_q() const
+    {
+        if constexpr (VARLEN)
+            return this->seq.len_q;
+        else
+            return args.seqlen_q;
+    }
+    __device__ __forceinline__ int len_k() const
+    {
+        if constexpr (VARLEN)
+            return this->seq.len_k;
+        else
+            return args.seqlen_k;
+    }
+    __device__ __forceinline__ long long q_row0() const
+    {
+        if constexpr (VARLEN)
+            return this->seq.q_row0;
+        else
+            return 0;
+    }
+
+    __device__ __forceinline__ long long k_row0() const
+    {
+        if constexpr (VARLEN)
+            return this->seq.k_row0;
+        else
+            return 0;
+    }
+    __device__ __forceinline__ KeyMask<CAUSAL, WINDOW, VARLEN> make_mask() const
+    {
+        return KeyMask<CAUSAL, WINDOW, VARLEN>(args);   // VARLEN: the lengths run() publishes
+    }
+    // The LSE of (head, row): [batch, heads_q, seqlen_q]; varlen [heads_q, tokens] (Sequence::lse_row0).
+    __device__ __forceinline__ long long lse_index(int row) const
+    {
+        if constexpr (VARLEN)
+            return this->seq.lse_row0 + static_cast<long long>(head) * args.seqlen_q + row;
+        else
+            return (static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row;
+    }
+
     // Q times scale * log2(e): a dot product is then a score in the log2 domain; with a softcap,
     // times scale / softcap: a dot product is what the tanh takes.
     __device__ void load_q()
     {
         const T *q = static_cast<const T *>(args.q) + batch * args.q_stride[0] + head * args.q_stride[2];
+        if constexpr (VARLEN)
+            q += q_row0() * args.q_stride[1];
         for (int i = threadIdx.x; i < BLOCK_M * HEAD_DIM; i += THREADS) {
             const int row = row0 + i / HEAD_DIM, d = i % HEAD_DIM;
-            smem.q[i] = row < args.seqlen_q
+            smem.q[i] = row < len_q()
                             ? to_float(q[row * args.q_stride[1] + d]) * (SOFTCAP ? args.softcap_scale : args.scale_log2)
                             : 0.f;
         }
     }
 
-    // Rows past seqlen_k are zero-filled: they are masked, but must not hold NaN bit patterns.
+    // Rows past seqlen_k (the sequence's keys) are zero-filled: they are masked, but must not hold
+    // NaN bit patterns (VARLEN: they are another sequence's, or unused slots of a KV cache).
     __device__ void load_kv(int key0)
     {
-        const StridedRows<T> k(args.k, args.k_stride, batch, kv_head), v(args.v, args.v_stride, batch, kv_head);
+        const StridedRows<T> k = VARLEN ? StridedRows<T>(args.k, args.k_stride, batch, kv_head, this->k_row0())
+                                        : StridedRows<T>(args.k, args.k_stride, batch, kv_head);
+        const StridedRows<T> v = VARLEN ? StridedRows<T>(args.v, args.v_stride, batch, kv_head, this->k_row0())
+                                        : StridedRows<T>(args.v, args.v_stride, batch, kv_head);
         for (int i = threadIdx.x; i < BLOCK_N * WORDS_PER_ROW; i += THREADS) {
             const int j = i / WORDS_PER_ROW, w = i % WORDS_PER_ROW, key = key0 + j;
             unsigned kw = 0, vw = 0;
-            if (key < args.seqlen_k) {
+            if (key < len_k()) {
                 kw = reinterpret_cast<const unsigned *>(k.row(key))[w];
                 vw = reinterpret_cast<const unsigned *>(v.row(key))[w];
             }
@@ -85,7 +141,12 @@ struct ReferenceKernel {
     {
         const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
         const int my_row0 = row0 + warp * ROWS;
-        const KeyMask<CAUSAL, WINDOW> mask(args);
+        if constexpr (VARLEN) {
+            publish_sequence_lengths(len_q(), len_k());
+            if (row0 >= len_q())   // a block of the longest sequence's rows past this one's
+                return;
+        }
+        const KeyMask<CAUSAL, WINDOW, VARLEN> mask = make_mask();
         // keys outside the block's visible range (before a window, past the last visible one) are
         // skipped. NOTE: a literal 0 without a window, so that that code is what it was before windows.
         const int key_begin = WINDOW ? mask.key_begin(row0) : 0, key_end = mask.key_end(row0 + BLOCK_M);
@@ -159,9 +220,11 @@ struct ReferenceKernel {
     {
         const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
         T *o = static_cast<T *>(args.o) + batch * args.o_stride[0] + head * args.o_stride[2];
+        if constexpr (VARLEN)
+            o += q_row0() * args.o_stride[1];
         for (int r = 0; r < ROWS; r++) {
             const int row = row0 + warp * ROWS + r;
-            if (row >= args.seqlen_q)
+            if (row >= len_q())
                 break;
             float top = row_max[r], sum = row_sum[r], scale = 1.f;
             if (args.sinks)   // the head's sink joins the denominator (softmax.cuh)
@@ -175,7 +238,7 @@ struct ReferenceKernel {
             if (args.lse && lane == 0) {
                 constexpr float LN2 = 0.693147180559945309f;
                 const float lse = sum > 0.f ? (top + log2_approx(sum)) * LN2 : -infinity();
-                args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] = lse;
+                args.lse[lse_index(row)] = lse;
             }
         }
     }

@@ -48,22 +48,22 @@ static enum fc_status cuda_fail(const struct fc_check_run *run, CUresult r, cons
 static enum fc_status upload(struct fc_check_run *run, CUdeviceptr *device, const uint16_t *packed,
                              const int64_t stride[3], int seqlen, int heads, size_t elements, char *msg, size_t size)
 {
-    const struct fc_attention_params *p = &run->c.shape;
+    const struct fc_attention_params *p = &run->params;
     CUresult r = run->cuda->cuMemAlloc(device, elements * 2);
     if (r != CUDA_SUCCESS)
         return cuda_fail(run, r, "cuMemAlloc", msg, size);
     for (size_t i = 0; i < elements; i++)   /* padding holds NaN: reading it would show */
         run->staging[i] = POISON_16;
-    restride((uint16_t *)packed, run->staging, stride, p->batch, seqlen, heads, p->head_dim, 1);
+    restride((uint16_t *)packed, run->staging, stride, run->layout_batch, seqlen, heads, p->head_dim, 1);
     r = run->cuda->cuMemcpyHtoD(*device, run->staging, elements * 2);
     return r == CUDA_SUCCESS ? FC_OK : cuda_fail(run, r, "cuMemcpyHtoD", msg, size);
 }
 
 static enum fc_status allocate_host(struct fc_check_run *run, char *msg, size_t size)
 {
-    const struct fc_attention_params *p = &run->c.shape;
-    size_t q = (size_t)p->batch * p->seqlen_q * p->heads_q * p->head_dim;
-    size_t kv = (size_t)p->batch * p->seqlen_k * p->heads_kv * p->head_dim;
+    const struct fc_attention_params *p = &run->params;
+    size_t q = (size_t)run->layout_batch * p->seqlen_q * p->heads_q * p->head_dim;
+    size_t kv = (size_t)run->layout_batch * p->seqlen_k * p->heads_kv * p->head_dim;
     size_t staging = run->q_elements > run->kv_elements ? run->q_elements : run->kv_elements;
     run->host_q = malloc(q * 2);
     run->host_k = malloc(kv * 2);
@@ -88,7 +88,9 @@ static enum fc_status allocate_host(struct fc_check_run *run, char *msg, size_t 
 /* The host's view of the case: the library's own resolution of its shape rules (mask, scale). */
 static enum fc_status host_problem(struct fc_check_run *run, char *msg, size_t size)
 {
-    struct fc_attention_params shape = run->c.shape;
+    struct fc_attention_params shape = run->params;
+    shape.q = shape.k = shape.v = shape.out = NULL;
+    shape.lse = NULL;
     memset(shape.q_stride, 0, sizeof shape.q_stride);   /* packed on the host */
     memset(shape.k_stride, 0, sizeof shape.k_stride);
     memset(shape.v_stride, 0, sizeof shape.v_stride);
@@ -100,8 +102,80 @@ static enum fc_status host_problem(struct fc_check_run *run, char *msg, size_t s
     run->host = (struct fc_host_problem){problem.dtype, problem.batch, problem.seqlen_q, problem.seqlen_k,
                                          problem.heads_q, problem.heads_kv, problem.head_dim, problem.mask,
                                          problem.softmax_scale, run->host_q, run->host_k, run->host_v,
-                                         run->host_sinks, problem.softcap};
+                                         run->host_sinks, problem.softcap, run->host_cu_q, run->host_cu_k,
+                                         run->host_used_k};
     return FC_OK;
+}
+
+/* A case's per-sequence lengths: cu_seqlens (varlen: the shape's totals and maxima follow, plus
+ * FC_CHECK_PAD_TOKENS tokens of no sequence) and seqused_k, on the host and the device. */
+static enum fc_status make_sequences(struct fc_check_run *run, char *msg, size_t size)
+{
+    struct fc_attention_params *p = &run->params;
+    const struct fc_check_case *c = &run->c;
+    const size_t n = (size_t)p->batch + 1;
+    run->layout_batch = p->batch;
+    if (c->lens_q) {
+        run->host_cu_q = calloc(n, sizeof(int32_t));
+        run->host_cu_k = calloc(n, sizeof(int32_t));
+        if (!run->host_cu_q || !run->host_cu_k) {
+            snprintf(msg, size, "out of host memory for %d sequences", p->batch);
+            return FC_ERR_NOMEM;
+        }
+        const int *lens_k = c->lens_k ? c->lens_k : c->lens_q;
+        p->max_seqlen_q = p->max_seqlen_k = 1;   /* varlen needs both positive, even if every sequence is empty */
+        for (int b = 0; b < p->batch; b++) {
+            run->host_cu_q[b + 1] = run->host_cu_q[b] + c->lens_q[b];
+            run->host_cu_k[b + 1] = run->host_cu_k[b] + lens_k[b];
+            p->max_seqlen_q = c->lens_q[b] > p->max_seqlen_q ? c->lens_q[b] : p->max_seqlen_q;
+            p->max_seqlen_k = lens_k[b] > p->max_seqlen_k ? lens_k[b] : p->max_seqlen_k;
+        }
+        p->seqlen_q = run->host_cu_q[p->batch] + FC_CHECK_PAD_TOKENS;
+        p->seqlen_k = run->host_cu_k[p->batch] + FC_CHECK_PAD_TOKENS;
+        run->layout_batch = 1;
+        run->c.layout = FC_LAYOUT_PACKED;
+    }
+    if (c->used_k) {
+        run->host_used_k = malloc((size_t)p->batch * sizeof(int32_t));
+        if (!run->host_used_k) {
+            snprintf(msg, size, "out of host memory for %d sequences", p->batch);
+            return FC_ERR_NOMEM;
+        }
+        for (int b = 0; b < p->batch; b++)
+            run->host_used_k[b] = c->used_k[b];
+    }
+    return FC_OK;
+}
+
+/* Rows no sequence owns hold NaN, so that a kernel reading one shows: the tokens after a varlen
+ * batch's last sequence, and each sequence's keys past its seqused_k. */
+static void poison_unused_rows(struct fc_check_run *run)
+{
+    const struct fc_attention_params *p = &run->params;
+    const size_t q_row = (size_t)p->heads_q * p->head_dim, kv_row = (size_t)p->heads_kv * p->head_dim;
+    if (run->host_cu_q) {
+        for (size_t i = (size_t)run->host_cu_q[p->batch] * q_row; i < (size_t)p->seqlen_q * q_row; i++)
+            run->host_q[i] = POISON_16;
+        for (size_t i = (size_t)run->host_cu_k[p->batch] * kv_row; i < (size_t)p->seqlen_k * kv_row; i++)
+            run->host_k[i] = run->host_v[i] = POISON_16;
+    }
+    for (int b = 0; run->host_used_k && b < p->batch; b++) {
+        const size_t first = run->host_cu_k ? (size_t)run->host_cu_k[b] : (size_t)b * p->seqlen_k;
+        const size_t end = run->host_cu_k ? (size_t)run->host_cu_k[b + 1] : first + (size_t)p->seqlen_k;
+        for (size_t i = (first + (size_t)run->host_used_k[b]) * kv_row; i < end * kv_row; i++)
+            run->host_k[i] = run->host_v[i] = POISON_16;
+    }
+}
+
+static enum fc_status upload_ints(struct fc_check_run *run, CUdeviceptr *device, const int32_t *host, size_t count,
+                                  char *msg, size_t size)
+{
+    if (!host)
+        return FC_OK;
+    CUresult r = run->cuda->cuMemAlloc(device, count * sizeof(int32_t));
+    if (r == CUDA_SUCCESS)
+        r = run->cuda->cuMemcpyHtoD(*device, host, count * sizeof(int32_t));
+    return r == CUDA_SUCCESS ? FC_OK : cuda_fail(run, r, "uploading sequence lengths", msg, size);
 }
 
 /* The case's sinks, if it has any: N(0, 1) times its magnitude per query head (a stream of their
@@ -138,19 +212,27 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
     }
     struct fc_attention_params *p = &run->params;
     *p = c->shape;
-    layout_strides(c->layout, p->seqlen_q, p->heads_q, p->head_dim, p->q_stride);
-    layout_strides(c->layout, p->seqlen_k, p->heads_kv, p->head_dim, p->k_stride);
-    layout_strides(c->layout, p->seqlen_k, p->heads_kv, p->head_dim, p->v_stride);
-    layout_strides(c->layout, p->seqlen_q, p->heads_q, p->head_dim, p->o_stride);
-    run->q_elements = run->o_elements = (size_t)p->batch * (size_t)p->q_stride[0];
-    run->kv_elements = (size_t)p->batch * (size_t)p->k_stride[0];
-    run->lse_count = (size_t)p->batch * p->heads_q * p->seqlen_q;
-    enum fc_status status = allocate_host(run, msg, size);
+    enum fc_status status = make_sequences(run, msg, size);
+    if (status != FC_OK)
+        return status;
+    layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, p->q_stride);
+    layout_strides(run->c.layout, p->seqlen_k, p->heads_kv, p->head_dim, p->k_stride);
+    layout_strides(run->c.layout, p->seqlen_k, p->heads_kv, p->head_dim, p->v_stride);
+    layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, p->o_stride);
+    run->q_elements = run->o_elements = (size_t)run->layout_batch * (size_t)p->q_stride[0];
+    run->kv_elements = (size_t)run->layout_batch * (size_t)p->k_stride[0];
+    run->lse_count = (size_t)run->layout_batch * p->heads_q * p->seqlen_q;
+    status = allocate_host(run, msg, size);
     if (status == FC_OK)
         status = make_sinks(run, msg, size);
     if (status != FC_OK)
         return status;
     if ((status = host_problem(run, msg, size)) != FC_OK)
+        return status;
+    poison_unused_rows(run);
+    if ((status = upload_ints(run, &run->cu_q, run->host_cu_q, (size_t)p->batch + 1, msg, size)) ||
+        (status = upload_ints(run, &run->cu_k, run->host_cu_k, (size_t)p->batch + 1, msg, size)) ||
+        (status = upload_ints(run, &run->used_k, run->host_used_k, (size_t)p->batch, msg, size)))
         return status;
     if ((status = upload(run, &run->q, run->host_q, p->q_stride, p->seqlen_q, p->heads_q, run->q_elements, msg, size)) ||
         (status = upload(run, &run->k, run->host_k, p->k_stride, p->seqlen_k, p->heads_kv, run->kv_elements, msg, size)) ||
@@ -172,6 +254,9 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
     p->out = (void *)run->out;
     p->lse = c->want_lse ? (float *)run->lse : NULL;
     p->sinks = (const float *)run->sinks;   /* NULL (0) without */
+    p->cu_seqlens_q = (const int32_t *)run->cu_q;
+    p->cu_seqlens_k = (const int32_t *)run->cu_k;
+    p->seqused_k = (const int32_t *)run->used_k;
     return fc_check_poison(run, msg, size);
 }
 
@@ -186,14 +271,14 @@ enum fc_status fc_check_poison(struct fc_check_run *run, char *msg, size_t size)
 
 enum fc_status fc_check_download(struct fc_check_run *run, char *msg, size_t size)
 {
-    const struct fc_attention_params *p = &run->c.shape;
+    const struct fc_attention_params *p = &run->params;
     CUresult r;
     if ((r = run->cuda->cuMemcpyDtoH(run->staging, run->out, run->o_elements * 2)) ||
         (r = run->cuda->cuMemcpyDtoH(run->host_lse, run->lse, run->lse_count * 4)))
         return cuda_fail(run, r, "cuMemcpyDtoH", msg, size);
     int64_t stride[3];
     layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, stride);
-    restride(run->host_out, run->staging, stride, p->batch, p->seqlen_q, p->heads_q, p->head_dim, 0);
+    restride(run->host_out, run->staging, stride, run->layout_batch, p->seqlen_q, p->heads_q, p->head_dim, 0);
     return FC_OK;
 }
 
@@ -202,7 +287,7 @@ static long long written_outside(const struct fc_check_run *run)
 {
     if (run->c.layout != FC_LAYOUT_BHSD)
         return 0;
-    const struct fc_attention_params *p = &run->c.shape;
+    const struct fc_attention_params *p = &run->params;
     long long stray = 0;
     for (size_t row = 0; row < run->o_elements / (size_t)(p->head_dim + ROW_PADDING); row++)
         for (int d = p->head_dim; d < p->head_dim + ROW_PADDING; d++)
@@ -210,15 +295,61 @@ static long long written_outside(const struct fc_check_run *run)
     return stray;
 }
 
+/* Varlen: query row `index` of the check's numbering (dense: [batch, head, row]; varlen: [head,
+ * token] over the tokens of sequences) as (b, h, i) and its out and lse offsets. */
+struct checked_row {
+    int b, h, i;
+    size_t out, lse;
+};
+
+static struct checked_row varlen_row(const struct fc_host_problem *hp, long long index)
+{
+    const int tokens = hp->cu_seqlens_q[hp->batch];
+    struct checked_row row = {0, (int)(index / tokens), 0, 0, 0};
+    const int token = (int)(index % tokens);
+    int low = 0, high = hp->batch - 1;   /* the sequence holding the token: the last b with cu[b] <= token */
+    while (low < high) {
+        const int mid = (low + high + 1) / 2;
+        if (hp->cu_seqlens_q[mid] <= token)
+            low = mid;
+        else
+            high = mid - 1;
+    }
+    row.b = low;
+    row.i = token - hp->cu_seqlens_q[low];
+    row.out = ((size_t)token * hp->heads_q + row.h) * hp->head_dim;
+    row.lse = (size_t)row.h * hp->seqlen_q + token;
+    return row;
+}
+
+/* Every element of a sequence's token finite (so written); varlen: the tokens of no sequence still
+ * hold the poison (never written). */
+static long long unwritten_or_stray(const struct fc_check_run *run)
+{
+    const struct fc_host_problem *hp = &run->host;
+    const size_t row = (size_t)hp->heads_q * hp->head_dim;
+    const size_t tokens = hp->cu_seqlens_q ? (size_t)hp->cu_seqlens_q[hp->batch] : (size_t)hp->batch * hp->seqlen_q;
+    const size_t elements = (size_t)run->layout_batch * hp->seqlen_q * row;
+    long long bad = 0;
+    for (size_t i = 0; i < elements; i++) {
+        if (i < tokens * row)
+            bad += !isfinite(fc_storage_to_float(hp->dtype, run->host_out[i]));
+        else
+            bad += run->host_out[i] != POISON_16;
+    }
+    for (size_t i = 0; hp->cu_seqlens_q && run->c.want_lse && i < run->lse_count; i++) {   /* [heads, tokens] */
+        uint32_t bits;
+        memcpy(&bits, &run->host_lse[i], sizeof bits);
+        bad += i % (size_t)hp->seqlen_q >= tokens && bits != POISON_32;
+    }
+    return bad + written_outside(run);
+}
+
 int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats)
 {
     const struct fc_host_problem *hp = &run->host;
     memset(stats, 0, sizeof *stats);
-    size_t elements = (size_t)hp->batch * hp->seqlen_q * hp->heads_q * hp->head_dim;
-    for (size_t i = 0; i < elements; i++)
-        if (!isfinite(fc_storage_to_float(hp->dtype, run->host_out[i])))
-            stats->bad_rows++;
-    stats->bad_rows += written_outside(run);
+    stats->bad_rows += unwritten_or_stray(run);
     double *scratch = malloc(sizeof(double) * 2 * (size_t)hp->seqlen_k);
     double *values = malloc(sizeof(double) * 2 * (size_t)hp->head_dim);
     if (!scratch || !values) {
@@ -228,18 +359,26 @@ int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats
         return 0;
     }
     struct fc_row_reference row = {0, 0, values, values + hp->head_dim};
-    long long total = (long long)run->lse_count;
+    long long total = hp->cu_seqlens_q ? (long long)hp->cu_seqlens_q[hp->batch] * hp->heads_q
+                                       : (long long)run->lse_count;
     long long rows = run->c.check_rows > 0 && run->c.check_rows < total ? run->c.check_rows : total;
     struct fc_random random;
     fc_random_seed(&random, run->c.seed ^ 0x5eedull);
     for (long long n = 0; n < rows; n++) {
         long long index = rows == total ? n : n == 0 ? 0 : n == 1 ? total - 1
                                                          : (long long)fc_random_below(&random, (uint64_t)total);
-        int i = (int)(index % hp->seqlen_q), h = (int)(index / hp->seqlen_q % hp->heads_q);
-        int b = (int)(index / hp->seqlen_q / hp->heads_q);
-        fc_reference_row(hp, b, h, i, &row, scratch);
-        const uint16_t *got = run->host_out + (((size_t)b * hp->seqlen_q + i) * hp->heads_q + h) * hp->head_dim;
-        fc_error_accumulate(stats, hp, &row, got, run->c.want_lse ? &run->host_lse[index] : NULL);
+        struct checked_row at;
+        if (hp->cu_seqlens_q) {
+            at = varlen_row(hp, index);
+        } else {
+            at.i = (int)(index % hp->seqlen_q);
+            at.h = (int)(index / hp->seqlen_q % hp->heads_q);
+            at.b = (int)(index / hp->seqlen_q / hp->heads_q);
+            at.out = (((size_t)at.b * hp->seqlen_q + at.i) * hp->heads_q + at.h) * hp->head_dim;
+            at.lse = (size_t)index;
+        }
+        fc_reference_row(hp, at.b, at.h, at.i, &row, scratch);
+        fc_error_accumulate(stats, hp, &row, run->host_out + at.out, run->c.want_lse ? &run->host_lse[at.lse] : NULL);
     }
     free(scratch);
     free(values);
@@ -248,7 +387,7 @@ int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats
 
 void fc_check_release(struct fc_check_run *run)
 {
-    CUdeviceptr device[] = {run->q, run->k, run->v, run->out, run->lse, run->sinks};
+    CUdeviceptr device[] = {run->q, run->k, run->v, run->out, run->lse, run->sinks, run->cu_q, run->cu_k, run->used_k};
     for (size_t i = 0; i < sizeof device / sizeof device[0]; i++)
         if (device[i])
             run->cuda->cuMemFree(device[i]);
@@ -259,5 +398,8 @@ void fc_check_release(struct fc_check_run *run)
     free(run->staging);
     free(run->host_lse);
     free(run->host_sinks);
+    free(run->host_cu_q);
+    free(run->host_cu_k);
+    free(run->host_used_k);
     memset(run, 0, sizeof *run);
 }

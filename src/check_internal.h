@@ -22,7 +22,15 @@ struct fc_check_case {
     long long check_rows;               /* 0: every row */
     uint64_t seed;
     float sinks_magnitude;              /* 0: no sinks; else one per query head, N(0, 1) times this */
+    /* Per-sequence lengths, host arrays of shape.batch entries (NULL: dense). lens_q set: a varlen
+     * batch (packed layout only): shape.seqlen_q/_k and max_seqlen_q/_k are derived from the lengths
+     * (lens_k NULL: the same as lens_q), and FC_CHECK_PAD_TOKENS tokens of no sequence follow the
+     * last one, whose output must stay untouched. used_k: seqused_k (varlen or dense). */
+    const int *lens_q, *lens_k, *used_k;
 };
+
+/** Tokens after a varlen batch's last sequence in the check's tensors: never written. */
+#define FC_CHECK_PAD_TOKENS 5
 
 struct fc_check_run {
     struct fc_check_case c;
@@ -32,6 +40,9 @@ struct fc_check_run {
     uint16_t *host_q, *host_k, *host_v, *host_out, *staging;
     float *host_lse, *host_sinks;       /* host_sinks: NULL without sinks */
     CUdeviceptr q, k, v, out, lse, sinks;
+    int32_t *host_cu_q, *host_cu_k, *host_used_k;   /* per-sequence inputs (NULL: none) */
+    CUdeviceptr cu_q, cu_k, used_k;
+    int layout_batch;                   /* batches of the device tensors' layout: 1 for varlen */
     size_t q_elements, kv_elements, o_elements, lse_count;   /* device buffers, in elements */
 };
 
@@ -50,7 +61,8 @@ enum fc_status fc_check_download(struct fc_check_run *run, char *msg, size_t msg
 
 /**
  * Judges the downloaded output: every element finite (so written), sampled rows (always the first
- * and the last) against the CPU reference by BENCH.md's rule. Returns 1 if it passes.
+ * and the last) against the CPU reference by BENCH.md's rule; varlen: the tokens of no sequence
+ * still hold the poison. Returns 1 if it passes.
  */
 int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats);
 

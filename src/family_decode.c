@@ -78,7 +78,7 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
                               struct fc_variant *v, const char **why_not)
 {
     (void)why_not;   /* many query rows are not a reason worth a word */
-    const long long packed_rows = (long long)problem->seqlen_q * (problem->heads_q / problem->heads_kv);
+    const long long packed_rows = (long long)problem->max_seqlen_q * (problem->heads_q / problem->heads_kv);
     if (target->arch < 80 || problem->head_dim % 16 || packed_rows > ROWS)
         return NULL;
     defaults(v);
@@ -99,8 +99,8 @@ static void choose_splits(const struct fc_problem *problem, const struct fc_targ
     const long long blocks = (long long)problem->batch * problem->heads_kv;
     /* the keys some packed row sees (its rows are the query rows 0 .. seqlen_q - 1): the kernel
      * splits that range, from its first key (a window's; 0 without) to its last */
-    const struct fc_key_range range = fc_mask_keys(&problem->mask, problem->seqlen_q, problem->seqlen_k, 0,
-                                                   problem->seqlen_q);
+    const struct fc_key_range range = fc_mask_keys(&problem->mask, problem->max_seqlen_q, problem->max_seqlen_k, 0,
+                                                   problem->max_seqlen_q);
     const int keys = range.end - range.begin;
     const int tiles = (int)(((long long)keys + v->block_n - 1) / v->block_n);
     int most = tiles / MIN_SPLIT_TILES;
@@ -138,14 +138,24 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
-    return snprintf(out, size, "fc::DecodeForward<%s, %d, %s, %d, %d, %d, %s, %s>",
+    /* the VARLEN argument only where it is set: the other variants' source (and cache key) stays */
+    return snprintf(out, size, "fc::DecodeForward<%s, %d, %s, %d, %d, %d, %s, %s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_n,
-                    v->stages, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false");
+                    v->stages, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
+                    v->varlen ? ", true" : "");
 }
 
 /* The module's second kernel: merges the splits' partials into out and lse. */
 static int second_source(const struct fc_variant *v, char *out, size_t size)
 {
+    if (v->varlen)   /* the argument of VARLEN variants: its base is the dense one */
+        return snprintf(out, size,
+            "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+            "fc_combine_kernel(const __grid_constant__ fc_varlen_args args)\n"
+            "{\n"
+            "    fc::combine_splits<%s, %d, true>(args.base);\n"
+            "}\n",
+            COMBINE_THREADS, fc_dtype_traits(v->dtype)->device_type, v->head_dim);
     return snprintf(out, size,
         "extern \"C\" __global__ void __launch_bounds__(%d)\n"
         "fc_combine_kernel(const __grid_constant__ fc_kernel_args args)\n"
@@ -165,11 +175,12 @@ static enum fc_status launch(const struct fc_launch *l)
     const struct fc_problem *p = l->problem;
     struct fc_launch_args args;
     fc_launch_plain_args(l, &args);
-    struct fc_kernel_args *a = (struct fc_kernel_args *)args.bytes;
+    struct fc_kernel_args *a = (struct fc_kernel_args *)args.bytes;   /* the base of fc_varlen_args too */
     if (plan->splits <= 1)
         return fc_launch_kernel(l, l->kernel->function, plan->grid, plan->threads, plan->smem_bytes, args.params,
                                 "cuLaunchKernel");
-    const size_t rows = (size_t)p->batch * (size_t)p->heads_q * (size_t)p->seqlen_q;
+    /* the partials' rows: [batch, heads_q, seqlen_q]; varlen [heads_q, tokens] */
+    const size_t rows = (size_t)(p->varlen ? 1 : p->batch) * (size_t)p->heads_q * (size_t)p->seqlen_q;
     if (rows > INT_MAX) {
         snprintf(l->msg, l->msg_size, "batch * heads_q * seqlen_q = %zu rows: more than one combine launch takes",
                  rows);
@@ -200,6 +211,7 @@ const struct fc_family fc_family_decode = {
     .name = "decode",
     .template_file = "fwd_decode.cuh",
     .args_type = "fc_kernel_args",
+    .varlen_args_type = "fc_varlen_args",
     .second_entry = "fc_combine_kernel",
     .tuned = 0,   /* not tuned: its splits follow the GPU's size, not a bucket */
     .splits_option = 1,

@@ -48,9 +48,12 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
-    return snprintf(out, size, "fc::ReferenceKernel<%s, %d, %s, %d, %d, %s, %s>", fc_dtype_traits(v->dtype)->device_type,
-                    v->head_dim, v->causal ? "true" : "false", v->block_m, v->warps, v->window ? "true" : "false",
-                    v->softcap ? "true" : "false");
+    /* NOTE: the VARLEN argument only where it is set, so that the other variants' source (and cache
+     * key) is what it was */
+    return snprintf(out, size, "fc::ReferenceKernel<%s, %d, %s, %d, %d, %s, %s%s>",
+                    fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
+                    v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
+                    v->varlen ? ", true" : "");
 }
 
 const struct fc_family fc_family_reference = {
@@ -58,6 +61,7 @@ const struct fc_family fc_family_reference = {
     .name = "reference",
     .template_file = "reference.cuh",
     .args_type = "fc_kernel_args",
+    .varlen_args_type = "fc_varlen_args",
     .tuned = 1,
     .defaults = defaults,
     .check = check,

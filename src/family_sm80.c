@@ -86,9 +86,11 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
-    return snprintf(out, size, "fc::Sm80Forward<%s, %d, %s, %d, %d, %d, %s, %s>",
+    /* the VARLEN argument only where it is set: the other variants' source (and cache key) stays */
+    return snprintf(out, size, "fc::Sm80Forward<%s, %d, %s, %d, %d, %d, %s, %s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
-                    v->block_n, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false");
+                    v->block_n, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
+                    v->varlen ? ", true" : "");
 }
 
 const struct fc_family fc_family_sm80 = {
@@ -96,6 +98,7 @@ const struct fc_family fc_family_sm80 = {
     .name = "sm80",
     .template_file = "fwd_sm80.cuh",
     .args_type = "fc_kernel_args",
+    .varlen_args_type = "fc_varlen_args",
     .tuned = 1,
     .defaults = defaults,
     .check = check,

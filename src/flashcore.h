@@ -127,6 +127,33 @@ struct fc_attention_params {
     /** Logit soft-capping, 0 = none (the default), else finite and positive: the scaled scores s
      *  become softcap * tanh(s / softcap) before masking (Gemma 2). Sinks are not capped. */
     float softcap;
+    /* Fields below were added after 0.3.0 (read only where struct_size covers them). */
+    /** Variable-length (ragged) batches, FlashAttention's varlen form; all 0/NULL (the default) for a
+     *  dense batch. max_seqlen_q > 0 turns it on: then q and out are packed [seqlen_q, heads_q,
+     *  head_dim] and k and v [seqlen_k, heads_kv, head_dim], where seqlen_q and seqlen_k are the
+     *  TOTAL token counts (the tensors' first dimension), and sequence b's query rows are tokens
+     *  cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 (its keys likewise through cu_seqlens_k). Strides:
+     *  stride[0] (batch) must be 0; stride[1] is the token stride, stride[2] the head stride (both 0:
+     *  packed). The LSE, if asked for, is [heads_q, seqlen_q] (per head, every token: FA3's layout).
+     *  Masks are per sequence: causal is bottom-right aligned on each sequence's own lengths, and a
+     *  window's bounds apply to each sequence. A sequence of length 0 is legal; tokens of no
+     *  sequence (from cu_seqlens_q[batch] to seqlen_q) and rows of empty sequences are never
+     *  written (out and lse keep what they held).
+     *  cu_seqlens_q, cu_seqlens_k: device int32 [batch + 1], 4-byte aligned, non-decreasing from 0,
+     *  cu_seqlens_q[batch] <= seqlen_q (cu_seqlens_k: <= seqlen_k), each sequence at most
+     *  max_seqlen_q queries (max_seqlen_k keys). NOTE: the library never reads them on the host (no
+     *  synchronization: CUDA-graph capturable), so these contents are the caller's contract. */
+    const int32_t *cu_seqlens_q, *cu_seqlens_k;
+    int max_seqlen_q;        /**< varlen: the longest sequence's query count (sizes the grid), > 0; else 0 */
+    int max_seqlen_k;        /**< varlen: the longest sequence's key count, > 0; else 0 */
+    /** Optional keys actually present per sequence, NULL = all (the default): device int32 [batch],
+     *  4-byte aligned, 0 <= seqused_k[b] <= sequence b's key count (a KV cache's filled length). With
+     *  it, sequence b has seqused_k[b] keys for everything, its causal diagonal included; rows past
+     *  them are never read as values (they may hold anything, NaN included). Dense (no cu_seqlens):
+     *  k and v are [batch, seqlen_k, heads_kv, head_dim] and seqlen_k is the longest. Contents are the
+     *  caller's contract, as cu_seqlens'. When planning (fc_attention_plan), any non-NULL value says
+     *  that it will be given: it selects the kernels' per-sequence form. */
+    const int32_t *seqused_k;
 };
 
 /** What the selector chose for a problem (fc_attention_plan). */

@@ -38,12 +38,21 @@ void fc_launch_common_args(const struct fc_problem *p, const struct fc_plan *pla
     }
 }
 
-_Static_assert(sizeof(struct fc_kernel_args) <= FC_LAUNCH_ARGS_BYTES, "fc_launch_args holds fc_kernel_args");
+void fc_launch_seqlens(const struct fc_problem *p, struct fc_seqlens *s)
+{
+    s->cu_seqlens_q = p->varlen ? p->cu_seqlens_q : NULL;
+    s->cu_seqlens_k = p->varlen ? p->cu_seqlens_k : NULL;
+    s->seqused_k = p->seqused_k;
+}
+
+_Static_assert(sizeof(struct fc_varlen_args) <= FC_LAUNCH_ARGS_BYTES, "fc_launch_args holds fc_varlen_args");
 
 enum fc_status fc_launch_plain_args(const struct fc_launch *l, struct fc_launch_args *args)
 {
-    struct fc_kernel_args *a = (struct fc_kernel_args *)args->bytes;
-    fc_launch_common_args(l->problem, l->plan, a);
+    struct fc_varlen_args *a = (struct fc_varlen_args *)args->bytes;   /* its base is the dense argument */
+    fc_launch_common_args(l->problem, l->plan, &a->base);
+    if (l->plan->variant.varlen)
+        fc_launch_seqlens(l->problem, &a->seqlens);
     args->params[0] = a;
     return FC_OK;
 }

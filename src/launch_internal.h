@@ -43,7 +43,11 @@ struct fc_launch {
 /** The fields every kernel argument starts from, from a validated problem and its plan. */
 void fc_launch_common_args(const struct fc_problem *problem, const struct fc_plan *plan, struct fc_kernel_args *args);
 
-/** A family's kernel_args for kernels that take fc_kernel_args alone. */
+/** The per-sequence lengths of a VARLEN variant's argument (struct fc_varlen_args). */
+void fc_launch_seqlens(const struct fc_problem *problem, struct fc_seqlens *seqlens);
+
+/** A family's kernel_args for kernels that take fc_kernel_args alone (fc_varlen_args for a VARLEN
+ *  variant). */
 enum fc_status fc_launch_plain_args(const struct fc_launch *launch, struct fc_launch_args *args);
 
 /** Builds the plan's kernel argument (the family's kernel_args); for the Hopper kernel this

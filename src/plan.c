@@ -58,6 +58,7 @@ static void base_variant(const struct fc_problem *problem, const struct fc_targe
     v->causal = problem->mask.causal;
     v->window = problem->mask.window;
     v->softcap = problem->softcap > 0.f;
+    v->varlen = fc_problem_per_sequence(problem);
     v->arch = target->arch;
     v->arch_specific = target->arch_specific;
 }
@@ -105,11 +106,12 @@ static void apply_override(const struct fc_plan_override *o, struct fc_plan *pla
 static enum fc_status row_block_grid(const struct fc_problem *problem, struct fc_plan *plan, char *msg, size_t size)
 {
     const int64_t block_m = plan->variant.block_m;
-    const int64_t m_blocks = ((int64_t)problem->seqlen_q + block_m - 1) / block_m;
+    /* varlen: blocks for the longest sequence; those past a shorter one's rows exit at once */
+    const int64_t m_blocks = ((int64_t)problem->max_seqlen_q + block_m - 1) / block_m;
     int64_t grid;
     if (m_blocks > INT_MAX || __builtin_mul_overflow(m_blocks, (int64_t)problem->heads_q, &grid) ||
         __builtin_mul_overflow(grid, (int64_t)problem->batch, &grid) || grid > GRID_X_MAX) {
-        snprintf(msg, size, "batch * heads_q * ceil(seqlen_q / %d) blocks (%d * %d * %lld) is more than one launch "
+        snprintf(msg, size, "batch * heads_q * ceil(max_seqlen_q / %d) blocks (%d * %d * %lld) is more than one launch "
                  "takes (%d)", plan->variant.block_m, problem->batch, problem->heads_q, (long long)m_blocks,
                  GRID_X_MAX);
         return FC_ERR_UNSUPPORTED;
@@ -154,6 +156,7 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
      * the winner's tiles, which take them as they are (fc_plan_explain says so) */
     replaced.variant.window = plan->variant.window;
     replaced.variant.softcap = plan->variant.softcap;
+    replaced.variant.varlen = plan->variant.varlen;
     char why[256];
     if (launch_shape(problem, target, &replaced, why, sizeof why) != FC_OK)
         return;   /* a winner this problem's launch cannot take: the heuristic's choice stays */

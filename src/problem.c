@@ -132,21 +132,58 @@ static enum fc_status check_window(const struct fc_attention_params *p, char *ms
  * sequence bounds nothing (window_left >= seqlen_k - 1: every row's window starts at or before key
  * 0; window_right >= seqlen_q - 1: every row's reaches seqlen_k - 1), and an unbounded side becomes
  * a bound past the sequence, so that the kernels never test for -1. No bounded side: no window. */
-static enum fc_status resolve_mask(const struct fc_attention_params *p, struct fc_mask *m, char *msg, size_t size)
+static enum fc_status resolve_mask(const struct fc_attention_params *p, int seqlen_q, int seqlen_k,
+                                   struct fc_mask *m, char *msg, size_t size)
 {
     m->causal = p->causal || p->window_right == 0;
-    const int left = p->window_left >= 0 && (int64_t)p->window_left < (int64_t)p->seqlen_k - 1;
-    const int right = !m->causal && p->window_right >= 0 && (int64_t)p->window_right < (int64_t)p->seqlen_q - 1;
+    const int left = p->window_left >= 0 && (int64_t)p->window_left < (int64_t)seqlen_k - 1;
+    const int right = !m->causal && p->window_right >= 0 && (int64_t)p->window_right < (int64_t)seqlen_q - 1;
     m->window = left || right;
-    m->window_left = left ? p->window_left : p->seqlen_k;
-    m->window_right = m->causal ? 0 : right ? p->window_right : p->seqlen_q;
+    m->window_left = left ? p->window_left : seqlen_k;
+    m->window_right = m->causal ? 0 : right ? p->window_right : seqlen_q;
     /* NOTE: a row's last key plus one, row + seqlen_k - seqlen_q + window_right + 1, runs up to
      * seqlen_q + seqlen_k + block_m for the padding rows of a last block: 32-bit in the kernels. */
-    if (m->window && (int64_t)p->seqlen_q + p->seqlen_k > INT_MAX - WINDOW_INDEX_SLACK)
+    if (m->window && (int64_t)seqlen_q + seqlen_k > INT_MAX - WINDOW_INDEX_SLACK)
         return fail(FC_ERR_UNSUPPORTED, msg, size,
                     "a sliding window needs seqlen_q + seqlen_k (%lld) of at most %d: the kernels index keys in "
-                    "32 bits", (long long)p->seqlen_q + p->seqlen_k, INT_MAX - WINDOW_INDEX_SLACK);
+                    "32 bits", (long long)seqlen_q + seqlen_k, INT_MAX - WINDOW_INDEX_SLACK);
     return FC_OK;
+}
+
+/* Varlen's size rules (max_seqlen_q > 0 turns it on): both maxima positive, each at most its
+ * tensor's token count. The sequences' own lengths are on the device: the caller's contract. */
+static enum fc_status check_varlen(const struct fc_attention_params *p, char *msg, size_t size)
+{
+    if (p->max_seqlen_q < 0 || p->max_seqlen_k < 0)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "max_seqlen_q and max_seqlen_k must be >= 0 (got %d, %d)",
+                    p->max_seqlen_q, p->max_seqlen_k);
+    if (!p->max_seqlen_q && !p->max_seqlen_k)
+        return FC_OK;
+    if (p->max_seqlen_q <= 0 || p->max_seqlen_k <= 0)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "varlen needs both max_seqlen_q and max_seqlen_k positive "
+                    "(got %d, %d); both 0 is a dense batch", p->max_seqlen_q, p->max_seqlen_k);
+    if (p->max_seqlen_q > p->seqlen_q || p->max_seqlen_k > p->seqlen_k)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "varlen: max_seqlen_q (%d) and max_seqlen_k (%d) cannot exceed "
+                    "seqlen_q (%d) and seqlen_k (%d), the total token counts of q and k", p->max_seqlen_q,
+                    p->max_seqlen_k, p->seqlen_q, p->seqlen_k);
+    return FC_OK;
+}
+
+/* A varlen tensor's strides: stride[0] 0 (sequences are found through cu_seqlens), stride[1] (token)
+ * and stride[2] (head) both 0 (packed) or both valid; checked as one batch of `tokens` rows. */
+static enum fc_status varlen_strides(const char *name, const int64_t given[3], int tokens, int heads, int head_dim,
+                                     int element_bytes, int64_t out[3], char *msg, size_t size)
+{
+    if (given[0] != 0)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "%s_stride[0] (batch) is %lld: varlen tensors are [tokens, head, "
+                    "head_dim], so it must be 0 (sequences start at cu_seqlens)", name, (long long)given[0]);
+    int64_t as_dense[3] = {given[1], given[1], given[2]};   /* one batch: its stride is never multiplied */
+    if (given[1] == 0 && given[2] == 0)
+        as_dense[0] = 0;
+    enum fc_status status = fc_problem_strides(name, as_dense, 1, tokens, heads, head_dim, element_bytes, out, msg,
+                                               size);
+    out[0] = 0;
+    return status;
 }
 
 enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct fc_problem *out, char *msg,
@@ -172,14 +209,27 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
     if (!(p->softcap >= 0.f) || !isfinite(p->softcap))
         return fail(FC_ERR_INVALID_ARG, msg, size, "softcap must be 0 (none) or finite and positive (got %g)",
                     (double)p->softcap);
-    if ((status = check_sizes(p, msg, size)) != FC_OK || (status = resolve_mask(p, &out->mask, msg, size)) != FC_OK)
+    if ((status = check_sizes(p, msg, size)) != FC_OK || (status = check_varlen(p, msg, size)) != FC_OK)
+        return status;
+    out->varlen = p->max_seqlen_q > 0;
+    out->seqused = p->seqused_k != NULL;   /* its NULL-ness only: the variant's switch */
+    out->max_seqlen_q = out->varlen ? p->max_seqlen_q : p->seqlen_q;
+    out->max_seqlen_k = out->varlen ? p->max_seqlen_k : p->seqlen_k;
+    if ((status = resolve_mask(p, out->max_seqlen_q, out->max_seqlen_k, &out->mask, msg, size)) != FC_OK)
         return status;
     const int bytes = dtype->bytes, d = p->head_dim;
-    if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
-        (status = fc_problem_strides("k", p->k_stride, p->batch, p->seqlen_k, p->heads_kv, d, bytes, out->k_stride, msg, size)) ||
-        (status = fc_problem_strides("v", p->v_stride, p->batch, p->seqlen_k, p->heads_kv, d, bytes, out->v_stride, msg, size)) ||
-        (status = fc_problem_strides("out", p->o_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
+    if (out->varlen) {
+        if ((status = varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
+            (status = varlen_strides("k", p->k_stride, p->seqlen_k, p->heads_kv, d, bytes, out->k_stride, msg, size)) ||
+            (status = varlen_strides("v", p->v_stride, p->seqlen_k, p->heads_kv, d, bytes, out->v_stride, msg, size)) ||
+            (status = varlen_strides("out", p->o_stride, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
+            return status;
+    } else if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
+               (status = fc_problem_strides("k", p->k_stride, p->batch, p->seqlen_k, p->heads_kv, d, bytes, out->k_stride, msg, size)) ||
+               (status = fc_problem_strides("v", p->v_stride, p->batch, p->seqlen_k, p->heads_kv, d, bytes, out->v_stride, msg, size)) ||
+               (status = fc_problem_strides("out", p->o_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size))) {
         return status;
+    }
     out->dtype = p->dtype;
     out->batch = p->batch;
     out->seqlen_q = p->seqlen_q;
@@ -204,6 +254,26 @@ enum fc_status fc_problem_pointer(const char *name, const void *pointer, unsigne
     return FC_OK;
 }
 
+/* cu_seqlens_q and cu_seqlens_k present exactly in varlen mode (max_seqlen_q > 0); the int32 arrays
+ * 4-byte aligned. Their contents are on the device: the caller's contract. */
+static enum fc_status check_sequence_pointers(const struct fc_attention_params *p, char *msg, size_t size)
+{
+    enum fc_status status;
+    if (p->max_seqlen_q > 0) {
+        if ((status = fc_problem_pointer("cu_seqlens_q (varlen: max_seqlen_q > 0)", p->cu_seqlens_q,
+                                         sizeof(int32_t), msg, size)) ||
+            (status = fc_problem_pointer("cu_seqlens_k (varlen: max_seqlen_q > 0)", p->cu_seqlens_k,
+                                         sizeof(int32_t), msg, size)))
+            return status;
+    } else if (p->cu_seqlens_q || p->cu_seqlens_k) {
+        return fail(FC_ERR_INVALID_ARG, msg, size, "cu_seqlens_q/cu_seqlens_k are set but max_seqlen_q is 0: a "
+                    "varlen batch needs max_seqlen_q and max_seqlen_k (the longest sequence's lengths)");
+    }
+    if (p->seqused_k && (status = fc_problem_pointer("seqused_k", p->seqused_k, sizeof(int32_t), msg, size)))
+        return status;
+    return FC_OK;
+}
+
 enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struct fc_problem *out, char *msg,
                                   size_t size)
 {
@@ -221,8 +291,11 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
         return status;
     if (p->sinks && (status = fc_problem_pointer("sinks", p->sinks, sizeof(float), msg, size)))
         return status;
+    if ((status = check_sequence_pointers(p, msg, size)) != FC_OK)
+        return status;
+    const int lse_batch = p->max_seqlen_q > 0 ? 1 : p->batch;   /* varlen: [heads_q, tokens] */
     int64_t rows;
-    if (p->lse && (__builtin_mul_overflow((int64_t)p->batch, (int64_t)p->heads_q, &rows) ||
+    if (p->lse && (__builtin_mul_overflow((int64_t)lse_batch, (int64_t)p->heads_q, &rows) ||
                    __builtin_mul_overflow(rows, (int64_t)p->seqlen_q, &rows) ||
                    __builtin_mul_overflow(rows, (int64_t)sizeof(float), &rows)))
         return fail(FC_ERR_INVALID_ARG, msg, size, "lse: batch * heads_q * seqlen_q overflows 64-bit offsets");
@@ -232,6 +305,9 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
     out->out = p->out;
     out->lse = p->lse;
     out->sinks = p->sinks;
+    out->cu_seqlens_q = p->cu_seqlens_q;
+    out->cu_seqlens_k = p->cu_seqlens_k;
+    out->seqused_k = p->seqused_k;
     return FC_OK;
 }
 

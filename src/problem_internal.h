@@ -26,7 +26,19 @@ struct fc_problem {
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
     float softmax_scale;
     float softcap;           /* 0: none */
+    /* Per-sequence lengths (the kernels' VARLEN switch): varlen (cu_seqlens, packed tokens) and/or
+     * seqused_k. Dense problems have all of these 0/NULL. */
+    int varlen;              /* max_seqlen_q > 0: q/k/v/out are [tokens, head, dim], strides[0] 0 */
+    int seqused;             /* seqused_k given (non-NULL): keys per sequence */
+    int max_seqlen_q, max_seqlen_k;   /* the longest sequence's lengths: varlen's, else seqlen_q/_k */
+    const int32_t *cu_seqlens_q, *cu_seqlens_k, *seqused_k;   /* NULL until the tensor rules */
 };
+
+/** Whether the problem takes the kernels' per-sequence form (varlen or seqused_k). */
+static inline int fc_problem_per_sequence(const struct fc_problem *p)
+{
+    return p->varlen || p->seqused;
+}
 
 /**
  * The shape rules: every size, the dtype, the mask (causality and window, resolved into

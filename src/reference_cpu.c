@@ -116,6 +116,34 @@ static float element(const struct fc_host_problem *p, const uint16_t *t, int hea
     return fc_storage_to_float(p->dtype, t[index]);
 }
 
+struct fc_host_sequence fc_host_sequence_of(const struct fc_host_problem *p, int b)
+{
+    struct fc_host_sequence seq = {0, 0, p->seqlen_q, p->seqlen_k};
+    if (p->cu_seqlens_q) {
+        seq.q_row0 = p->cu_seqlens_q[b];
+        seq.k_row0 = p->cu_seqlens_k[b];
+        seq.len_q = p->cu_seqlens_q[b + 1] - seq.q_row0;
+        seq.len_k = p->cu_seqlens_k[b + 1] - seq.k_row0;
+    }
+    if (p->seqused_k)
+        seq.len_k = p->seqused_k[b];
+    return seq;
+}
+
+/* Element (sequence b's token s, head h, column d) of q (or out) and of k or v. */
+static float q_element(const struct fc_host_problem *p, const struct fc_host_sequence *seq, int b, int s, int h, int d)
+{
+    return p->cu_seqlens_q ? element(p, p->q, p->heads_q, p->seqlen_q, 0, seq->q_row0 + s, h, d)
+                           : element(p, p->q, p->heads_q, p->seqlen_q, b, s, h, d);
+}
+
+static float kv_element(const struct fc_host_problem *p, const uint16_t *t, const struct fc_host_sequence *seq, int b,
+                        int s, int h, int d)
+{
+    return p->cu_seqlens_q ? element(p, t, p->heads_kv, p->seqlen_k, 0, seq->k_row0 + s, h, d)
+                           : element(p, t, p->heads_kv, p->seqlen_k, b, s, h, d);
+}
+
 /* A scaled score as PyTorch computes it in the dtype: times the scale (rounded), then soft-capped
  * the standard way, softcap * torch.tanh(S / softcap), each op in fp32 and rounded. */
 static float native_score(const struct fc_host_problem *p, float dot, float scale)
@@ -130,8 +158,8 @@ static float native_score(const struct fc_host_problem *p, float dot, float scal
 /* PyTorch's math path in the dtype, emulated: S = q @ k^T (fp32 accumulate, rounded), scaled and
  * capped (native_score), softmax computed in fp32 and rounded, P @ V (fp32 accumulate, rounded). A
  * sink (in the dtype) joins the softmax as one more column, gpt-oss's torch.cat([S, sinks]). */
-static void native_row(const struct fc_host_problem *p, int b, int h, int kv, struct fc_key_range keys,
-                       const float *dots, float *weights, double *out)
+static void native_row(const struct fc_host_problem *p, const struct fc_host_sequence *seq, int b, int h, int kv,
+                       struct fc_key_range keys, const float *dots, float *weights, double *out)
 {
     const float scale = fc_round_to(p->dtype, p->softmax_scale);
     const float sink = p->sinks ? fc_round_to(p->dtype, p->sinks[h]) : -INFINITY;
@@ -150,7 +178,7 @@ static void native_row(const struct fc_host_problem *p, int b, int h, int kv, st
     for (int d = 0; d < p->head_dim; d++) {
         float acc = 0.f;
         for (int j = keys.begin; j < keys.end; j++)
-            acc += weights[j] * element(p, p->v, p->heads_kv, p->seqlen_k, b, j, kv, d);
+            acc += weights[j] * kv_element(p, p->v, seq, b, j, kv, d);
         out[d] = fc_round_to(p->dtype, acc);
     }
 }
@@ -159,7 +187,8 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
                       struct fc_row_reference *row, double *scratch)
 {
     const int kv = h / (p->heads_q / p->heads_kv), D = p->head_dim;
-    const struct fc_key_range keys = fc_mask_keys(&p->mask, p->seqlen_q, p->seqlen_k, i, i + 1);
+    const struct fc_host_sequence seq = fc_host_sequence_of(p, b);   /* the mask is per sequence */
+    const struct fc_key_range keys = fc_mask_keys(&p->mask, seq.len_q, seq.len_k, i, i + 1);
     const double sink = p->sinks ? p->sinks[h] : -INFINITY;   /* joins the denominator, brings no value */
     row->visible_keys = keys.end - keys.begin;
     for (int d = 0; d < D; d++)
@@ -175,8 +204,8 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
         double dot = 0.0;
         float dot32 = 0.f;
         for (int d = 0; d < D; d++) {
-            float qd = element(p, p->q, p->heads_q, p->seqlen_q, b, i, h, d);
-            float kd = element(p, p->k, p->heads_kv, p->seqlen_k, b, j, kv, d);
+            float qd = q_element(p, &seq, b, i, h, d);
+            float kd = kv_element(p, p->k, &seq, b, j, kv, d);
             dot += (double)qd * kd;
             dot32 += qd * kd;
         }
@@ -193,9 +222,9 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
     for (int j = keys.begin; j < keys.end; j++) {
         double weight = exp(scores[j] - max_score) / sum;
         for (int d = 0; d < D; d++)
-            row->out[d] += weight * element(p, p->v, p->heads_kv, p->seqlen_k, b, j, kv, d);
+            row->out[d] += weight * kv_element(p, p->v, &seq, b, j, kv, d);
     }
-    native_row(p, b, h, kv, keys, dots, weights, row->native);
+    native_row(p, &seq, b, h, kv, keys, dots, weights, row->native);
 }
 
 void fc_error_accumulate(struct fc_error_stats *stats, const struct fc_host_problem *p,

@@ -38,7 +38,19 @@ struct fc_host_problem {
     const uint16_t *q, *k, *v;
     const float *sinks;           /* [heads_q] logits joining each row's denominator, or NULL */
     float softcap;                /* 0: none; else scores s -> softcap * tanh(s / softcap) */
+    /* Per-sequence lengths, host copies of src/flashcore.h's (NULL: dense). Varlen (cu_seqlens_q
+     * set): q/out are packed [seqlen_q tokens, heads_q, head_dim], k/v [seqlen_k tokens, ...], and
+     * batch is the sequence count; seqused_k replaces a sequence's key count. */
+    const int32_t *cu_seqlens_q, *cu_seqlens_k, *seqused_k;
 };
+
+/** One sequence of a host problem: its first query and key tokens and its lengths. */
+struct fc_host_sequence {
+    int q_row0, k_row0, len_q, len_k;
+};
+
+/** Sequence b of the problem (dense: row 0 of batch b, the problem's lengths, seqused_k's keys). */
+struct fc_host_sequence fc_host_sequence_of(const struct fc_host_problem *problem, int b);
 
 /** One query row's answers. */
 struct fc_row_reference {
@@ -48,7 +60,8 @@ struct fc_row_reference {
     double *native;               /* [head_dim], emulating PyTorch's math path in the dtype */
 };
 
-/** Computes row (batch b, query head h, query row i). scratch: 2 * seqlen_k doubles. */
+/** Computes row (batch b, query head h, query row i of sequence b: i < its len_q). scratch: 2 *
+ *  seqlen_k doubles. */
 void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
                       struct fc_row_reference *row, double *scratch);
 

@@ -34,9 +34,11 @@
 #define PRECOMPILE_WINDOW (6 + 6 + 12)
 /* softcaps: causal, two head dims, two dtypes, with and without a window, as the windows' */
 #define PRECOMPILE_SOFTCAP (8 + 8 + 16)
+/* per-sequence lengths (varlen): sm80 and decode, two archs, two dtypes, three head dims, causal or not */
+#define PRECOMPILE_VARLEN (2 * 2 * 2 * 3 * 2)
 #define PRECOMPILE_VARIANTS                                                                                   \
     (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90 + PRECOMPILE_MERGE +          \
-     PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP)
+     PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP + PRECOMPILE_VARLEN)
 
 static const char *precompile_path;
 
@@ -142,7 +144,9 @@ static void test_precompile_spec(void **state)
     last_window.window = 1;
     struct fc_variant last = last_window;
     last.softcap = 1;
-    const size_t merge_end = list.count - PRECOMPILE_WINDOW - PRECOMPILE_SOFTCAP;
+    const size_t merge_end = list.count - PRECOMPILE_WINDOW - PRECOMPILE_SOFTCAP - PRECOMPILE_VARLEN;
+    struct fc_variant last_varlen = expected_family_variant(FC_KERNEL_DECODE, FC_BF16, 256, 1, 80, 0);
+    last_varlen.varlen = 1;
     assert_variant_equal(&list.items[0], &first);
     assert_variant_equal(&list.items[1], &second);
     assert_variant_equal(&list.items[PRECOMPILE_REFERENCE - 1], &last_reference);
@@ -151,7 +155,8 @@ static void test_precompile_spec(void **state)
     assert_variant_equal(&list.items[merge_end - 1], &last_merge);
     assert_variant_equal(&list.items[merge_end], &first_window);
     assert_variant_equal(&list.items[merge_end + PRECOMPILE_WINDOW - 1], &last_window);
-    assert_variant_equal(&list.items[list.count - 1], &last);
+    assert_variant_equal(&list.items[list.count - PRECOMPILE_VARLEN - 1], &last);
+    assert_variant_equal(&list.items[list.count - 1], &last_varlen);
     size_t hopper = 0;
     for (size_t i = 0; i < list.count; i++) {
         char why[256];
@@ -160,7 +165,7 @@ static void test_precompile_spec(void **state)
         hopper += list.items[i].arch == 90 && list.items[i].arch_specific;
     }
     assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_DECODE / 4 + PRECOMPILE_SM90 +
-                                 PRECOMPILE_MERGE / 4 + 6 + 6 + 8 + 8);
+                                 PRECOMPILE_MERGE / 4 + 6 + 6 + 8 + 8 + PRECOMPILE_VARLEN / 2);
     fc_variant_list_free(&list);
     assert_list_empty(&list);
 }

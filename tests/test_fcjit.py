@@ -434,6 +434,30 @@ def test_warm_precompile_says_nothing_compiled(cli, directory):
     assert warm["compiled"] == 0 and warm["median_compile_ms"] is None, warm
 
 
+def test_varlen_and_seqused_k_plan_and_explain(cli):
+    code, out, _ = cli.run("--json", "plan", "--varlen", "100,0,5000,7", "--heads-q", "32", "--heads-kv", "8",
+                           "--causal")
+    kernel = json.loads(out)["kernel"]
+    assert code == EXIT_OK and kernel.startswith("sm80_f16_d128_causal_var_"), out
+    assert "per-sequence lengths" in json.loads(out)["reason"], out   # why the Hopper kernel did not take it
+    code, out, _ = cli.run("--json", "plan", "--varlen", "1,1,0,1", "--varlen-k", "3000,10,0,77", "--seqused-k",
+                           "2000,5,0,70", "--heads-q", "32", "--heads-kv", "8")
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("decode_f16_d128_var_"), out
+    code, out, _ = cli.run("--json", "plan", "--batch", "4", "--seqlen-q", "1", "--seqlen-k", "4096",
+                           "--seqused-k", "10,20,30,40")
+    assert code == EXIT_OK and "_var_" in json.loads(out)["kernel"], out
+    code, out, _ = cli.run("--json", "plan", "--batch", "4", "--seqlen-q", "1", "--seqlen-k", "4096")
+    assert code == EXIT_OK and "_var_" not in json.loads(out)["kernel"], out
+    code, out, err = cli.run("explain", "--varlen", "9,0,300")
+    assert code == EXIT_OK and "per-sequence lengths" in out and "varlen (3 sequences" in out, (out, err)
+    for args in (["plan", "--varlen", "1,x"], ["plan", "--varlen", "-1"], ["plan", "--varlen", ""],
+                 ["plan", "--varlen-k", "5"], ["plan", "--varlen", "1,2", "--varlen-k", "1"],
+                 ["explain", "--varlen", "1,2", "--seqused-k", "1"], ["plan", "--varlen", "4", "--seqused-k", "5"],
+                 ["plan", "--batch", "2", "--seqused-k", "1,2,3"], ["run", "--varlen", "3,,4"]):
+        code, _, err = cli.run(*args)
+        assert code == EXIT_USAGE and err.strip(), (args, code, err)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -462,6 +486,7 @@ def main():
             (test_new_cache_is_private, (cli, directory)),
             (test_one_exit_code_rule, (cli, directory)),
             (test_warm_precompile_says_nothing_compiled, (cli, directory)),
+            (test_varlen_and_seqused_k_plan_and_explain, (cli,)),
         ]
         for test, args in tests:
             try:
@@ -477,3 +502,4 @@ def main():
 
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -381,6 +381,69 @@ static int create(struct fc_context **out, const char *forced)
     return status == FC_OK ? 0 : -1;
 }
 
+
+/* Varlen batches and seqused_k (issue 13): ragged sequences (lengths 0 and 1, tile multiples and
+ * not), GQA, causal and not, a window, on the selector's choice and each family forced that takes
+ * them (decode only where its rows fit: one query per sequence). check.c poisons the tokens of no
+ * sequence and the keys past seqused_k with NaN, and checks that out's padding tokens stay
+ * untouched. */
+static const int VARLEN_Q[] = {17, 0, 1, 128, 129, 300, 64, 5};
+static const int VARLEN_K[] = {40, 7, 0, 128, 1000, 300, 63, 5};
+static const int VARLEN_USED[] = {33, 7, 0, 1, 999, 150, 63, 0};
+static const int DECODE_Q[] = {1, 0, 1, 1, 1, 1, 1, 1};
+#define VARLEN_SEQUENCES ((int)(sizeof VARLEN_Q / sizeof VARLEN_Q[0]))
+
+static int run_varlen_on(struct fc_context *context, int decode_only)
+{
+    int failures = 0;
+    for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
+        for (int d = 64; d <= 256; d += 64)
+            for (int form = 0; form < 6; form++) {
+                const int causal = form % 2, used = form / 2 == 1, window = form / 2 == 2;
+                struct fc_check_case c = make_case(0, d, (enum fc_dtype)dtype, causal);
+                c.shape.batch = VARLEN_SEQUENCES;
+                c.shape.heads_q = 8;
+                c.shape.heads_kv = decode_only ? 1 : 2;
+                c.shape.window_left = window ? 50 : -1;
+                c.lens_q = decode_only ? DECODE_Q : VARLEN_Q;
+                c.lens_k = VARLEN_K;
+                c.used_k = used ? VARLEN_USED : NULL;
+                failures += run_and_report(context, &c);
+            }
+    /* dense with seqused_k: a KV cache's filled lengths */
+    struct fc_check_case c = make_case(1, 128, FC_F16, 1);
+    static const int USED[] = {0, 129, 64};
+    c.used_k = USED;
+    failures += run_and_report(context, &c);
+    c = make_case(8, 128, FC_BF16, 0);   /* B=2, Sq=1, Sk=1000, decode-shaped */
+    static const int USED_DECODE[] = {999, 1};
+    c.used_k = USED_DECODE;
+    failures += run_and_report(context, &c);
+    return failures;
+}
+
+static void test_varlen_matches_reference_in_every_family(void **state)
+{
+    (void)state;
+    static const char *const FAMILIES[] = {NULL, "reference", "sm80", "decode"};
+    int failures = 0;
+    for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++) {
+        if (FAMILIES[i] && strcmp(FAMILIES[i], "reference") && ctx->target.arch < 80)
+            continue;
+        struct fc_context *forced = ctx;
+        if (FAMILIES[i] && create(&forced, FAMILIES[i]))
+            fail_msg("fc_context_create for %s", FAMILIES[i]);
+        print_message("--- %s\n", FAMILIES[i] ? FAMILIES[i] : "the selector's choice");
+        int pushed;
+        assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
+        failures += run_varlen_on(forced, FAMILIES[i] && !strcmp(FAMILIES[i], "decode"));
+        fc_context_leave(forced, pushed);
+        if (forced != ctx)
+            fc_context_destroy(forced);
+    }
+    assert_int_equal(failures, 0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -436,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_bit_identical_over_repeated_runs),
         cmocka_unit_test(test_misuse_on_a_real_context_launches_nothing),
         cmocka_unit_test(test_forward_is_graph_capturable),
+        cmocka_unit_test(test_varlen_matches_reference_in_every_family),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

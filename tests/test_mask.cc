@@ -10,6 +10,8 @@
 // What the device headers need of CUDA, for the host.
 #define __device__
 #define __forceinline__ inline
+#define __shared__ static
+static inline void __syncthreads() {}
 struct HostThreadIndex {
     unsigned x;
 };

@@ -734,6 +734,118 @@ static void test_status_names(void **state)
     assert_string_equal(fc_version(), "0.3.0");
 }
 
+
+/* Varlen and seqused_k: the shape rules (max_seqlen pair, totals, strides), the tensor rules
+ * (cu_seqlens exactly in varlen mode, int32 alignment), and what the problem and plan become. */
+static struct fc_attention_params varlen_params(void)
+{
+    struct fc_attention_params p = valid_params();
+    p.batch = 3;   /* sequences */
+    p.seqlen_q = 500;   /* total tokens */
+    p.seqlen_k = 900;
+    p.max_seqlen_q = 300;
+    p.max_seqlen_k = 400;
+    p.cu_seqlens_q = (const int32_t *)device_memory;
+    p.cu_seqlens_k = (const int32_t *)(device_memory + 16);
+    return p;
+}
+
+static void expect_status(const struct fc_attention_params *p, enum fc_status status, const char *phrase)
+{
+    struct fc_problem problem;
+    char msg[512] = "";
+    assert_int_equal(fc_problem_from_params(p, &problem, msg, sizeof msg), status);
+    if (phrase && !strstr(msg, phrase))
+        fail_msg("message '%s' lacks '%s'", msg, phrase);
+}
+
+static void test_varlen_rules(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = varlen_params();
+    struct fc_problem problem;
+    char msg[512] = "";
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_true(problem.varlen && !problem.seqused && fc_problem_per_sequence(&problem));
+    assert_int_equal(problem.q_stride[0], 0);   /* sequences start at cu_seqlens */
+    assert_int_equal(problem.q_stride[1], 8 * 64);
+    assert_int_equal(problem.k_stride[2], 64);
+    assert_int_equal(problem.max_seqlen_q, 300);
+    assert_ptr_equal(problem.cu_seqlens_k, p.cu_seqlens_k);
+
+    p = varlen_params(); p.max_seqlen_k = 0;
+    expect_status(&p, FC_ERR_INVALID_ARG, "both max_seqlen_q and max_seqlen_k");
+    p = varlen_params(); p.max_seqlen_q = -1;
+    expect_status(&p, FC_ERR_INVALID_ARG, ">= 0");
+    p = varlen_params(); p.max_seqlen_q = 501;
+    expect_status(&p, FC_ERR_INVALID_ARG, "total token counts");
+    p = varlen_params(); p.q_stride[0] = 64; p.q_stride[1] = 512; p.q_stride[2] = 64;
+    expect_status(&p, FC_ERR_INVALID_ARG, "q_stride[0] (batch) is 64");
+    p = varlen_params(); p.k_stride[1] = 256; p.k_stride[2] = 64;   /* token and head strides: fine */
+    expect_status(&p, FC_OK, NULL);
+    p = varlen_params(); p.k_stride[1] = 4; p.k_stride[2] = 64;
+    expect_status(&p, FC_ERR_INVALID_ARG, "k_stride");
+    p = varlen_params(); p.cu_seqlens_q = NULL;
+    expect_status(&p, FC_ERR_INVALID_ARG, "cu_seqlens_q");
+    p = varlen_params(); p.cu_seqlens_k = (const int32_t *)(device_memory + 2);
+    expect_status(&p, FC_ERR_INVALID_ARG, "4-byte aligned");
+    p = varlen_params(); p.max_seqlen_q = p.max_seqlen_k = 0;   /* cu_seqlens without varlen */
+    expect_status(&p, FC_ERR_INVALID_ARG, "max_seqlen_q is 0");
+    p = varlen_params(); p.seqused_k = (const int32_t *)(device_memory + 1);
+    expect_status(&p, FC_ERR_INVALID_ARG, "seqused_k");
+    p = varlen_params(); p.seqused_k = (const int32_t *)(device_memory + 32);
+    expect_status(&p, FC_OK, NULL);
+    p = varlen_params(); p.lse = (float *)device_memory;   /* [heads_q, tokens] */
+    expect_status(&p, FC_OK, NULL);
+
+    /* dense with seqused_k: strides as ever, lengths the tensors' */
+    p = valid_params();
+    p.seqused_k = (const int32_t *)device_memory;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_true(!problem.varlen && problem.seqused && problem.q_stride[0] == 100 * 8 * 64);
+    assert_int_equal(problem.max_seqlen_k, 300);
+}
+
+/* The window resolves against the longest sequence; the grid follows max_seqlen_q; the variant
+ * carries the switch, and the Hopper kernel declines it with its reason. */
+static void test_varlen_plans(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = varlen_params();
+    p.window_left = 350;   /* below max_seqlen_k - 1: a window, though < seqlen_k (900) */
+    struct fc_problem problem;
+    struct fc_plan plan;
+    char msg[512] = "";
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_true(problem.mask.window);
+    p.window_left = 399;   /* max_seqlen_k - 1: no window for any sequence */
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_false(problem.mask.window);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_true(plan.variant.varlen);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM80);
+    assert_non_null(plan.declined);
+    assert_non_null(strstr(plan.declined, "per-sequence lengths"));
+    assert_int_equal(plan.m_blocks, (300 + plan.variant.block_m - 1) / plan.variant.block_m);
+    assert_int_equal(plan.grid, (unsigned)(plan.m_blocks * 3 * 8));
+    char name[FC_VARIANT_NAME_MAX];
+    struct fc_variant parsed;
+    fc_variant_name(&plan.variant, name);
+    assert_non_null(strstr(name, "_var_"));
+    assert_int_equal(fc_variant_parse_name(name, &parsed), 0);
+    assert_int_equal(fc_variant_compare(&parsed, &plan.variant), 0);
+    struct fc_plan_override forced;
+    assert_int_equal(fc_plan_override_parse("sm90", &forced), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "per-sequence lengths"));
+    /* decode: max_seqlen_q x (heads_q / heads_kv) <= 16 */
+    p.max_seqlen_q = 4;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
+    assert_true(plan.variant.varlen);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -754,6 +866,8 @@ int main(void)
         cmocka_unit_test(test_old_callers_get_the_defaults_of_newer_fields),
         cmocka_unit_test(test_initializers_write_only_the_callers_struct),
         cmocka_unit_test(test_window_resolves_into_the_mask),
+        cmocka_unit_test(test_varlen_rules),
+        cmocka_unit_test(test_varlen_plans),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };

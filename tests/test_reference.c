@@ -61,7 +61,7 @@ static void make(struct setup *s, int seqlen_q, int seqlen_k, int causal, int le
         s->sinks[h] = (float)fc_random_normal(&random) * sink_scale;
     s->host = (struct fc_host_problem){p->dtype, p->batch, seqlen_q, seqlen_k, p->heads_q, p->heads_kv,
                                        p->head_dim, problem.mask, problem.softmax_scale, s->q, s->k, s->v,
-                                       sink_scale != 0.f ? s->sinks : NULL, p->softcap};
+                                       sink_scale != 0.f ? s->sinks : NULL, p->softcap, NULL, NULL, NULL};
 }
 
 /* Whether row i sees key j, from flashcore.h's words: around the diagonal d = i + Sk - Sq. */
@@ -200,11 +200,102 @@ static void test_rows_without_keys_and_large_sinks(void **state)
     free(s);
 }
 
+
+/* A ragged batch (lengths 0 included) and seqused_k: each sequence's rows as the varlen host
+ * problem computes them equal the rows of that sequence alone as a dense problem of its own
+ * lengths (causal bottom-right aligned on them, a window too); seqused_k keys as a shorter one. */
+#define VARLEN_SEQUENCES 5
+static void check_varlen(int causal, int left)
+{
+    static const int lens_q[VARLEN_SEQUENCES] = {7, 0, 1, 20, 13}, lens_k[VARLEN_SEQUENCES] = {9, 5, 0, 20, 30};
+    static const int used_k[VARLEN_SEQUENCES] = {9, 3, 0, 17, 1};
+    enum { HQ = 4, HKV = 2, D = 16 };
+    static uint16_t q[64 * HQ * D], k[90 * HKV * D], v[90 * HKV * D];
+    int32_t cu_q[VARLEN_SEQUENCES + 1] = {0}, cu_k[VARLEN_SEQUENCES + 1] = {0};
+    for (int b = 0; b < VARLEN_SEQUENCES; b++) {
+        cu_q[b + 1] = cu_q[b] + lens_q[b];
+        cu_k[b + 1] = cu_k[b] + lens_k[b];
+    }
+    struct fc_random random;
+    fc_random_seed(&random, 77);
+    for (size_t i = 0; i < sizeof q / 2; i++)
+        q[i] = fc_float_to_bf16((float)fc_random_normal(&random));
+    for (size_t i = 0; i < sizeof k / 2; i++) {
+        k[i] = fc_float_to_bf16((float)fc_random_normal(&random));
+        v[i] = fc_float_to_bf16((float)fc_random_normal(&random));
+    }
+    struct fc_attention_params p;
+    fc_attention_params_init(&p);
+    p.dtype = FC_BF16;
+    p.batch = VARLEN_SEQUENCES;
+    p.seqlen_q = cu_q[VARLEN_SEQUENCES] + 3;   /* three tokens of no sequence */
+    p.seqlen_k = cu_k[VARLEN_SEQUENCES];
+    p.max_seqlen_q = 20;
+    p.max_seqlen_k = 30;
+    p.heads_q = HQ;
+    p.heads_kv = HKV;
+    p.head_dim = D;
+    p.causal = causal;
+    p.window_left = left;
+    struct fc_problem problem;
+    char msg[512];
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    for (int used = 0; used < 2; used++) {
+        const struct fc_host_problem varlen = {FC_BF16, p.batch, p.seqlen_q, p.seqlen_k, HQ, HKV, D, problem.mask,
+                                               problem.softmax_scale, q, k, v, NULL, 0.f, cu_q, cu_k,
+                                               used ? used_k : NULL};
+        for (int b = 0; b < VARLEN_SEQUENCES; b++) {
+            const struct fc_host_sequence seq = fc_host_sequence_of(&varlen, b);
+            assert_int_equal(seq.len_k, used ? used_k[b] : lens_k[b]);
+            /* the sequence alone: dense, batch 1, its own lengths (keys: the used ones) */
+            struct fc_attention_params one = p;
+            one.batch = 1;
+            one.seqlen_q = lens_q[b] > 0 ? lens_q[b] : 1;
+            one.seqlen_k = seq.len_k > 0 ? seq.len_k : 1;
+            one.max_seqlen_q = one.max_seqlen_k = 0;
+            struct fc_problem alone;
+            assert_int_equal(fc_problem_shape(&one, &alone, msg, sizeof msg), FC_OK);
+            const struct fc_host_problem dense = {FC_BF16, 1, one.seqlen_q, one.seqlen_k, HQ, HKV, D, alone.mask,
+                                                  alone.softmax_scale, q + (size_t)cu_q[b] * HQ * D,
+                                                  k + (size_t)cu_k[b] * HKV * D, v + (size_t)cu_k[b] * HKV * D,
+                                                  NULL, 0.f, NULL, NULL, NULL};
+            for (int h = 0; h < HQ; h++)
+                for (int i = 0; i < lens_q[b]; i++) {
+                    double scratch[2 * 128], values[4 * D];
+                    struct fc_row_reference got = {0, 0, values, values + D}, want = {0, 0, values + 2 * D, values + 3 * D};
+                    fc_reference_row(&varlen, b, h, i, &got, scratch);
+                    if (seq.len_k == 0) {   /* no key: out 0, lse -inf */
+                        assert_int_equal(got.visible_keys, 0);
+                        assert_true(isinf(got.lse) && got.lse < 0);
+                        continue;
+                    }
+                    fc_reference_row(&dense, 0, h, i, &want, scratch);
+                    assert_int_equal(got.visible_keys, want.visible_keys);
+                    assert_true(got.lse == want.lse || (isinf(got.lse) && isinf(want.lse)));
+                    for (int d = 0; d < D; d++) {
+                        assert_true(got.out[d] == want.out[d]);
+                        assert_true(got.native[d] == want.native[d]);
+                    }
+                }
+        }
+    }
+}
+
+static void test_varlen_is_each_sequence_alone(void **state)
+{
+    (void)state;
+    check_varlen(0, -1);
+    check_varlen(1, -1);
+    check_varlen(1, 4);
+    check_varlen(0, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_follows_the_public_semantics),
         cmocka_unit_test(test_rows_without_keys_and_large_sinks),
+        cmocka_unit_test(test_varlen_is_each_sequence_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,9 @@
 #                              sanitizer on $SANITIZE_VARIANT, tile sweep, quick bench on each
 #   tools/gpu-host.sh masks    windows, sinks, softcaps: gpu suite, tools/check.py's features matrix
 #                              with each family forced, sanitizers with them, tools/bench_masks.py
+#   tools/gpu-host.sh varlen   varlen batches and seqused_k (issue 13), correctness only, side by side:
+#                              precompile, fcjit run over ragged batches with each family forced,
+#                              the gpu suite's varlen test, memcheck on a varlen set
 #   tools/gpu-host.sh python   the flashcore package from python/ on the carried library (no pip):
 #                              the GPU pytest suite, host time per call (op, ctypes, C, peers),
 #                              `bench.py --report` on three rows into $OUT/report-smoke, the CPU suite
@@ -91,6 +94,34 @@ sanitize() {   # every tool must exit 0 (--error-exitcode makes any finding nonz
                 local rc=$?
                 echo "$tool D=$d ${c:-full}: exit $rc; $(grep -E 'SUMMARY' /tmp/sanitizer.out | tr -s ' ')"
                 [ $rc -eq 0 ] || { failed=1; cat /tmp/sanitizer.out; }
+            done
+        done
+    done
+    return $failed
+}
+
+varlen_runs() {   # fcjit run on ragged batches, each family in $VARLEN_FAMILIES forced; exit 1 on any failure
+    local family d c g dt u failed=0 lens lens_k used
+    for family in ${VARLEN_FAMILIES:-reference sm80 decode}; do
+        for d in ${VARLEN_DIMS:-64 128 192 256}; do
+            for c in "" --causal; do
+                for g in 1 4 8; do
+                    for dt in f16 bf16; do
+                        if [ "$family" = decode ]; then   # one query per sequence: decode's packed rows
+                            lens=1,0,1,1,1,1,1; lens_k=4999,7,0,1,128,777,3000; used=4000,7,0,1,100,777,2999
+                        else
+                            lens=129,0,1,5000,64,300,17; lens_k=200,5,0,5000,63,300,1000; used=150,5,0,4999,1,300,999
+                        fi
+                        for u in "" "--seqused-k $used"; do
+                            "$FCJIT" --db "$DB" --json run --variant $family --varlen $lens --varlen-k $lens_k $u \
+                                --heads-q $((2 * g)) --heads-kv 2 --head-dim $d --dtype $dt $c \
+                                --check-rows 384 --iters 2 --warmup 0 > /tmp/varlen.out 2>&1
+                            local rc=$?
+                            echo "$family D=$d ${c:-full} GQA $g $dt ${u:+seqused}: exit $rc $(grep -o '"passed": [a-z]*' /tmp/varlen.out)"
+                            [ $rc -eq 0 ] || { failed=1; cat /tmp/varlen.out; }
+                        done
+                    done
+                done
             done
         done
     done
@@ -185,7 +216,7 @@ export_tuning() {   # every measurement of $DB and its winners, to $OUT
 }
 
 export -f decode_tiles sanitize_decode decode_profile export_tuning
-export -f run_shapes host_costs sanitize tiles profile check_variants bench_variants
+export -f varlen_runs run_shapes host_costs sanitize tiles profile check_variants bench_variants
 
 case "${1:-check}" in
 check)
@@ -250,6 +281,17 @@ masks-checks)   # windows, sinks and softcaps, correctness only, side by side (f
     step python-gpu 400 "FC_TUNING_DB=\$DB python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py" &
     step memcheck 400 "SANITIZE_TOOLS=memcheck SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--window-left 40 --sinks 5 \
         --softcap 30' sanitize" &
+    wait
+    ;;
+varlen)   # varlen batches and seqused_k (issue 13), correctness only, side by side (one 10-minute call)
+    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
+    step gpu-varlen 540 "FC_GPU_TESTS='test_varlen*' .carry/bin/test_gpu" &
+    for family in reference sm80 decode; do
+        step varlen-$family 540 "VARLEN_FAMILIES=$family varlen_runs | tail -60" &
+    done
+    step memcheck 400 "SANITIZE_TOOLS=memcheck SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--varlen 129,0,1,77 \
+        --varlen-k 200,5,0,300 --seqused-k 150,5,0,299' sanitize; SANITIZE_TOOLS=memcheck SANITIZE_DIMS=128 \
+        SANITIZE_FLAGS='--varlen 1,0,1 --varlen-k 3000,4,0 --seqused-k 2000,4,0' sanitize" &
     wait
     ;;
 masks)   # windows, sinks and softcaps (issue 14): each family forced, sanitizers, then their speed

@@ -80,6 +80,12 @@ class AttentionParams(ctypes.Structure):
         ("window_right", ctypes.c_int),
         ("sinks", ctypes.c_void_p),         # const float *, [heads_q]; NULL: none
         ("softcap", ctypes.c_float),        # 0: none
+        # varlen and seqused_k (src/flashcore.h); 0/NULL: a dense batch. TODO: the op does not set them yet.
+        ("cu_seqlens_q", ctypes.c_void_p),  # const int32_t *, [batch + 1]
+        ("cu_seqlens_k", ctypes.c_void_p),
+        ("max_seqlen_q", ctypes.c_int),     # > 0: varlen
+        ("max_seqlen_k", ctypes.c_int),
+        ("seqused_k", ctypes.c_void_p),     # const int32_t *, [batch]; NULL: all keys
     ]
 
 

@@ -32,6 +32,10 @@ static const char HELP[] =
     "  --softcap X        logit soft-capping: scores s -> X tanh(s / X) (default 0: none)\n"
     "  --sinks M          attention sinks, one logit per query head: N(0, 1) x M (run: random; plan and\n"
     "                     explain: a run-time input of every kernel, no other kernel)\n"
+    "  --varlen L,L,...   a ragged (varlen) batch: each sequence's query count, 0 allowed (sets --batch;\n"
+    "                     tensors packed [tokens, heads, head_dim], plus 5 tokens of no sequence)\n"
+    "  --varlen-k L,...   ... and each one's key count (default: the query counts)\n"
+    "  --seqused-k U,...  keys used per sequence (a KV cache's filled length), varlen or dense\n"
     "%s";
 
 static const char PLAN_HELP[] =
@@ -52,8 +56,12 @@ static const char RUN_HELP[] =
     "exit 1 if the check fails; the rule is BENCH.md's: max|out-ref| <= 2*err_native + 1e-5,\n"
     "where err_native is what PyTorch's math path in the same dtype gets wrong; lse within 1e-3.\n";
 
+#define MAX_SEQUENCES 4096
+
 struct run_options {
     struct fc_attention_params params;
+    int lens_q[MAX_SEQUENCES], lens_k[MAX_SEQUENCES], used_k[MAX_SEQUENCES];   /* --varlen, --varlen-k, --seqused-k */
+    int count_q, count_k, count_used;
     float sinks;               /* --sinks: their magnitude; 0 = none */
     int device, iters, warmup, check_rows, check, want_lse, host_calls;
     int arch, arch_specific;   /* plan --arch */
@@ -63,7 +71,27 @@ struct run_options {
 
 enum { O_BATCH = 256, O_SEQLEN, O_SEQLEN_Q, O_SEQLEN_K, O_HEADS, O_HEADS_Q, O_HEADS_KV, O_HEAD_DIM, O_DTYPE,
        O_CAUSAL, O_SCALE, O_DEVICE, O_ITERS, O_WARMUP, O_CHECK_ROWS, O_NO_CHECK, O_NO_LSE, O_SEED, O_HOST_CALLS,
-       O_VARIANT, O_ARCH, O_WINDOW_LEFT, O_WINDOW_RIGHT, O_SINKS, O_SOFTCAP };
+       O_VARIANT, O_ARCH, O_WINDOW_LEFT, O_WINDOW_RIGHT, O_SINKS, O_SOFTCAP, O_VARLEN, O_VARLEN_K, O_SEQUSED_K };
+
+/* A comma-separated list of lengths >= 0 into out (at most MAX_SEQUENCES); its count, or -1. */
+static int parse_lengths(const char *command, const char *name, const char *text, int *out)
+{
+    int count = 0;
+    for (const char *p = text; *p; count++) {
+        char *end;
+        long value = strtol(p, &end, 10);
+        if (end == p || value < 0 || value > INT_MAX / 2 || (*end && *end != ',') || count == MAX_SEQUENCES) {
+            fprintf(stderr, "fcjit %s: --%s takes up to %d comma-separated lengths >= 0, not '%s'\n", command, name,
+                    MAX_SEQUENCES, text);
+            return -1;
+        }
+        out[count] = (int)value;
+        p = *end ? end + 1 : end;
+    }
+    if (!count)
+        fprintf(stderr, "fcjit %s: --%s needs at least one length\n", command, name);
+    return count ? count : -1;
+}
 
 /* Option --name (its value in optarg) of `command`: an integer >= min. */
 static int at_least(const char *command, const char *name, int min, int *out)
@@ -89,6 +117,9 @@ static int parse_one(int c, const char *command, struct run_options *o)
     case O_SCALE: return fcjit_parse_float(command, "scale", optarg, &p->softmax_scale);
     case O_SINKS: return fcjit_parse_float(command, "sinks", optarg, &o->sinks);
     case O_SOFTCAP: return fcjit_parse_float(command, "softcap", optarg, &p->softcap);
+    case O_VARLEN: return (o->count_q = parse_lengths(command, "varlen", optarg, o->lens_q)) < 0;
+    case O_VARLEN_K: return (o->count_k = parse_lengths(command, "varlen-k", optarg, o->lens_k)) < 0;
+    case O_SEQUSED_K: return (o->count_used = parse_lengths(command, "seqused-k", optarg, o->used_k)) < 0;
     case O_DEVICE: return at_least(command, "device", 0, &o->device);
     case O_ITERS: return at_least(command, "iters", 1, &o->iters);
     case O_WARMUP: return at_least(command, "warmup", 0, &o->warmup);
@@ -116,6 +147,58 @@ static int parse_one(int c, const char *command, struct run_options *o)
     }
 }
 
+/* The sizes --varlen, --varlen-k and --seqused-k give, as check.c lays the tensors out: the
+ * totals plus FC_CHECK_PAD_TOKENS tokens of no sequence, the longest sequence's lengths. */
+static int apply_sequences(const char *command, struct run_options *o)
+{
+    struct fc_attention_params *p = &o->params;
+    static const int32_t PLANNED = 0;   /* planning reads no pointer: seqused_k's non-NULL-ness is what counts */
+    if (o->count_k && !o->count_q) {
+        fprintf(stderr, "fcjit %s: --varlen-k needs --varlen (the query lengths)\n", command);
+        return -1;
+    }
+    if (o->count_q) {
+        if (o->count_k && o->count_k != o->count_q) {
+            fprintf(stderr, "fcjit %s: --varlen has %d lengths but --varlen-k %d\n", command, o->count_q, o->count_k);
+            return -1;
+        }
+        if (!o->count_k) {
+            memcpy(o->lens_k, o->lens_q, sizeof o->lens_k);
+            o->count_k = o->count_q;
+        }
+        long long total_q = 0, total_k = 0;
+        p->batch = o->count_q;
+        p->max_seqlen_q = p->max_seqlen_k = 1;
+        for (int b = 0; b < o->count_q; b++) {
+            total_q += o->lens_q[b];
+            total_k += o->lens_k[b];
+            p->max_seqlen_q = o->lens_q[b] > p->max_seqlen_q ? o->lens_q[b] : p->max_seqlen_q;
+            p->max_seqlen_k = o->lens_k[b] > p->max_seqlen_k ? o->lens_k[b] : p->max_seqlen_k;
+        }
+        if (total_q + FC_CHECK_PAD_TOKENS > INT_MAX || total_k + FC_CHECK_PAD_TOKENS > INT_MAX) {
+            fprintf(stderr, "fcjit %s: the sequences' total length passes %d tokens\n", command, INT_MAX);
+            return -1;
+        }
+        p->seqlen_q = (int)total_q + FC_CHECK_PAD_TOKENS;
+        p->seqlen_k = (int)total_k + FC_CHECK_PAD_TOKENS;
+    }
+    if (o->count_used) {
+        if (o->count_used != p->batch) {
+            fprintf(stderr, "fcjit %s: --seqused-k has %d lengths for %d sequences (--batch or --varlen)\n", command,
+                    o->count_used, p->batch);
+            return -1;
+        }
+        for (int b = 0; b < o->count_used; b++)
+            if (o->used_k[b] > (o->count_q ? o->lens_k[b] : p->seqlen_k)) {
+                fprintf(stderr, "fcjit %s: --seqused-k: sequence %d uses %d keys of its %d\n", command, b,
+                        o->used_k[b], o->count_q ? o->lens_k[b] : p->seqlen_k);
+                return -1;
+            }
+        p->seqused_k = &PLANNED;
+    }
+    return 0;
+}
+
 /* Returns 0 to go on, 1 after --help, -1 on a usage error. */
 static int parse_options(int argc, char **argv, const char *command, struct run_options *o)
 {
@@ -128,7 +211,8 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
         {"no-check", 0, 0, O_NO_CHECK}, {"no-lse", 0, 0, O_NO_LSE}, {"seed", 1, 0, O_SEED},
         {"host-calls", 1, 0, O_HOST_CALLS}, {"variant", 1, 0, O_VARIANT}, {"arch", 1, 0, O_ARCH},
         {"window-left", 1, 0, O_WINDOW_LEFT}, {"window-right", 1, 0, O_WINDOW_RIGHT}, {"sinks", 1, 0, O_SINKS},
-        {"softcap", 1, 0, O_SOFTCAP},
+        {"softcap", 1, 0, O_SOFTCAP}, {"varlen", 1, 0, O_VARLEN}, {"varlen-k", 1, 0, O_VARLEN_K},
+        {"seqused-k", 1, 0, O_SEQUSED_K},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -156,7 +240,7 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
         fprintf(stderr, "fcjit %s: unexpected argument '%s'\n", command, argv[optind]);
         return -1;
     }
-    return 0;
+    return apply_sequences(command, o);
 }
 
 static void print_shape(const struct run_options *o)
@@ -170,16 +254,22 @@ static void print_shape(const struct run_options *o)
         printf(" sinks %g", o->sinks);
     if (p->softcap != 0.f)
         printf(" softcap %g", p->softcap);
+    if (o->count_q)
+        printf(" varlen (%d sequences, %d/%d tokens, longest %d/%d)", p->batch, p->seqlen_q - FC_CHECK_PAD_TOKENS,
+               p->seqlen_k - FC_CHECK_PAD_TOKENS, p->max_seqlen_q, p->max_seqlen_k);
+    if (o->count_used)
+        printf(" seqused_k");
 }
 
 /* What of the mask and the scores a plan's kernel takes at compile time and what at run time. */
 static void features(const struct fc_plan *plan, const struct run_options *o, char *out, size_t size)
 {
     const struct fc_variant *v = &plan->variant;
-    snprintf(out, size, "%s%s%s%s", v->causal ? "causal" : "no causal mask",
+    snprintf(out, size, "%s%s%s%s%s", v->causal ? "causal" : "no causal mask",
              v->window ? ", sliding window (bounds at run time)" : ", no window",
              v->softcap ? ", softcap (tanh compiled in, the cap at run time)" : ", no softcap",
-             o->sinks != 0.f ? ", sinks (run time)" : ", no sinks");
+             o->sinks != 0.f ? ", sinks (run time)" : ", no sinks",
+             v->varlen ? ", per-sequence lengths (varlen / seqused_k, read on the device)" : "");
 }
 
 /* The shape rules, checked before any GPU is looked for, so that bad input says 2 everywhere. */
@@ -257,7 +347,7 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
     struct fc_problem problem;
     struct fc_plan plan;
     char reason[sizeof ((struct fc_plan_info *)0)->reason], kernel[FC_VARIANT_NAME_MAX] = "";
-    char heuristic_name[FC_VARIANT_NAME_MAX] = "", bucket[FC_BUCKET_NAME_MAX] = "", mask[128] = "";
+    char heuristic_name[FC_VARIANT_NAME_MAX] = "", bucket[FC_BUCKET_NAME_MAX] = "", mask[256] = "";
     status = fc_context_plan(ctx, &o.params, &problem, &plan, fc_context_message(ctx));
     if (status == FC_OK) {   /* the plan the forward call makes, with the heuristic's choice beside it */
         fc_variant_name(&plan.variant, kernel);
@@ -473,7 +563,8 @@ static int run_on_device(struct fc_context *ctx, const struct fcjit_globals *g, 
     const struct fc_cuda_api *cu = ctx->cuda;
     struct fc_check_case c = {.shape = o->params, .layout = FC_LAYOUT_PACKED, .want_lse = o->want_lse,
                               .check_rows = o->check ? o->check_rows : 2, .seed = o->seed,
-                              .sinks_magnitude = o->sinks};
+                              .sinks_magnitude = o->sinks, .lens_q = o->count_q ? o->lens_q : NULL,
+                              .lens_k = o->count_q ? o->lens_k : NULL, .used_k = o->count_used ? o->used_k : NULL};
     struct fc_check_run run;
     struct timings t = {0};
     struct fc_error_stats stats = {0};

@@ -204,7 +204,7 @@ static enum fc_status plan_work(int arch, int arch_specific, struct work *w)
     for (size_t v = 0; v < w->variants.count; v++) {
         const struct fc_variant *c = &w->variants.items[v];
         /* buckets have no window or softcap: such a candidate would be measured as another kernel */
-        if (c->arch == arch && c->arch_specific == arch_specific && !c->window && !c->softcap)
+        if (c->arch == arch && c->arch_specific == arch_specific && !c->window && !c->softcap && !c->varlen)
             w->on_arch[on_arch++] = (struct candidate){(int)c->dtype, c->head_dim, c->causal, v};
     }
     qsort(w->on_arch, on_arch, sizeof *w->on_arch, compare_candidates);
