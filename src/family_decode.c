@@ -124,6 +124,15 @@ static void choose_splits(const struct fc_problem *problem, const struct fc_targ
 static enum fc_status launch_shape(const struct fc_problem *problem, const struct fc_target *target,
                                    struct fc_plan *plan, char *msg, size_t size)
 {
+    /* the selector's rule, here too for a forced variant: the kernel computes one 16-row tile of
+     * packed rows and would leave the rest unwritten */
+    const long long packed_rows = (long long)problem->max_seqlen_q * (problem->heads_q / problem->heads_kv);
+    if (packed_rows > ROWS) {
+        snprintf(msg, size, "the decode kernel packs the query heads of a K/V head and their rows into one %d-row "
+                 "tile: this problem has %lld (%d query rows x %d heads per K/V head)", ROWS, packed_rows,
+                 problem->max_seqlen_q, problem->heads_q / problem->heads_kv);
+        return FC_ERR_UNSUPPORTED;
+    }
     choose_splits(problem, target, plan);
     const long long grid = (long long)plan->splits * problem->heads_kv * problem->batch;
     if (grid > GRID_X_MAX) {   /* splits <= 128, so no overflow in 64 bits */

@@ -414,6 +414,8 @@ static int run_varlen_on(struct fc_context *context, int decode_only)
     struct fc_check_case c = make_case(1, 128, FC_F16, 1);
     static const int USED[] = {0, 129, 64};
     c.used_k = USED;
+    if (decode_only)   /* 4 query rows x 4 heads per K/V head: the decode tile's 16 rows exactly */
+        c.shape.seqlen_q = 4;
     failures += run_and_report(context, &c);
     c = make_case(8, 128, FC_BF16, 0);   /* B=2, Sq=1, Sk=1000, decode-shaped */
     static const int USED_DECODE[] = {999, 1};

@@ -844,6 +844,12 @@ static void test_varlen_plans(void **state)
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
     assert_true(plan.variant.varlen);
+    /* forced, decode still takes no more packed rows than its tile: 5 x 4 = 20 */
+    p.max_seqlen_q = 5;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_override_parse("decode", &forced), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "16-row tile: this problem has 20"));
 }
 
 int main(void)
