@@ -101,7 +101,8 @@ sanitize() {   # every tool must exit 0 (--error-exitcode makes any finding nonz
 }
 
 varlen_runs() {   # fcjit run on ragged batches, each family in $VARLEN_FAMILIES forced; exit 1 on any failure
-    local family d c g dt u failed=0 lens lens_k used
+    local family d c g dt u failed=0 lens lens_k used out
+    out=$(mktemp)   # one per call: the families run side by side
     for family in ${VARLEN_FAMILIES:-reference sm80 decode}; do
         for d in ${VARLEN_DIMS:-64 128 192 256}; do
             for c in "" --causal; do
@@ -115,16 +116,17 @@ varlen_runs() {   # fcjit run on ragged batches, each family in $VARLEN_FAMILIES
                         for u in "" "--seqused-k $used"; do
                             "$FCJIT" --db "$DB" --json run --variant $family --varlen $lens --varlen-k $lens_k $u \
                                 --heads-q $((2 * g)) --heads-kv 2 --head-dim $d --dtype $dt $c \
-                                --check-rows 384 --iters 2 --warmup 0 > /tmp/varlen.out 2>&1
+                                --check-rows 384 --iters 2 --warmup 0 > "$out" 2>&1
                             local rc=$?
-                            echo "$family D=$d ${c:-full} GQA $g $dt ${u:+seqused}: exit $rc $(grep -o '"passed": [a-z]*' /tmp/varlen.out)"
-                            [ $rc -eq 0 ] || { failed=1; cat /tmp/varlen.out; }
+                            echo "$family D=$d ${c:-full} GQA $g $dt ${u:+seqused}: exit $rc $(grep -o '"passed": [a-z]*' "$out")"
+                            [ $rc -eq 0 ] || { failed=1; cat "$out"; }
                         done
                     done
                 done
             done
         done
     done
+    rm -f "$out"
     return $failed
 }
 
