@@ -34,8 +34,10 @@ def test_the_op_is_registered_with_its_schema(torch):
     op = torch.ops.flashcore.attention.default
     assert str(op._schema) == ("flashcore::attention(Tensor q, Tensor k, Tensor v, bool causal, "
                                "float? softmax_scale, bool return_lse, SymInt window_left=-1, "
-                               "SymInt window_right=-1, Tensor? sinks=None, float? softcap=None) "
-                               "-> (Tensor, Tensor)")
+                               "SymInt window_right=-1, Tensor? sinks=None, float? softcap=None, "
+                               "Tensor? cu_seqlens_q=None, Tensor? cu_seqlens_k=None, "
+                               "SymInt max_seqlen_q=0, SymInt max_seqlen_k=0, "
+                               "Tensor? seqused_k=None) -> (Tensor, Tensor)")
 
 
 @pytest.mark.parametrize("q_shape, kv_shape, causal, return_lse", CASES)
