@@ -411,6 +411,9 @@ def _length(value):
 
 def _host_length(name, value):
     """A max_seqlen: a host int (a Python int, numpy's, or torch.compile's SymInt), never a tensor."""
+    # NOTE: ints first, by isinstance alone: torch.compile traces this (a SymInt counts as an int).
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
     if is_tensor(value):
         raise ArgumentError(f"{name} must be a Python int, not a tensor: FlashCore never reads a "
                             "length back from the device (that would synchronize with it and break "

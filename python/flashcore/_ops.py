@@ -48,12 +48,12 @@ def _check_inputs(q, k, v, fake, sinks=None, sequences=_binding.DENSE):
             raise ArgumentError(f"{name}: the last dimension must be contiguous (stride 1), "
                                 f"not stride {tensor.stride(-1)}")
     _binding.check_shapes(q.shape, k.shape, v.shape, sequences.varlen)
+    _binding.check_sequences(sequences, q.shape[0], q.device)
     allowed = ("cuda", "meta") if fake else ("cuda",)
     if q.device.type not in allowed:
         raise ArgumentError(f"the tensors are on {q.device}: flashcore.attention runs on CUDA "
                             "tensors")
     _binding.check_sinks(sinks, q.shape[-2], q.device)
-    _binding.check_sequences(sequences, q.shape[0], q.device)
 
 
 def _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k):
