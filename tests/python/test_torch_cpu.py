@@ -592,3 +592,49 @@ def test_launch_keeps_one_struct_per_varlen_problem(torch):
                                                        "cannot exceed"):
         context.launch(q, k, v, out, None, True, None, 0, sequences=too_long)
     context.close()
+
+
+def test_check_varlen_reference_and_judge_on_the_cpu(torch):
+    """tools/check_varlen.py's per-sequence reference against the loops, on a ragged batch with an
+    empty sequence, a sequence without keys, seqused_k, a window and slack tokens; and its judge
+    failing a write into the slack and a NaN in a sequence."""
+    import math
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    import check_varlen
+
+    torch.manual_seed(7)
+    case = check_varlen.VarlenCase("f16", 16, True, 4, 2, (5, 0, 3, 9), (7, 2, 0, 6), (4, 2, 0, 6),
+                                   (3, 0), 2, 3)
+    inputs = check_varlen.allocate(case, "cpu")
+    check_varlen.load(case, inputs)
+    assert bool(torch.isnan(inputs.q[17:]).all()) and bool(torch.isnan(inputs.k[15:]).all())
+    assert bool(torch.isnan(inputs.k[4:7]).all())   # sequence 0's keys past seqused_k
+    assert inputs.cu_seqlens_q.tolist() == [0, 5, 5, 8, 17] and inputs.seqused_k.tolist() == [4, 2, 0, 6]
+    out, lse, err_pt, has_key = check_varlen.reference(case, inputs)
+    scale = 16 ** -0.5
+    cu_q, cu_k = check_varlen.starts(case.lens_q), check_varlen.starts(case.lens_k)
+    for b, len_q in enumerate(case.lens_q):
+        rows, keys = slice(cu_q[b], cu_q[b] + len_q), slice(cu_k[b], cu_k[b] + case.keys_used(b))
+        expected, expected_lse = naive_attention(torch, inputs.q[rows][None], inputs.k[keys][None],
+                                                 inputs.v[keys][None], True, scale, (3, 0), None, None)
+        assert torch.allclose(out[rows], expected[0], atol=1e-6)
+        assert torch.equal(torch.isneginf(lse[:, rows]), torch.isneginf(expected_lse[0]))
+    assert not bool(has_key[8:11].any()) and bool(has_key[11:17].all())   # 9 queries, 6 keys
+    assert not bool(has_key[5:8].any())                         # sequence 2 has no key at all
+    assert bool(torch.isnan(out[17:]).all()) and 0 < err_pt < 0.05
+
+    ours = torch.full_like(inputs.out, math.nan)
+    ours_lse = torch.full_like(inputs.lse, math.nan)
+    ours[:17], ours_lse[:, :17] = out[:17].half(), lse[:, :17].float()
+    stats, failures = check_varlen.judge(case, (("out", ours),), ours_lse, (out, lse, err_pt, has_key))
+    assert not failures, failures
+    ours[17] = 0
+    ours[3, 1, 0] = math.nan
+    _, failures = check_varlen.judge(case, (("out", ours),), ours_lse, (out, lse, err_pt, has_key))
+    assert any("tokens of no sequence" in f for f in failures) and any("NaN/Inf" in f for f in failures)
+    _, failures = check_varlen.judge(case, (("out", ours),), ours_lse, (out, lse, err_pt, has_key),
+                                     poisoned=False)
+    assert not any("tokens of no sequence" in f for f in failures)
