@@ -6,15 +6,18 @@ PyTorch's own (the same attention in the input dtype, the standard way) plus 1e-
 off by 1e-3. Query rows that see no key must come out exactly 0 with lse -inf (their sink, with
 sinks). Then the call is repeated and every output must be bit-identical to the first.
 
-Two matrices: the base one (head dims x dtypes x causal x awkward shapes) and the features one
+Three matrices: the base one (head dims x dtypes x causal x awkward shapes), the features one
 (sliding windows, attention sinks, logit softcap, and their combinations with GQA, the LSE and
-split-KV decode, on the same head dims and dtypes).
+split-KV decode, on the same head dims and dtypes), and the varlen one (random ragged batches and
+seqused_k, with a CUDA-graph case: tools/check_varlen.py; not part of "all").
 
     python3 tools/check.py                          # ~440 cases, the selector's kernels
     python3 tools/check.py --quick                  # ~60 cases
     python3 tools/check.py --families reference,sm80,sm90,decode --matrix features
                                                     # each family forced (FC_FORCE_VARIANT), on
                                                     # the cases it takes
+    python3 tools/check.py --matrix varlen --families sm80,decode --repeats 20
+                                                    # ragged batches, seqused_k, a CUDA graph
 
 Prints one line per case and closes with "N passed, M failed"; exits 1 if any case failed.
 """
@@ -410,9 +413,13 @@ def run_case(context, case, repeats):
     return row
 
 
-def build_cases(head_dims, quick, matrix="all"):
+def build_cases(head_dims, quick, matrix="all", seed=0):
     """The base matrix (head dims x dtypes x causal x shapes) and the features one (head dims x
-    dtypes x FEATURES), or one of them."""
+    dtypes x FEATURES), or one of them, or the varlen one (drawn from seed)."""
+    if matrix == "varlen":
+        import check_varlen
+
+        return check_varlen.build_cases(head_dims, quick, seed)
     shapes = QUICK_SHAPES if quick else SHAPES
     base = [Case(dtype, head_dim, causal, shape)
             for head_dim in head_dims for dtype in DTYPE_NAMES for causal in (False, True)
@@ -456,8 +463,9 @@ def parse_args(argv):
     parser.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="torch.manual_seed (default 0)")
     parser.add_argument("--json", metavar="PATH", help="write every case's row here")
-    parser.add_argument("--matrix", choices=("all", "base", "features"), default="all",
-                        help="the base matrix, the features one (windows, sinks, softcap), or both")
+    parser.add_argument("--matrix", choices=("all", "base", "features", "varlen"), default="all",
+                        help="the base matrix, the features one (windows, sinks, softcap), both "
+                             "(all), or the varlen one (ragged batches, seqused_k, a CUDA graph)")
     parser.add_argument("--families", type=lambda text: text.split(","), default=[None],
                         help="comma-separated families to force in turn through FC_FORCE_VARIANT "
                              "(reference, sm80, sm90, decode, or any FC_FORCE_VARIANT value), each "
@@ -486,25 +494,38 @@ def main(argv=None):
     torch.cuda.set_device(args.device)
     torch.manual_seed(args.seed)
     head_dims = args.head_dims or (QUICK_HEAD_DIMS if args.quick else HEAD_DIMS)
-    cases = build_cases(head_dims, args.quick, args.matrix)
+    cases = build_cases(head_dims, args.quick, args.matrix, args.seed)
+    varlen = args.matrix == "varlen"
+    if varlen:
+        import check_varlen
+    takes = check_varlen.family_takes if varlen else family_takes
+    run = check_varlen.run_case if varlen else run_case
     print(f"FlashCore {flashcore.version()} ({flashcore.library_path()}) on "
           f"{torch.cuda.get_device_name(args.device)}, "
           f"torch {torch.__version__}: {len(cases)} cases, {args.repeats} runs each", flush=True)
 
     rows = []
     for family in args.families:
-        taken = [case for case in cases if family_takes(family and family.split(":")[0], case)]
+        taken = [case for case in cases if takes(family and family.split(":")[0], case)]
         if family is not None:
             print(f"--- FC_FORCE_VARIANT={family}: {len(taken)} of the {len(cases)} cases", flush=True)
         with forced_context(args.device, family) as context:
             for case in taken:
                 start = time.perf_counter()
-                row = run_case(context, case, args.repeats)
+                row = run(context, case, args.repeats)
                 row["seconds"] = round(time.perf_counter() - start, 3)
                 row["forced"] = family
                 rows.append(row)
                 print(format_row(case, row), flush=True)
                 torch.cuda.empty_cache()
+            if varlen:
+                start = time.perf_counter()
+                case, row = check_varlen.run_graph_case(context, family and family.split(":")[0],
+                                                        seed=args.seed)
+                row["seconds"] = round(time.perf_counter() - start, 3)
+                row["forced"] = family
+                rows.append(row)
+                print(f"CUDA graph, replayed with new lengths: {format_row(case, row)}", flush=True)
 
     passed = sum(row["passed"] for row in rows)
     if args.json:

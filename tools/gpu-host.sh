@@ -30,7 +30,9 @@
 #                              with each family forced, sanitizers with them, tools/bench_masks.py
 #   tools/gpu-host.sh varlen   varlen batches and seqused_k (issue 13), correctness only, side by side:
 #                              precompile, fcjit run over ragged batches with each family forced,
-#                              the gpu suite's varlen test, memcheck on a varlen set
+#                              the gpu suite's varlen test, memcheck on a varlen set, tools/check.py
+#                              --matrix varlen per family ($VARLEN_PY_FAMILIES, default reference sm80
+#                              decode; add sm90 when it takes them) and the package's varlen tests
 #   tools/gpu-host.sh python   the flashcore package from python/ on the carried library (no pip):
 #                              the GPU pytest suite, host time per call (op, ctypes, C, peers),
 #                              `bench.py --report` on three rows into $OUT/report-smoke, the CPU suite
@@ -130,6 +132,22 @@ varlen_runs() {   # fcjit run on ragged batches, each family in $VARLEN_FAMILIES
     return $failed
 }
 
+varlen_python() {   # tools/check.py --matrix varlen, one process per family in $VARLEN_PY_FAMILIES side by side, and
+                    # the package's varlen tests; exit 1 if any failed (logs and JSON in $OUT/check-varlen-FAMILY.*)
+    local family pids="" failed=0
+    for family in ${VARLEN_PY_FAMILIES:-reference sm80 decode}; do
+        FC_TUNING_DB=$DB python3 tools/check.py --matrix varlen --families "$family" --repeats "${CHECK_REPEATS:-20}" \
+            --json "$OUT/check-varlen-$family.json" > "$OUT/check-varlen-$family.log" 2>&1 &
+        pids="$pids $!"
+    done
+    FC_TUNING_DB=$DB python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py -k varlen || failed=1
+    for pid in $pids; do wait "$pid" || failed=1; done
+    for family in ${VARLEN_PY_FAMILIES:-reference sm80 decode}; do
+        echo "--- check.py --matrix varlen --families $family"; grep -E "FAIL|passed, " "$OUT/check-varlen-$family.log"
+    done
+    return $failed
+}
+
 tiles() {   # candidate tile shapes of the sm80 kernel, same problems, one JSON line each
     local d s c v
     for d in ${TILE_DIMS:-64 128}; do
@@ -218,7 +236,7 @@ export_tuning() {   # every measurement of $DB and its winners, to $OUT
 }
 
 export -f decode_tiles sanitize_decode decode_profile export_tuning
-export -f varlen_runs run_shapes host_costs sanitize tiles profile check_variants bench_variants
+export -f varlen_runs varlen_python run_shapes host_costs sanitize tiles profile check_variants bench_variants
 
 case "${1:-check}" in
 check)
@@ -294,6 +312,7 @@ varlen)   # varlen batches and seqused_k (issue 13), correctness only, side by s
     step memcheck 400 "SANITIZE_TOOLS=memcheck SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--varlen 129,0,1,77 \
         --varlen-k 200,5,0,300 --seqused-k 150,5,0,299' sanitize; SANITIZE_TOOLS=memcheck SANITIZE_DIMS=128 \
         SANITIZE_FLAGS='--varlen 1,0,1 --varlen-k 3000,4,0 --seqused-k 2000,4,0' sanitize" &
+    step python-varlen 540 varlen_python &
     wait
     ;;
 masks)   # windows, sinks and softcaps (issue 14): each family forced, sanitizers, then their speed

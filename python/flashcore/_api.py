@@ -65,44 +65,67 @@ def _plan_device(q, device):
 
 
 def plan(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
-         sinks=None, softcap=None, dtype=None, device=None):
+         sinks=None, softcap=None, dtype=None, device=None, cu_seqlens_q=None, cu_seqlens_k=None,
+         max_seqlen_q=None, max_seqlen_k=None, seqused_k=None):
     """Which kernel flashcore.attention() would run for these inputs, and why. Needs no GPU.
 
     q, k, v: tensors on any device (CUDA, CPU, meta: only sizes, strides and dtype are read), or
     [batch, seq, heads, head_dim] shapes of packed tensors with dtype= ("float16", "bfloat16" or a
     torch dtype). window and softcap choose kernels (their compile-time switches); sinks is a
-    run-time input of every kernel (accepted, not read). device: the CUDA ordinal to plan for
+    run-time input of every kernel (accepted, not read). Varlen: q, k, v [total_tokens, heads,
+    head_dim] (tensors or shapes), cu_seqlens_q/k tensors on any device or lists (only their length,
+    batch + 1, is read) and max_seqlen_q/k ints; seqused_k: any [batch] tensor or list (its presence
+    selects the per-sequence kernels). device: the CUDA ordinal to plan for
     (its arch and tuned winners); by default the tensors' CUDA device, else none: a device-less
     context, which plans for sm_90a with the heuristic alone. Returns a Plan; raises
     FlashCoreError if the problem is invalid or unsupported (the library's own message).
     """
     ordinal = _plan_device(q, device)
-    kernel, reason, splits = context(ordinal).plan(q, k, v, causal=causal,
-                                                   softmax_scale=softmax_scale,
-                                                   return_lse=return_lse, dtype=dtype,
-                                                   window=window, sinks=sinks, softcap=softcap)
+    kernel, reason, splits = context(ordinal).plan(
+        q, k, v, causal=causal, softmax_scale=softmax_scale, return_lse=return_lse, dtype=dtype,
+        window=window, sinks=sinks, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
+        cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
+        seqused_k=seqused_k)
     return Plan(kernel, reason, splits, None if ordinal == FC_DEVICE_NONE else ordinal)
 
 
-def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
-            sinks=None, softcap=None, dtype=None, device=None):
-    """plan()'s answer as text, in the manner of `fcjit explain`: the problem, the device, the
-    kernel, the split count, the selector's reason and the kernel's mask and score features."""
-    chosen = plan(q, k, v, causal=causal, softmax_scale=softmax_scale, return_lse=return_lse,
-                  window=window, sinks=sinks, softcap=softcap, dtype=dtype, device=device)
+def _describe_problem(q, k, sequences):
+    """The problem's sizes, as `fcjit explain` names them."""
+    if sequences.varlen:
+        (batch, tokens_q, heads_q, head_dim) = _binding.sizes_and_strides(
+            q, "q", sequences.varlen_batch())[0]
+        (_, tokens_k, heads_kv, _) = _binding.sizes_and_strides(k, "k", batch)[0]
+        return (f"varlen B={batch} tokens q={tokens_q} k={tokens_k} max Sq={sequences.max_seqlen_q}"
+                f" Sk={sequences.max_seqlen_k} Hq={heads_q} Hkv={heads_kv} D={head_dim}")
     (batch, seqlen_q, heads_q, head_dim) = _binding.sizes_and_strides(q, "q")[0]
     (_, seqlen_k, heads_kv, _) = _binding.sizes_and_strides(k, "k")[0]
+    return f"B={batch} Sq={seqlen_q} Sk={seqlen_k} Hq={heads_q} Hkv={heads_kv} D={head_dim}"
+
+
+def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
+            sinks=None, softcap=None, dtype=None, device=None, cu_seqlens_q=None,
+            cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None):
+    """plan()'s answer as text, in the manner of `fcjit explain`: the problem, the device, the
+    kernel, the split count, the selector's reason and the kernel's mask and score features."""
+    sequences = _binding.sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                            max_seqlen_k, seqused_k)
+    chosen = plan(q, k, v, causal=causal, softmax_scale=softmax_scale, return_lse=return_lse,
+                  window=window, sinks=sinks, softcap=softcap, dtype=dtype, device=device,
+                  cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+                  max_seqlen_k=max_seqlen_k, seqused_k=seqused_k)
     dtype_name = _binding.DTYPE_NAMES[_binding.fc_dtype(q.dtype if dtype is None else dtype)]
     scale = "" if softmax_scale is None else f" scale={softmax_scale:g}"
     options = "".join((f" window={tuple(window)}" if tuple(window) != (-1, -1) else "",
-                       f" softcap={softcap:g}" if softcap else "", " +sinks" if sinks is not None else ""))
+                       f" softcap={softcap:g}" if softcap else "", " +sinks" if sinks is not None else "",
+                       " +seqused_k" if seqused_k is not None else ""))
     target = "no GPU" if chosen.device is None else f"cuda:{chosen.device}"
     tokens = chosen.kernel.split("_")
     features = ", ".join((("causal" if "causal" in tokens else "no causal mask"),
                           ("sliding window" if "win" in tokens else "no window"),
                           ("softcap" if "cap" in tokens else "no softcap"),
-                          ("sinks (run time)" if sinks is not None else "no sinks")))
-    lines = [f"B={batch} Sq={seqlen_q} Sk={seqlen_k} Hq={heads_q} Hkv={heads_kv} D={head_dim} "
+                          ("sinks (run time)" if sinks is not None else "no sinks"))
+                         + (("per-sequence lengths (varlen, seqused_k)",) if "var" in tokens else ()))
+    lines = [f"{_describe_problem(q, k, sequences)} "
              f"{dtype_name}{' causal' if causal else ''}{options}{scale}"
              f"{' +lse' if return_lse else ''} on {target} ({chosen.arch})",
              f"  kernel:   {chosen.kernel}",

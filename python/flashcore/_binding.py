@@ -14,9 +14,11 @@ import math
 import os
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 FC_OK = 0
 FC_ERR_INVALID_ARG = 1
+FC_ERR_UNSUPPORTED = 2
 FC_DEVICE_NONE = -1
 FC_F16 = 0
 FC_BF16 = 1
@@ -27,6 +29,8 @@ PLAN_REASON_CHARS = 256
 LAUNCH_TEMPLATES_MAX = 512   # parameter structs kept per context for launch(), by problem
 LIBRARY_NAME = "libflashcore.so"
 POINTER_ALIGN_BYTES = 16
+# What plan() passes for seqused_k: fc_attention_plan reads only whether it is NULL, never through it.
+PLANNED_POINTER = POINTER_ALIGN_BYTES
 
 # dtype names accepted wherever a dtype is given without a tensor; torch dtypes are matched by
 # their str() ("torch.float16"), so that this module needs no torch.
@@ -80,7 +84,7 @@ class AttentionParams(ctypes.Structure):
         ("window_right", ctypes.c_int),
         ("sinks", ctypes.c_void_p),         # const float *, [heads_q]; NULL: none
         ("softcap", ctypes.c_float),        # 0: none
-        # varlen and seqused_k (src/flashcore.h); 0/NULL: a dense batch. TODO: the op does not set them yet.
+        # varlen and seqused_k (src/flashcore.h), added after 0.3.0; 0/NULL: a dense batch, all keys.
         ("cu_seqlens_q", ctypes.c_void_p),  # const int32_t *, [batch + 1]
         ("cu_seqlens_k", ctypes.c_void_p),
         ("max_seqlen_q", ctypes.c_int),     # > 0: varlen
@@ -241,18 +245,22 @@ def fc_dtype(dtype):
 
 
 def _element_strides(tensor, name):
-    """The {batch, seq, head} strides of a [B, S, H, D] tensor in elements, as the C API wants.
+    """The {batch, seq, head} strides of a [B, S, H, D] tensor in elements, as the C API wants; of
+    a varlen [tokens, H, D] tensor, {0, token, head} (batch strides are 0 in varlen).
 
     A dimension of size 1 is never indexed, and torch may give it any stride: it gets the packed
     one instead, so that the library's stride rules (multiples of 8) judge only strides that matter.
     """
-    if tensor.stride(3) != 1:
+    last = len(tensor.shape) - 1
+    if tensor.stride(last) != 1:
         raise ArgumentError(f"{name}: the last dimension must be contiguous (stride 1), "
-                            f"not stride {tensor.stride(3)}")
-    sizes = tensor.shape
-    packed = (sizes[1] * sizes[2] * sizes[3], sizes[2] * sizes[3], sizes[3])
+                            f"not stride {tensor.stride(last)}")
+    sizes = tuple(tensor.shape)
+    packed = [1] * len(sizes)
+    for dim in range(last - 1, -1, -1):
+        packed[dim] = packed[dim + 1] * sizes[dim + 1]
     strides = []
-    for size, stride, packed_stride in zip(sizes[:3], tensor.stride()[:3], packed):
+    for size, stride, packed_stride in zip(sizes[:last], tensor.stride()[:last], packed):
         if size == 1:
             stride = packed_stride
         elif stride == 0:
@@ -261,41 +269,69 @@ def _element_strides(tensor, name):
             raise ArgumentError(f"{name}: broadcast (stride 0) dimensions are not supported; "
                                 "pass a .contiguous() copy")
         strides.append(stride)
-    return tuple(strides)
+    return tuple(strides) if len(strides) == 3 else (0, *strides)
 
 
 def is_tensor(value):
     return all(hasattr(value, attribute) for attribute in ("shape", "stride", "dtype", "device"))
 
 
-def sizes_and_strides(value, name):
+def rank_hint(rank, varlen):
+    """What a q, k or v of this rank is for, when it does not fit the form (dense 4-D, varlen 3-D)."""
+    if varlen and rank == 4:
+        return " (varlen: the sequences one after another along the first dimension)"
+    if not varlen and rank == 3:
+        return (" (3-D [total_tokens, heads, head_dim] is a varlen batch's: pass cu_seqlens_q, "
+                "cu_seqlens_k, max_seqlen_q and max_seqlen_k)")
+    return ""
+
+
+def sizes_and_strides(value, name, varlen_batch=None):
     """((B, S, H, D), {batch, seq, head} element strides) of a tensor, or of a 4-sequence of sizes
-    (a packed tensor: strides (0, 0, 0))."""
+    (a packed tensor: strides (0, 0, 0)). varlen_batch: the number of sequences of a varlen call,
+    whose tensors (or shapes) are [tokens, H, D]: then S is the token count and the batch stride 0."""
+    rank, form = (3, "[total_tokens, heads, head_dim]") if varlen_batch is not None else (
+        4, "[batch, seq, heads, head_dim]")
     if is_tensor(value):
-        if len(value.shape) != 4:
-            raise ArgumentError(f"{name} must be 4-D [batch, seq, heads, head_dim], "
-                                f"not {tuple(value.shape)}")
-        return tuple(int(size) for size in value.shape), _element_strides(value, name)
-    try:
-        sizes = tuple(int(size) for size in value)
-    except (TypeError, ValueError):
-        raise ArgumentError(f"{name} must be a tensor or a [batch, seq, heads, head_dim] shape, "
-                            f"not {value!r}") from None
-    if len(sizes) != 4:
-        raise ArgumentError(f"{name} must be a [batch, seq, heads, head_dim] shape, not {sizes}")
-    return sizes, (0, 0, 0)
+        if len(value.shape) != rank:
+            raise ArgumentError(f"{name} must be {rank}-D {form}, not {tuple(value.shape)}"
+                                + rank_hint(len(value.shape), varlen_batch is not None))
+        sizes = tuple(int(size) for size in value.shape)
+        strides = _element_strides(value, name)
+    else:
+        try:
+            sizes = tuple(int(size) for size in value)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"{name} must be a tensor or a {form} shape, "
+                                f"not {value!r}") from None
+        if len(sizes) != rank:
+            raise ArgumentError(f"{name} must be a {form} shape, not {sizes}"
+                                + rank_hint(len(sizes), varlen_batch is not None))
+        strides = (0, 0, 0)
+    return ((varlen_batch, *sizes) if varlen_batch is not None else sizes), strides
 
 
-def check_shapes(q_sizes, k_sizes, v_sizes):
-    """That k and v are [B, Sk, Hkv, D] for q [B, Sq, Hq, D]; the library checks the rest."""
+def check_shapes(q_sizes, k_sizes, v_sizes, varlen=False):
+    """That k and v are [B, Sk, Hkv, D] for q [B, Sq, Hq, D] (varlen: [tokens_k, Hkv, D] for q
+    [tokens_q, Hq, D]); the library checks the rest."""
+    if varlen:
+        head_dim = q_sizes[-1]
+        if k_sizes[-1] != head_dim or tuple(v_sizes) != tuple(k_sizes):
+            raise ArgumentError(f"k {tuple(k_sizes)} and v {tuple(v_sizes)} must both be "
+                                f"[total_k, heads_kv, {head_dim}] for q {tuple(q_sizes)} (varlen)")
+        return
     batch, _, _, head_dim = q_sizes
-    if k_sizes[0] != batch or k_sizes[3] != head_dim or tuple(v_sizes) != tuple(k_sizes):
+    if (len(k_sizes) != 4 or k_sizes[0] != batch or k_sizes[3] != head_dim
+            or tuple(v_sizes) != tuple(k_sizes)):
         raise ArgumentError(f"k {tuple(k_sizes)} and v {tuple(v_sizes)} must both be "
                             f"[{batch}, seqlen_k, heads_kv, {head_dim}] for q {tuple(q_sizes)}")
 
 
 def lse_shape(q_sizes):
-    """[batch, heads_q, seqlen_q]: the log-sum-exp's shape for q [B, Sq, Hq, D]."""
+    """The log-sum-exp's shape for q's: [batch, heads_q, seqlen_q] for q [B, Sq, Hq, D], and
+    [heads_q, total_q] for a varlen q [total_q, Hq, D] (FlashAttention's layout)."""
+    if len(q_sizes) == 3:
+        return (q_sizes[1], q_sizes[0])
     return (q_sizes[0], q_sizes[2], q_sizes[1])
 
 
@@ -325,6 +361,152 @@ def check_sinks(sinks, heads_q, device):
                             f"not {tuple(sinks.shape)} {sinks.dtype}")
     if sinks.device != device:
         raise ArgumentError(f"sinks is on {sinks.device} but q is on {device}")
+
+
+class Sequences(NamedTuple):
+    """A call's per-sequence arguments, src/flashcore.h's varlen fields; the defaults are a dense
+    batch that uses every key. cu_seqlens_q, cu_seqlens_k: int32 [batch + 1] tensors (varlen, both
+    or neither); max_seqlen_q, max_seqlen_k: the longest sequence's query and key counts as host
+    ints (0 when dense); seqused_k: an int32 [batch] tensor or None."""
+
+    cu_seqlens_q: object = None
+    cu_seqlens_k: object = None
+    max_seqlen_q: int = 0
+    max_seqlen_k: int = 0
+    seqused_k: object = None
+
+    @property
+    def varlen(self):
+        return self.cu_seqlens_q is not None
+
+    @property
+    def per_sequence(self):
+        """Whether the kernels' per-sequence form runs (varlen, or seqused_k on a dense batch)."""
+        return self.varlen or self.seqused_k is not None
+
+    def varlen_batch(self):
+        """The number of sequences of a varlen call: cu_seqlens_q's length less one."""
+        return _length(self.cu_seqlens_q) - 1
+
+    def host_key(self):
+        """What the parameter struct holds of them besides pointers (launch()'s cache key)."""
+        return (self.varlen, self.max_seqlen_q, self.max_seqlen_k, self.seqused_k is not None)
+
+
+DENSE = Sequences()
+
+
+def _first_size(value):
+    """A tensor's or a shape's first size (a dense batch), or None if it has none."""
+    try:
+        return int(value.shape[0] if is_tensor(value) else tuple(value)[0])
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _length(value):
+    """The first dimension of a tensor, or len() of a sequence (planning takes lists)."""
+    return int(value.shape[0]) if is_tensor(value) else len(value)
+
+
+def _host_length(name, value):
+    """A max_seqlen: a host int (a Python int, numpy's, or torch.compile's SymInt), never a tensor."""
+    # NOTE: ints first, by isinstance alone: torch.compile traces this (a SymInt counts as an int).
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if is_tensor(value):
+        raise ArgumentError(f"{name} must be a Python int, not a tensor: FlashCore never reads a "
+                            "length back from the device (that would synchronize with it and break "
+                            "CUDA graph capture); pass the longest sequence's length as the host "
+                            "knows it")
+    if type(value).__name__ == "SymInt":   # torch.compile(dynamic=True) traces ints as SymInts
+        return value
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ArgumentError(f"{name} must be a Python int (the longest sequence's length), "
+                            f"not {value!r}")
+    return int(value.__index__())
+
+
+def sequence_arguments(cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
+                       seqused_k=None):
+    """Sequences from attention()'s keyword arguments, with the rules of what goes with what (the
+    tensors themselves are checked by check_sequences, once q's device and form are known)."""
+    if cu_seqlens_q is None and cu_seqlens_k is None:
+        if max_seqlen_q is not None or max_seqlen_k is not None:
+            raise ArgumentError("max_seqlen_q and max_seqlen_k belong to a varlen batch: pass them "
+                                "with cu_seqlens_q and cu_seqlens_k")
+        return DENSE if seqused_k is None else Sequences(seqused_k=seqused_k)
+    if cu_seqlens_q is None or cu_seqlens_k is None:
+        raise ArgumentError("a varlen batch takes both cu_seqlens_q and cu_seqlens_k (int32 "
+                            "[batch + 1] each), with max_seqlen_q and max_seqlen_k")
+    if max_seqlen_q is None or max_seqlen_k is None:
+        raise ArgumentError("a varlen batch needs max_seqlen_q and max_seqlen_k: the longest "
+                            "sequence's query and key counts, as Python ints (the grid is sized from "
+                            "them; the device's cu_seqlens are never read back)")
+    return Sequences(cu_seqlens_q, cu_seqlens_k, _host_length("max_seqlen_q", max_seqlen_q),
+                     _host_length("max_seqlen_k", max_seqlen_k), seqused_k)
+
+
+def _check_index_tensor(name, tensor, shape, device, planning):
+    """An int32 index tensor: contiguous, of `shape`, on `device` (planning: any sequence whose
+    length is shape[0], on any device: only the length counts)."""
+    if planning and not is_tensor(tensor):
+        try:
+            length = len(tensor)
+        except TypeError:
+            raise ArgumentError(f"{name} must be an int32 tensor (or, to plan, a sequence) of "
+                                f"{list(shape)}, not {type(tensor).__name__}") from None
+        if (length,) != tuple(shape):
+            raise ArgumentError(f"{name} must have {shape[0]} entries, not {length}")
+        return
+    if not is_tensor(tensor):
+        raise ArgumentError(f"{name} must be a torch.Tensor of int32, not {type(tensor).__name__}")
+    if str(tensor.dtype) != "torch.int32":
+        raise ArgumentError(f"{name} must be int32 (FlashAttention's cu_seqlens and seqused_k), "
+                            f"not {tensor.dtype}")
+    if tuple(tensor.shape) != tuple(shape):
+        raise ArgumentError(f"{name} must be {list(shape)}, not {list(tensor.shape)}")
+    if not tensor.is_contiguous():
+        raise ArgumentError(f"{name} must be contiguous; pass a .contiguous() copy")
+    if not planning and tensor.device != device:
+        raise ArgumentError(f"{name} is on {tensor.device} but q is on {device}")
+
+
+def check_sequences(sequences, batch, device, planning=False):
+    """That the index tensors are int32, contiguous, of the batch's sizes and on q's device (the
+    tensors' ranks are sizes_and_strides' and the op's to check). batch: the dense
+    batch (q.shape[0]); varlen's is cu_seqlens_q's length less one. Their contents are on the device,
+    never read: the caller's contract (src/flashcore.h)."""
+    if sequences.varlen:
+        cu_seqlens_q = sequences.cu_seqlens_q
+        if is_tensor(cu_seqlens_q) and len(cu_seqlens_q.shape) != 1:
+            raise ArgumentError(f"cu_seqlens_q must be 1-D int32 [batch + 1], not "
+                                f"{list(cu_seqlens_q.shape)}")
+        if is_tensor(cu_seqlens_q) or (planning and hasattr(cu_seqlens_q, "__len__")):
+            batch = sequences.varlen_batch()
+            if batch < 1:
+                raise ArgumentError(f"cu_seqlens_q must be int32 [batch + 1] with batch >= 1, "
+                                    f"not [{batch + 1}]")
+        _check_index_tensor("cu_seqlens_q", sequences.cu_seqlens_q, (batch + 1,), device, planning)
+        _check_index_tensor("cu_seqlens_k", sequences.cu_seqlens_k, (batch + 1,), device, planning)
+    if sequences.seqused_k is not None:
+        _check_index_tensor("seqused_k", sequences.seqused_k, (batch,), device, planning)
+
+
+def library_takes_sequences(lib):
+    """False for a library whose struct ends before the varlen fields, as far as can be told
+    without a call: 0.2.0's (no sized initializer). 0.3.0's has the initializer but not the fields:
+    it refuses them itself (FC_ERR_UNSUPPORTED), and Context words that refusal."""
+    return hasattr(lib, "fc_attention_params_init_sized")
+
+
+def predates_sequences_message(lib, detail=""):
+    """What a library without the varlen fields is told."""
+    version = lib.fc_version().decode()
+    return (f"{lib.fc_path} (FlashCore {version}) predates varlen batches and seqused_k: its "
+            "fc_attention_params ends before cu_seqlens_q/cu_seqlens_k, max_seqlen_q/max_seqlen_k "
+            "and seqused_k; use a library built with them (src/flashcore.h)"
+            + (f" (the library said: {detail})" if detail else ""))
 
 
 class PreparedAttention:
@@ -403,7 +585,8 @@ class Context:
         self.close()
 
     def attention(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
-                  lse=None, *, window=(-1, -1), sinks=None, softcap=None):
+                  lse=None, *, window=(-1, -1), sinks=None, softcap=None, cu_seqlens_q=None,
+                  cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None):
         """Runs attention on torch's current stream of the tensors' device.
 
         q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim];
@@ -414,33 +597,49 @@ class Context:
         window: (left, right) keys a query row sees around its diagonal, -1 = unbounded.
         sinks: a contiguous float32 [heads_q] tensor of logits joining each row's denominator, or
         None. softcap: None (or 0) = none, else scores s become softcap * tanh(s / softcap).
+        Varlen (FlashAttention's flash_attn_varlen_func form): cu_seqlens_q, cu_seqlens_k int32
+        [batch + 1] tensors on the device, max_seqlen_q, max_seqlen_k Python ints; q, out
+        [total_q, Hq, D], k, v [total_k, Hkv, D], lse [Hq, total_q]. Tokens of no sequence and rows
+        of empty sequences keep what out and lse held. seqused_k: an int32 [batch] tensor, the keys
+        each sequence uses (a KV cache's filled length), dense or varlen; keys past it are never read.
         Returns out, or (out, lse) when return_lse or lse is given. Raises FlashCoreError.
         """
         return self.prepare(q, k, v, causal, softmax_scale, out, return_lse, lse, window=window,
-                            sinks=sinks, softcap=softcap)()
+                            sinks=sinks, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
+                            cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+                            max_seqlen_k=max_seqlen_k, seqused_k=seqused_k)()
 
     def prepare(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
-                lse=None, stream=None, *, window=(-1, -1), sinks=None, softcap=None):
+                lse=None, stream=None, *, window=(-1, -1), sinks=None, softcap=None,
+                cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
+                seqused_k=None):
         """Builds the call attention() would make, without launching it: see PreparedAttention.
 
-        stream: a CUstream as an int; None = torch's current stream on the tensors' device.
+        stream: a CUstream as an int; None = torch's current stream on the tensors' device. The
+        prepared call reads cu_seqlens and seqused_k at each launch: new contents written into the
+        same tensors (within max_seqlen_q/max_seqlen_k and the token counts) take effect.
         """
         import torch
 
+        sequences = sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                       seqused_k)
         params, tensors, out, lse = self._bind(q, k, v, causal, softmax_scale, out, return_lse,
-                                               lse, window, sinks, softcap)
+                                               lse, window, sinks, softcap, sequences)
         if stream is None:
             stream = torch.cuda.current_stream(q.device).cuda_stream
         return PreparedAttention(self, params, stream, tensors, out, lse)
 
     def plan(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
-             lse=None, dtype=None, *, window=(-1, -1), sinks=None, softcap=None):
+             lse=None, dtype=None, *, window=(-1, -1), sinks=None, softcap=None, cu_seqlens_q=None,
+             cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None):
         """Which kernel attention() would run with these arguments: (kernel, reason, splits).
 
         q, k, v (and out): tensors on any device (their sizes, strides and dtype count), or
-        [batch, seq, heads, head_dim] shapes (packed) with dtype given. return_lse, lse and sinks
-        are accepted for symmetry with attention() and change no plan (sinks are a run-time
-        input of every kernel); window and softcap do. Compiles and launches nothing. Raises
+        [batch, seq, heads, head_dim] shapes (packed; varlen: [total_tokens, heads, head_dim])
+        with dtype given. cu_seqlens_q/k and seqused_k: tensors on any device or sequences (only
+        their lengths count); max_seqlen_q/k: ints. return_lse, lse and sinks are accepted for
+        symmetry with attention() and change no plan (sinks are a run-time input of every kernel);
+        window, softcap, varlen and seqused_k do. Compiles and launches nothing. Raises
         FlashCoreError when the problem is invalid or unsupported.
         """
         if dtype is None:
@@ -449,33 +648,45 @@ class Context:
             dtype = q.dtype
         elif is_tensor(q) and fc_dtype(dtype) != fc_dtype(q.dtype):
             raise ArgumentError(f"dtype {dtype} but q is {q.dtype}")
-        params = self._params(q, k, v, fc_dtype(dtype), causal, softmax_scale, window, softcap)
+        sequences = sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                       seqused_k)
+        batch = _first_size(q)
+        check_sequences(sequences, batch, None, planning=True)
+        params = self._params(q, k, v, fc_dtype(dtype), causal, softmax_scale, window, softcap,
+                              sequences)
         if out is not None:
-            params.o_stride = Strides(*sizes_and_strides(out, "out")[1])
-        # Planning reads no tensor: the pointers stay NULL (fc_attention_plan checks the shape rules).
+            params.o_stride = Strides(*sizes_and_strides(
+                out, "out", sequences.varlen_batch() if sequences.varlen else None)[1])
+        # Planning reads no tensor: the pointers stay NULL (fc_attention_plan checks the shape
+        # rules), but for seqused_k, whose presence selects the kernels' per-sequence form.
+        if sequences.seqused_k is not None:
+            params.seqused_k = PLANNED_POINTER
         info = PlanInfo()
         status = self._lib.fc_attention_plan(self._live_handle(), ctypes.byref(params),
                                              ctypes.byref(info))
-        self._check(status, fallback_message=info.reason.decode(errors="replace"))
+        self._check(status, fallback_message=info.reason.decode(errors="replace"),
+                    sequences=sequences)
         return (info.kernel.decode(errors="replace"), info.reason.decode(errors="replace"),
                 info.splits)
 
     def launch(self, q, k, v, out, lse, causal, softmax_scale, stream, window=(-1, -1), sinks=None,
-               softcap=None):
+               softcap=None, sequences=DENSE):
         """Launches attention of checked tensors on stream: the op's path, with less host work.
 
         The caller has checked what attention() checks (torch tensors of one dtype on this
-        context's device, matching shapes, sinks) and allocated out (and lse, or None). The
-        parameter struct of each new problem (sizes, strides, dtype, causal, window, scale,
-        softcap, lse or not) is built once and kept; a call copies it and sets the pointers
-        (sinks' too). The library validates every call.
+        context's device, matching shapes, sinks, the Sequences' tensors) and allocated out (and
+        lse, or None). The parameter struct of each new problem (sizes, strides, dtype, causal,
+        window, scale, softcap, lse or not, varlen's maxima, seqused_k or not) is built once and
+        kept; a call copies it and sets the pointers (sinks', cu_seqlens' and seqused_k's too).
+        The library validates every call.
         """
         key = (q.dtype, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(),
-               out.stride(), causal, softmax_scale, lse is None, window, softcap)
+               out.stride(), causal, softmax_scale, lse is None, window, softcap,
+               sequences.host_key())
         template = self._templates.get(key)
         if template is None:
             template = self._params(q, k, v, fc_dtype(q.dtype), causal, softmax_scale, window,
-                                    softcap)
+                                    softcap, sequences)
             template.o_stride = Strides(*_element_strides(out, "out"))
             if len(self._templates) >= LAUNCH_TEMPLATES_MAX:
                 self._templates.clear()
@@ -487,9 +698,11 @@ class Context:
             params.lse = lse.data_ptr()
         if sinks is not None:
             params.sinks = sinks.data_ptr()
+        if sequences.per_sequence:
+            _set_sequence_pointers(params, sequences)
         status = self._lib.fc_attention_forward(self._live_handle(), ctypes.byref(params), stream)
         if status != FC_OK:
-            raise self._error(status)
+            raise self._error(status, sequences=sequences)
 
     def merge(self, out_a, lse_a, out_b, lse_b, out, lse, stream):
         """Launches fc_attention_merge on stream: out and lse (None: not written) get the merge
@@ -511,14 +724,20 @@ class Context:
         if status != FC_OK:
             raise self._error(status)
 
-    def _params(self, q, k, v, dtype, causal, softmax_scale, window=(-1, -1), softcap=None):
+    def _params(self, q, k, v, dtype, causal, softmax_scale, window=(-1, -1), softcap=None,
+                sequences=DENSE):
         """AttentionParams for the sizes, strides and options, with no pointers set."""
+        varlen_batch = sequences.varlen_batch() if sequences.varlen else None
         (q_sizes, q_strides), (k_sizes, k_strides), (v_sizes, v_strides) = (
-            sizes_and_strides(value, name) for value, name in ((q, "q"), (k, "k"), (v, "v")))
-        check_shapes(q_sizes, k_sizes, v_sizes)
+            sizes_and_strides(value, name, varlen_batch)
+            for value, name in ((q, "q"), (k, "k"), (v, "v")))
+        check_shapes(q_sizes, k_sizes, v_sizes, sequences.varlen)
         if softmax_scale is not None and not math.isfinite(float(softmax_scale)):
             raise ArgumentError(f"softmax_scale must be finite (None selects 1/sqrt(head_dim)), "
                                 f"not {softmax_scale}")
+        if sequences.per_sequence and not library_takes_sequences(self._lib):
+            raise FlashCoreError("FC_ERR_UNSUPPORTED", FC_ERR_UNSUPPORTED,
+                                 predates_sequences_message(self._lib))
         params = AttentionParams()
         if hasattr(self._lib, "fc_attention_params_init_sized"):
             self._lib.fc_attention_params_init_sized(ctypes.byref(params), ctypes.sizeof(params))
@@ -536,10 +755,11 @@ class Context:
         params.causal = int(bool(causal))
         params.window_left, params.window_right = window_pair(window)
         params.softcap = 0.0 if softcap is None else float(softcap)
+        params.max_seqlen_q, params.max_seqlen_k = sequences.max_seqlen_q, sequences.max_seqlen_k
         return params
 
     def _bind(self, q, k, v, causal, softmax_scale, out, return_lse, lse, window=(-1, -1), sinks=None,
-              softcap=None):
+              softcap=None, sequences=DENSE):
         """Checks what the C struct cannot express, allocates out/lse, fills AttentionParams."""
         import torch
 
@@ -550,7 +770,8 @@ class Context:
         for name, tensor in (("k", k), ("v", v)):
             if tensor.dtype != q.dtype:
                 raise ArgumentError(f"{name} is {tensor.dtype} but q is {q.dtype}")
-        params = self._params(q, k, v, dtype, causal, softmax_scale, window, softcap)
+        check_sequences(sequences, q.shape[0] if q.dim() else 0, q.device)
+        params = self._params(q, k, v, dtype, causal, softmax_scale, window, softcap, sequences)
         if q.device.type != "cuda" or q.device.index != self.device:
             raise ArgumentError(f"the tensors are on {q.device}, the context on cuda:{self.device}")
         if out is None:
@@ -567,11 +788,14 @@ class Context:
         tensors = [q, k, v, out] + ([lse] if lse is not None else [])
         if any(tensor.device != q.device for tensor in tensors):
             raise ArgumentError("q, k, v, out and lse must be on one device")
-        check_sinks(sinks, q.shape[2], q.device)
+        check_sinks(sinks, q.shape[-2], q.device)
         tensors += [sinks] if sinks is not None else []
+        tensors += [t for t in (sequences.cu_seqlens_q, sequences.cu_seqlens_k, sequences.seqused_k)
+                    if t is not None]
         params.q, params.k, params.v, params.out = (t.data_ptr() for t in (q, k, v, out))
         params.lse = lse.data_ptr() if lse is not None else None
         params.sinks = sinks.data_ptr() if sinks is not None else None
+        _set_sequence_pointers(params, sequences)
         params.o_stride = Strides(*_element_strides(out, "out"))
         return params, tensors, out, lse
 
@@ -580,16 +804,28 @@ class Context:
             raise ValueError("the FlashCore context is closed")
         return self._handle
 
-    def _error(self, status, fallback_message=""):
+    def _error(self, status, fallback_message="", sequences=DENSE):
         name = self._lib.fc_status_name(status)
         name = name.decode() if name else f"status {status}"
         message = self._lib.fc_context_errmsg(self._handle) if self._handle is not None else None
-        message = message.decode(errors="replace") if message else ""
-        return FlashCoreError(name, status, message or fallback_message)
+        message = (message.decode(errors="replace") if message else "") or fallback_message
+        # NOTE: a library that predates the varlen fields (0.3.0) refuses the struct's nonzero
+        # bytes it does not know, which names a byte; say which fields those are.
+        if (sequences.per_sequence and status == FC_ERR_UNSUPPORTED
+                and "does not know" in message):
+            message = predates_sequences_message(self._lib, message)
+        return FlashCoreError(name, status, message)
 
-    def _check(self, status, fallback_message=""):
+    def _check(self, status, fallback_message="", sequences=DENSE):
         if status != FC_OK:
-            raise self._error(status, fallback_message)
+            raise self._error(status, fallback_message, sequences)
+
+
+def _set_sequence_pointers(params, sequences):
+    """The device pointers of cu_seqlens and seqused_k (NULL where absent)."""
+    params.cu_seqlens_q, params.cu_seqlens_k, params.seqused_k = (
+        None if tensor is None else tensor.data_ptr()
+        for tensor in (sequences.cu_seqlens_q, sequences.cu_seqlens_k, sequences.seqused_k))
 
 
 def _default_device():

@@ -27,59 +27,81 @@ if hasattr(torch._C, "_cuda_getCurrentRawStream"):
     _current_stream = torch._C._cuda_getCurrentRawStream  # noqa: F811
 
 
-def _check_inputs(q, k, v, fake, sinks=None):
+def _check_inputs(q, k, v, fake, sinks=None, sequences=_binding.DENSE):
     """The checks the C struct cannot express, with messages naming the argument; the library
-    checks the rest (GQA ratio, head_dim, stride alignment, the window's and softcap's rules) when
-    the real kernel runs."""
+    checks the rest (GQA ratio, head_dim, stride alignment, the window's and softcap's rules,
+    varlen's maxima against the token counts) when the real kernel runs. cu_seqlens' and
+    seqused_k's contents are never read (no host synchronization): the caller's contract."""
+    rank, form = ((3, "[total_tokens, heads, head_dim]") if sequences.varlen
+                  else (4, "[batch, seq, heads, head_dim]"))
     for name, tensor in (("q", q), ("k", k), ("v", v)):
-        if tensor.dim() != 4:
-            raise ArgumentError(f"{name} must be 4-D [batch, seq, heads, head_dim], "
-                                f"not {tuple(tensor.shape)}")
+        if tensor.dim() != rank:
+            raise ArgumentError(f"{name} must be {rank}-D {form}, not {tuple(tensor.shape)}"
+                                + _binding.rank_hint(tensor.dim(), sequences.varlen))
         if tensor.dtype not in _DTYPES:
             raise ArgumentError(f"{name} is {tensor.dtype}: float16 and bfloat16 are supported")
         if tensor.dtype != q.dtype:
             raise ArgumentError(f"{name} is {tensor.dtype} but q is {q.dtype}")
         if tensor.device != q.device:
             raise ArgumentError(f"{name} is on {tensor.device} but q is on {q.device}")
-        if tensor.stride(3) != 1:
+        if tensor.stride(-1) != 1:
             raise ArgumentError(f"{name}: the last dimension must be contiguous (stride 1), "
-                                f"not stride {tensor.stride(3)}")
-    _binding.check_shapes(q.shape, k.shape, v.shape)
+                                f"not stride {tensor.stride(-1)}")
+    _binding.check_shapes(q.shape, k.shape, v.shape, sequences.varlen)
+    _binding.check_sequences(sequences, q.shape[0], q.device)
     allowed = ("cuda", "meta") if fake else ("cuda",)
     if q.device.type not in allowed:
         raise ArgumentError(f"the tensors are on {q.device}: flashcore.attention runs on CUDA "
                             "tensors")
-    _binding.check_sinks(sinks, q.shape[2], q.device)
+    _binding.check_sinks(sinks, q.shape[-2], q.device)
 
 
-# NOTE: the arguments added after 0.2.0 (window, sinks, softcap) have defaults, so that a call of
-# the op with 0.2.0's six arguments means what it meant.
+def _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k):
+    """The op's arguments as _binding.Sequences (max_seqlen 0: dense, as in the C struct)."""
+    if cu_seqlens_q is None and cu_seqlens_k is None and not max_seqlen_q and not max_seqlen_k:
+        return _binding.DENSE if seqused_k is None else _binding.Sequences(seqused_k=seqused_k)
+    return _binding.sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q or None,
+                                       max_seqlen_k or None, seqused_k)
+
+
+# NOTE: the arguments added after 0.2.0 (window, sinks, softcap) and after 0.3.0 (cu_seqlens_q/k,
+# max_seqlen_q/k, seqused_k) have defaults, so that a call of the op with 0.2.0's six arguments
+# means what it meant. max_seqlen 0 is a dense batch, as in the C struct.
 @torch.library.custom_op("flashcore::attention", mutates_args=())
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                softmax_scale: Optional[float], return_lse: bool, window_left: int = -1,
                window_right: int = -1, sinks: Optional[torch.Tensor] = None,
-               softcap: Optional[float] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-    _check_inputs(q, k, v, fake=False, sinks=sinks)
+               softcap: Optional[float] = None, cu_seqlens_q: Optional[torch.Tensor] = None,
+               cu_seqlens_k: Optional[torch.Tensor] = None, max_seqlen_q: int = 0,
+               max_seqlen_k: int = 0, seqused_k: Optional[torch.Tensor] = None
+               ) -> Tuple[torch.Tensor, torch.Tensor]:
+    sequences = _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k)
+    _check_inputs(q, k, v, fake=False, sinks=sinks, sequences=sequences)
+    # NOTE: varlen: tokens of no sequence are left as torch.empty gives them (FlashAttention's
+    # convention; zeroing them would cost a pass over out): Context.attention(out=...) keeps them.
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(_binding.lse_shape(q.shape) if return_lse else (0,), dtype=torch.float32,
                       device=q.device)
     _api.context(q.device.index).launch(q, k, v, out, lse if return_lse else None, causal,
                                          softmax_scale, _current_stream(q.device.index),
-                                         (window_left, window_right), sinks, softcap)
+                                         (window_left, window_right), sinks, softcap, sequences)
     return out, lse
 
 
 @_attention.register_fake
 def _attention_fake(q, k, v, causal, softmax_scale, return_lse, window_left=-1, window_right=-1,
-                    sinks=None, softcap=None):
-    _check_inputs(q, k, v, fake=True, sinks=sinks)
+                    sinks=None, softcap=None, cu_seqlens_q=None, cu_seqlens_k=None,
+                    max_seqlen_q=0, max_seqlen_k=0, seqused_k=None):
+    sequences = _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k)
+    _check_inputs(q, k, v, fake=True, sinks=sinks, sequences=sequences)
     out = q.new_empty(q.shape)
     lse = q.new_empty(_binding.lse_shape(q.shape) if return_lse else (0,), dtype=torch.float32)
     return out, lse
 
 
 def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
-              sinks=None, softcap=None):
+              sinks=None, softcap=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
+              max_seqlen_k=None, seqused_k=None):
     """Fused attention on CUDA tensors: softmax(cap(scale * Q K^T) [+ mask], sinks) V.
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]
@@ -95,6 +117,17 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wi
     in q's dtype, or (out, lse) when return_lse, lse being float32 [batch, heads_q, seqlen_q]
     (natural log; -inf for a row that sees no key, whose out is 0; its sink with sinks).
 
+    Varlen (ragged) batches, FlashAttention's flash_attn_varlen_func form: q [total_q, heads_q,
+    head_dim] and k, v [total_k, heads_kv, head_dim] hold the sequences one after another;
+    cu_seqlens_q, cu_seqlens_k: int32 [batch + 1] CUDA tensors of their first tokens (from 0,
+    non-decreasing); max_seqlen_q, max_seqlen_k: the longest sequence's query and key counts, as
+    Python ints (never read back from the device: no synchronization, CUDA-graph capturable).
+    Masks are per sequence. out is [total_q, heads_q, head_dim] and lse [heads_q, total_q]; tokens
+    of no sequence (past cu_seqlens_q[batch]) are left unwritten (their values unspecified).
+    seqused_k: an int32 [batch] CUDA tensor, the keys each sequence uses (a KV cache's filled
+    length: flash_attn_with_kvcache's cache_seqlens), dense or varlen; keys past it are never read
+    and may hold anything. The lengths are the caller's contract, as in FlashAttention.
+
     Runs on torch.cuda.current_stream(); works under torch.compile(fullgraph=True) and CUDA
     graph capture (after one call outside it, which compiles the kernel). Forward only: no
     autograd. Raises flashcore.FlashCoreError (ArgumentError, also a ValueError, for inputs
@@ -103,13 +136,19 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wi
     for name, tensor in (("q", q), ("k", k), ("v", v)):
         if not isinstance(tensor, torch.Tensor):
             raise ArgumentError(f"{name} must be a torch.Tensor, not {type(tensor).__name__}")
-    if sinks is not None and not isinstance(sinks, torch.Tensor):
-        raise ArgumentError(f"sinks must be a torch.Tensor, not {type(sinks).__name__}")
+    for name, tensor in (("sinks", sinks), ("cu_seqlens_q", cu_seqlens_q),
+                         ("cu_seqlens_k", cu_seqlens_k), ("seqused_k", seqused_k)):
+        if tensor is not None and not isinstance(tensor, torch.Tensor):
+            raise ArgumentError(f"{name} must be a torch.Tensor, not {type(tensor).__name__}")
     window_left, window_right = _binding.window_pair(window)
+    sequences = _binding.sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                            max_seqlen_k, seqused_k)
     out, lse = _attention(q, k, v, bool(causal),
                           None if softmax_scale is None else float(softmax_scale),
                           bool(return_lse), window_left, window_right, sinks,
-                          None if softcap is None else float(softcap))
+                          None if softcap is None else float(softcap), sequences.cu_seqlens_q,
+                          sequences.cu_seqlens_k, sequences.max_seqlen_q, sequences.max_seqlen_k,
+                          sequences.seqused_k)
     return (out, lse) if return_lse else out
 
 

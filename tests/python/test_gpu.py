@@ -4,6 +4,7 @@ errors. Skips without torch or a GPU.
 
 The fp64 reference and the input layouts are tools/check.py's (one reference for both).
 """
+import ctypes
 import math
 import sys
 import zlib
@@ -423,3 +424,197 @@ def test_merge_runs_under_compile_and_cuda_graphs(cuda):
     graph.replay()
     torch.cuda.synchronize()
     assert bit_equal(eager[0], captured[0]) and bit_equal(eager[1], captured[1])
+
+
+# Varlen batches and seqused_k (issue 13), through the op; tools/check.py --matrix varlen is the
+# wide random matrix, these the op's own paths. The ragged batches come from tools/check_varlen.py.
+import check_varlen  # noqa: E402
+
+VARLEN_CASES = [
+    check_varlen.VarlenCase("f16", 128, True, 8, 2, (129, 0, 1, 700, 64, 300), (200, 5, 0, 1000, 63, 300),
+                            None, (-1, -1), 17, 9),
+    check_varlen.VarlenCase("bf16", 64, False, 8, 1, (17, 300, 0, 1), (17, 3000, 4, 1),
+                            (10, 2999, 0, 1), (-1, -1), 0, 40),
+    check_varlen.VarlenCase("bf16", 128, True, 4, 4, (257, 31, 0, 128), (257, 31, 0, 128),
+                            (200, 31, 0, 1), (64, 0), 5, 5, "qkv"),
+    check_varlen.VarlenCase("f16", 256, False, 8, 2, (1, 2, 1, 0, 1), (4097, 128, 1, 7, 0),
+                            (4000, 128, 0, 7, 0), (-1, -1), 3, 0),
+    check_varlen.VarlenCase("f16", 64, True, 8, 8, (1,) * 33, tuple(range(0, 3300, 100)),
+                            None, (-1, -1), 0, 0),
+]
+
+
+def varlen_id(case):
+    return (f"{case.dtype}-d{case.head_dim}-{'causal' if case.causal else 'full'}-h{case.heads_q}."
+            f"{case.heads_kv}-B{len(case.lens_q)}-q{sum(case.lens_q)}-k{sum(case.lens_k)}"
+            f"{'-seqused' if case.used_k else ''}{'-win' if case.window != (-1, -1) else ''}-{case.layout}")
+
+
+def varlen_op_kwargs(case, inputs):
+    return dict(check_varlen.call_kwargs(case, inputs), return_lse=True)
+
+
+@pytest.mark.parametrize("case", VARLEN_CASES, ids=[varlen_id(c) for c in VARLEN_CASES])
+def test_varlen_op_matches_the_reference_and_per_sequence_dense_calls(cuda, case):
+    """The varlen op by BENCH.md's rule against the per-sequence reference, bit for bit the ctypes
+    path into poisoned buffers (whose slack tokens keep their NaN), and each sequence also run alone
+    as a dense call of the same op (its keys cut at seqused_k) within the rule."""
+    torch = cuda
+    torch.manual_seed(zlib.crc32(varlen_id(case).encode()))
+    inputs = check_varlen.allocate(case, torch.device("cuda", torch.cuda.current_device()))
+    check_varlen.load(case, inputs)
+    kwargs = varlen_op_kwargs(case, inputs)
+    out, lse = flashcore.attention(inputs.q, inputs.k, inputs.v, **kwargs)
+    inputs.out.fill_(math.nan)
+    inputs.lse.fill_(math.nan)
+    flashcore.context(inputs.q.device.index).attention(
+        inputs.q, inputs.k, inputs.v, out=inputs.out, lse=inputs.lse, **check_varlen.call_kwargs(case, inputs))
+    torch.cuda.synchronize()
+    tokens = sum(case.lens_q)
+    assert bit_equal(out[:tokens], inputs.out[:tokens]) and bit_equal(lse[:, :tokens], inputs.lse[:, :tokens])
+
+    ref = check_varlen.reference(case, inputs)
+    stats, failures = check_varlen.judge(case, (("ctypes out", inputs.out),), inputs.lse, ref)
+    assert not failures, (failures, stats)
+
+    cu_q, cu_k = check_varlen.starts(case.lens_q), check_varlen.starts(case.lens_k)
+    bound = stats["bound"]
+    for b, len_q in enumerate(case.lens_q):
+        used = case.keys_used(b)
+        if len_q == 0 or used == 0:   # the dense op takes no empty sequence
+            continue
+        rows, keys = slice(cu_q[b], cu_q[b] + len_q), slice(cu_k[b], cu_k[b] + used)
+        dense, dense_lse = flashcore.attention(inputs.q[rows][None], inputs.k[keys][None],
+                                               inputs.v[keys][None], causal=case.causal,
+                                               window=case.window, return_lse=True)
+        has_key = ref[3][rows]
+        err = check.max_abs_diff(dense[0], ref[0][rows])
+        assert err <= bound, f"sequence {b} alone: err {err:.3g} > {bound:.3g}"
+        assert check.max_abs_diff(out[rows], dense[0]) <= 2 * bound, f"sequence {b}: varlen vs dense"
+        lse_diff = check.max_abs_diff(lse[:, rows][:, has_key], dense_lse[0][:, has_key])
+        assert lse_diff <= 2 * check.LSE_TOLERANCE, f"sequence {b}: lse varlen vs dense"
+
+
+def test_varlen_op_is_deterministic(cuda):
+    torch = cuda
+    case = VARLEN_CASES[0]
+    inputs = check_varlen.allocate(case, torch.device("cuda", torch.cuda.current_device()))
+    check_varlen.load(case, inputs)
+    tokens = sum(case.lens_q)
+    first, first_lse = flashcore.attention(inputs.q, inputs.k, inputs.v, **varlen_op_kwargs(case, inputs))
+    for _ in range(20):
+        out, lse = flashcore.attention(inputs.q, inputs.k, inputs.v, **varlen_op_kwargs(case, inputs))
+        assert bit_equal(out[:tokens], first[:tokens]) and bit_equal(lse[:, :tokens], first_lse[:, :tokens])
+
+
+def test_seqused_k_on_a_dense_cache_ignores_the_keys_past_it(cuda):
+    """flash_attn_with_kvcache's form (no paging): a dense [B, Sk, Hkv, D] cache filled to
+    seqused_k, NaN past it; each sequence by the rule against its filled keys alone."""
+    torch = cuda
+    torch.manual_seed(5)
+    batch, seqlen_k = 4, 3000
+    used = [2999, 1, 0, 1500]
+    q = torch.randn(batch, 2, 32, 128, dtype=torch.bfloat16, device="cuda")
+    k, v = (torch.randn(batch, seqlen_k, 8, 128, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    for b, n in enumerate(used):
+        k[b, n:], v[b, n:] = math.nan, math.nan
+    seqused_k = torch.tensor(used, dtype=torch.int32, device="cuda")
+    out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True, seqused_k=seqused_k)
+    torch.cuda.synchronize()
+    for b, n in enumerate(used):
+        if n == 0:   # no key: out 0, lse -inf
+            assert bool((out[b] == 0).all()) and bool(torch.isneginf(lse[b]).all())
+            continue
+        ref_out, ref_lse, err_pt, has_key = check.reference(q[b:b + 1], k[b:b + 1, :n], v[b:b + 1, :n],
+                                                            True, ctypes.c_float(128 ** -0.5).value)
+        bound = check.ERROR_FACTOR * err_pt + check.ERROR_SLACK
+        assert bool(torch.isfinite(out[b]).all()), f"sequence {b}: NaN from the keys past seqused_k"
+        assert check.max_abs_diff(out[b:b + 1], ref_out) <= bound
+        assert check.max_abs_diff(lse[b:b + 1][:, :, has_key], ref_lse[:, :, has_key]) <= check.LSE_TOLERANCE
+
+
+def test_varlen_compile_fullgraph_matches_eager(cuda):
+    torch = cuda
+    torch._dynamo.reset()
+    case = VARLEN_CASES[1]
+    inputs = check_varlen.allocate(case, torch.device("cuda", torch.cuda.current_device()))
+    check_varlen.load(case, inputs)
+    tokens = sum(case.lens_q)
+
+    def epilogue(q, k, v, cu_q, cu_k, seqused_k):
+        out, lse = flashcore.attention(q, k, v, causal=case.causal, return_lse=True, cu_seqlens_q=cu_q,
+                                       cu_seqlens_k=cu_k, max_seqlen_q=case.max_seqlen_q,
+                                       max_seqlen_k=case.max_seqlen_k, seqused_k=seqused_k)
+        return out * 2 + 1, lse - 1
+
+    args = (inputs.q, inputs.k, inputs.v, inputs.cu_seqlens_q, inputs.cu_seqlens_k, inputs.seqused_k)
+    eager_out, eager_lse = epilogue(*args)
+    out, lse = torch.compile(epilogue, fullgraph=True)(*args)
+    assert bit_equal(out[:tokens], eager_out[:tokens]) and bit_equal(lse[:, :tokens], eager_lse[:, :tokens])
+    explanation = torch._dynamo.explain(epilogue)(*args)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0
+
+
+def test_varlen_cuda_graph_replays_new_values_and_lengths(cuda):
+    """Captured once; each replay reads the q/k/v and the cu_seqlens/seqused_k written into the same
+    tensors (nothing was read back at capture), and equals an eager call bit for bit."""
+    torch = cuda
+    case = VARLEN_CASES[0]
+    inputs = check_varlen.allocate(case, torch.device("cuda", torch.cuda.current_device()))
+    check_varlen.load(case, inputs)
+    kwargs = varlen_op_kwargs(case, inputs)
+    seqused_k = torch.tensor([max(0, n - 3) for n in case.lens_k], dtype=torch.int32, device="cuda")
+    kwargs["seqused_k"] = seqused_k
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):   # warm-up outside capture: compiles and loads the kernel
+        flashcore.attention(inputs.q, inputs.k, inputs.v, **kwargs)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, lse = flashcore.attention(inputs.q, inputs.k, inputs.v, **kwargs)
+    for order in ([5, 4, 3, 2, 1, 0], [2, 0, 1, 3, 5, 4], [0, 1, 2, 3, 4, 5]):
+        replayed = case._replace(lens_q=tuple(case.lens_q[i] for i in order),
+                                 lens_k=tuple(case.lens_k[i] for i in order))
+        check_varlen.load(replayed, inputs)
+        seqused_k.copy_(torch.tensor([n // 2 for n in replayed.lens_k], dtype=torch.int32))
+        graph.replay()
+        expected, expected_lse = flashcore.attention(inputs.q, inputs.k, inputs.v, **kwargs)
+        torch.cuda.synchronize()
+        tokens = sum(replayed.lens_q)
+        assert bit_equal(out[:tokens], expected[:tokens])
+        assert bit_equal(lse[:, :tokens], expected_lse[:, :tokens])
+        used = replayed._replace(used_k=tuple(n // 2 for n in replayed.lens_k))
+        stats, failures = check_varlen.judge(used, (("replayed", out),), lse,
+                                             check_varlen.reference(used, inputs), poisoned=False)
+        assert not failures, (failures, stats)
+
+
+def test_varlen_opcheck(cuda):
+    """torch.library.opcheck on a varlen batch whose sequences cover every token (so that every
+    element of out is written, and eager and compiled results compare)."""
+    torch = cuda
+    case = check_varlen.VarlenCase("f16", 64, True, 8, 2, (100, 0, 33), (150, 3, 40), (150, 0, 20))
+    inputs = check_varlen.allocate(case, torch.device("cuda", torch.cuda.current_device()))
+    check_varlen.load(case, inputs)
+    for return_lse in (False, True):
+        torch.library.opcheck(torch.ops.flashcore.attention.default,
+                              (inputs.q, inputs.k, inputs.v, True, None, return_lse, -1, -1, None, None,
+                               inputs.cu_seqlens_q, inputs.cu_seqlens_k, case.max_seqlen_q,
+                               case.max_seqlen_k, inputs.seqused_k))
+
+
+def test_varlen_library_errors_become_exceptions(cuda):
+    torch = cuda
+    case = VARLEN_CASES[0]
+    inputs = check_varlen.allocate(case, torch.device("cuda", torch.cuda.current_device()))
+    check_varlen.load(case, inputs)
+    kwargs = dict(check_varlen.call_kwargs(case, inputs), max_seqlen_q=inputs.q.shape[0] + 1)
+    with pytest.raises(FlashCoreError, match="cannot exceed seqlen_q"):
+        flashcore.attention(inputs.q, inputs.k, inputs.v, **kwargs)
+    with pytest.raises(ArgumentError, match="cu_seqlens_q is on cpu but q is on cuda:"):
+        flashcore.attention(inputs.q, inputs.k, inputs.v,
+                            **dict(kwargs, cu_seqlens_q=inputs.cu_seqlens_q.cpu()))
+    out = flashcore.attention(inputs.q, inputs.k, inputs.v, **check_varlen.call_kwargs(case, inputs))
+    torch.cuda.synchronize()   # the context still works
+    assert bool(torch.isfinite(out[:sum(case.lens_q)]).all())

@@ -253,3 +253,98 @@ def test_a_second_build_loads_beside_the_first(tmp_path):
         assert other._lib is not default._lib
         assert other._lib.fc_path == copy.resolve()
         assert other.plan(*shape, dtype="f16") == default.plan(*shape, dtype="f16")
+
+
+VARLEN_Q, VARLEN_KV = (1000, 8, 128), (1500, 2, 128)   # [total_tokens, heads, head_dim]
+VARLEN = dict(cu_seqlens_q=[0, 100, 100, 600, 1000], cu_seqlens_k=[0, 300, 310, 900, 1500],
+              max_seqlen_q=500, max_seqlen_k=600)   # planning reads only the lists' lengths
+
+
+def test_plan_varlen_and_seqused_k_from_shapes_without_a_gpu():
+    prefill = flashcore.plan(VARLEN_Q, VARLEN_KV, VARLEN_KV, dtype="bf16", causal=True, **VARLEN)
+    assert prefill.kernel.startswith("sm80_bf16_d128_causal_var_"), prefill
+    assert "takes no per-sequence lengths" in prefill.reason   # the Hopper kernel, for now
+    decode = flashcore.plan((4, 8, 128), VARLEN_KV, VARLEN_KV, dtype="f16",
+                            **dict(VARLEN, max_seqlen_q=1), seqused_k=[0] * 4)
+    assert decode.kernel.startswith("decode_f16_d128_var_"), decode
+    cache = flashcore.plan(DECODE_Q, DECODE_KV, DECODE_KV, dtype="f16", seqused_k=[0] * 64)
+    assert cache.kernel.startswith("decode_f16_d128_var_"), cache
+    dense = flashcore.plan(DECODE_Q, DECODE_KV, DECODE_KV, dtype="f16")
+    assert "_var_" not in dense.kernel
+
+
+def test_explain_names_the_varlen_form():
+    lines = flashcore.explain(VARLEN_Q, VARLEN_KV, VARLEN_KV, dtype="f16", causal=True,
+                              **VARLEN).splitlines()
+    assert lines[0] == ("varlen B=4 tokens q=1000 k=1500 max Sq=500 Sk=600 Hq=8 Hkv=2 D=128 f16 "
+                        "causal on no GPU (sm_90a)")
+    assert lines[2].endswith(", per-sequence lengths (varlen, seqused_k)")
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(VARLEN, max_seqlen_q=1001), FlashCoreError,
+     "max_seqlen_q (1001) and max_seqlen_k (600) cannot exceed seqlen_q (1000)"),
+    (dict(VARLEN, max_seqlen_k=0), FlashCoreError, "varlen needs both max_seqlen_q and max_seqlen_k positive"),
+    (dict(VARLEN, max_seqlen_k=None), ArgumentError, "a varlen batch needs max_seqlen_q and max_seqlen_k"),
+    (dict(VARLEN, cu_seqlens_k=[0, 1]), ArgumentError, "cu_seqlens_k must have 5 entries, not 2"),
+    (dict(VARLEN, cu_seqlens_q=[0]), ArgumentError, "with batch >= 1, not [1]"),
+    (dict(VARLEN, cu_seqlens_q=7), ArgumentError, "cu_seqlens_q must be an int32 tensor (or, to plan, a sequence)"),
+    (dict(VARLEN, seqused_k=[0] * 5), ArgumentError, "seqused_k must have 4 entries, not 5"),
+    (dict(max_seqlen_q=5, max_seqlen_k=5), ArgumentError, "belong to a varlen batch"),
+])
+def test_varlen_planning_errors(kwargs, error, message):
+    with pytest.raises(error) as caught:
+        flashcore.plan(VARLEN_Q, VARLEN_KV, VARLEN_KV, dtype="f16", **kwargs)
+    assert message in caught.value.message, caught.value
+    with pytest.raises(ArgumentError, match=re.escape("q must be a [total_tokens, heads, head_dim] "
+                                                      "shape, not (2, 500, 8, 128) (varlen")):
+        flashcore.plan((2, 500, 8, 128), VARLEN_KV, VARLEN_KV, dtype="f16", **VARLEN)
+    with pytest.raises(ArgumentError, match=re.escape("is a varlen batch's: pass cu_seqlens_q")):
+        flashcore.plan(VARLEN_Q, VARLEN_KV, VARLEN_KV, dtype="f16")
+
+
+class OlderLibrary:
+    """The library as an older build looks to the binding. "0.2.0": no sized initializer (its
+    struct ends at causal). "0.3.0": its struct ends at softcap, and it refuses nonzero bytes past
+    that, in fc_read_struct's words (src/problem.c)."""
+
+    SIZE_0_3 = flashcore._binding.AttentionParams.cu_seqlens_q.offset
+
+    def __init__(self, lib, version):
+        self._lib, self._version, self._message = lib, version, None
+
+    def __getattr__(self, name):
+        if name == "fc_attention_params_init_sized" and self._version == "0.2.0":
+            raise AttributeError(name)
+        return getattr(self._lib, name)
+
+    def fc_version(self):
+        return self._version.encode()
+
+    def fc_attention_plan(self, handle, params, info):
+        raw = bytes(params._obj)
+        unknown = [i for i in range(self.SIZE_0_3, len(raw)) if raw[i]]
+        if self._version == "0.3.0" and unknown:
+            self._message = (f"params sets fields this library (FlashCore 0.3.0) does not know: "
+                             f"byte {unknown[0]} of {len(raw)}").encode()
+            return 2
+        self._message = None
+        return self._lib.fc_attention_plan(handle, params, info)
+
+    def fc_context_errmsg(self, handle):
+        return self._message or self._lib.fc_context_errmsg(handle)
+
+
+@pytest.mark.parametrize("version", ["0.2.0", "0.3.0"])
+def test_a_library_that_predates_varlen_refuses_it_clearly(version):
+    with flashcore.Context(FC_DEVICE_NONE, no_disk_cache=True) as context:
+        context._lib = OlderLibrary(context._lib, version)
+        for kwargs in (VARLEN, dict(seqused_k=[0] * 64)):
+            shapes = (VARLEN_Q, VARLEN_KV, VARLEN_KV) if kwargs is VARLEN else (DECODE_Q, DECODE_KV, DECODE_KV)
+            with pytest.raises(FlashCoreError) as caught:
+                context.plan(*shapes, dtype="f16", **kwargs)
+            assert caught.value.status == "FC_ERR_UNSUPPORTED", caught.value
+            assert f"(FlashCore {version}) predates varlen batches and seqused_k" in caught.value.message
+            assert "cu_seqlens_q/cu_seqlens_k, max_seqlen_q/max_seqlen_k and seqused_k" in caught.value.message
+        if version == "0.3.0":   # dense calls still run on it
+            assert context.plan(DECODE_Q, DECODE_KV, DECODE_KV, dtype="f16")[0].startswith("decode_")

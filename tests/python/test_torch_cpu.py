@@ -4,6 +4,7 @@ torch.export tracing through it with one graph and no break, and the errors of b
 Meta tensors and FakeTensorMode's CUDA tensors need no GPU; what the op computes is the GPU
 suite's (test_gpu.py). Skips, with the reason, where torch is missing.
 """
+import contextlib
 import re
 
 import pytest
@@ -34,8 +35,10 @@ def test_the_op_is_registered_with_its_schema(torch):
     op = torch.ops.flashcore.attention.default
     assert str(op._schema) == ("flashcore::attention(Tensor q, Tensor k, Tensor v, bool causal, "
                                "float? softmax_scale, bool return_lse, SymInt window_left=-1, "
-                               "SymInt window_right=-1, Tensor? sinks=None, float? softcap=None) "
-                               "-> (Tensor, Tensor)")
+                               "SymInt window_right=-1, Tensor? sinks=None, float? softcap=None, "
+                               "Tensor? cu_seqlens_q=None, Tensor? cu_seqlens_k=None, "
+                               "SymInt max_seqlen_q=0, SymInt max_seqlen_k=0, "
+                               "Tensor? seqused_k=None) -> (Tensor, Tensor)")
 
 
 @pytest.mark.parametrize("q_shape, kv_shape, causal, return_lse", CASES)
@@ -373,3 +376,265 @@ def test_check_reference_takes_windows_sinks_and_softcap(torch, causal, window, 
     assert 0.0 <= err_pt < 0.05   # PyTorch's own fp16 error, over the rows that see a key
     if causal or window[1] >= 0:
         assert not bool(has_key.all())   # the rows before the diagonal reaches key 0
+
+
+# Varlen batches and seqused_k (issue 13): FlashAttention's varlen_func and with_kvcache forms.
+def varlen_meta(torch, total_q=1000, total_k=1500, heads_q=8, heads_kv=2, head_dim=128, batch=4,
+                dtype=None, device="meta"):
+    """(q, k, v, cu_seqlens_q, cu_seqlens_k) of a varlen batch, as empty tensors on device."""
+    dtype = dtype or torch.bfloat16
+    q = torch.empty(total_q, heads_q, head_dim, dtype=dtype, device=device)
+    k, v = (torch.empty(total_k, heads_kv, head_dim, dtype=dtype, device=device) for _ in range(2))
+    cu_q, cu_k = (torch.zeros(batch + 1, dtype=torch.int32, device=device) for _ in range(2))
+    return q, k, v, cu_q, cu_k
+
+
+@pytest.mark.parametrize("return_lse", [False, True])
+@pytest.mark.parametrize("used", [False, True])
+def test_fake_kernel_varlen_shapes(torch, return_lse, used):
+    for make in ("meta", "fake cuda"):
+        with (fake_cuda(torch) if make == "fake cuda" else contextlib.nullcontext()):
+            device = "cuda" if make == "fake cuda" else "meta"
+            q, k, v, cu_q, cu_k = varlen_meta(torch, device=device)
+            seqused_k = torch.zeros(4, dtype=torch.int32, device=device) if used else None
+            result = flashcore.attention(q, k, v, causal=True, return_lse=return_lse,
+                                         cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=600,
+                                         max_seqlen_k=900, seqused_k=seqused_k)
+            out, lse = result if return_lse else (result, None)
+            assert out.shape == (1000, 8, 128) and out.dtype == torch.bfloat16 and out.is_contiguous()
+            assert out.device == q.device
+            if return_lse:   # FlashAttention's varlen layout: [heads_q, total_q]
+                assert lse.shape == (8, 1000) and lse.dtype == torch.float32
+
+
+def test_fake_kernel_dense_with_seqused_k(torch):
+    q = meta(torch, (3, 1, 32, 128))
+    cache = meta(torch, (3, 4096, 8, 128))
+    used = torch.empty(3, dtype=torch.int32, device="meta")
+    out, lse = flashcore.attention(q, cache, cache, return_lse=True, seqused_k=used)
+    assert out.shape == q.shape and lse.shape == (3, 32, 1)
+
+
+def varlen_block(torch):
+    """A packed-sequence block around the varlen op, as a serving engine's model would compile it."""
+    def block(x, w_q, w_kv, cu_seqlens, seqused_k, max_seqlen):
+        tokens, hidden = x.shape
+        q = (x @ w_q).view(tokens, 8, 64)
+        k, v = (x @ w_kv).view(tokens, 2, 2, 64).unbind(1)
+        out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True, window=(32, 0),
+                                       cu_seqlens_q=cu_seqlens, cu_seqlens_k=cu_seqlens,
+                                       max_seqlen_q=max_seqlen, max_seqlen_k=max_seqlen,
+                                       seqused_k=seqused_k)
+        return out.reshape(tokens, hidden) * 2, lse.amax()
+
+    return block
+
+
+def varlen_block_inputs(torch, tokens=300, batch=5):
+    return (meta(torch, (tokens, 512)), meta(torch, (512, 512)), meta(torch, (512, 256)),
+            torch.empty(batch + 1, dtype=torch.int32, device="meta"),
+            torch.empty(batch, dtype=torch.int32, device="meta"))
+
+
+@pytest.mark.parametrize("backend", ["graphs", "aot_eager", "inductor"])
+def test_compile_fullgraph_traces_through_the_varlen_op(torch, backend):
+    torch._dynamo.reset()
+    graphs = []
+
+    def collect(graph_module, example_inputs):
+        graphs.append(graph_module)
+        return graph_module.forward
+
+    block = varlen_block(torch)
+    compiled = torch.compile(block, fullgraph=True,
+                             backend=collect if backend == "graphs" else backend)
+    out, lse_max = compiled(*varlen_block_inputs(torch), 128)
+    assert out.shape == (300, 512) and lse_max.shape == ()
+    if backend == "graphs":
+        assert len(graphs) == 1
+        targets = [node.target for node in graphs[0].graph.nodes if node.op == "call_function"]
+        assert torch.ops.flashcore.attention.default in targets
+        torch._dynamo.reset()
+        explanation = torch._dynamo.explain(block)(*varlen_block_inputs(torch), 128)
+        assert explanation.graph_count == 1 and explanation.graph_break_count == 0, explanation
+
+
+def test_compile_varlen_with_dynamic_shapes_and_lengths(torch):
+    """Token counts and max_seqlen vary from call to call: dynamic=True traces them as SymInts."""
+    torch._dynamo.reset()
+
+    def call(q, k, v, cu_q, cu_k, max_q, max_k):
+        return flashcore.attention(q, k, v, causal=True, return_lse=True, cu_seqlens_q=cu_q,
+                                   cu_seqlens_k=cu_k, max_seqlen_q=max_q, max_seqlen_k=max_k)
+
+    compiled = torch.compile(call, fullgraph=True, backend="aot_eager", dynamic=True)
+    for total_q, total_k, batch, max_q, max_k in ((300, 500, 3, 200, 300), (1000, 1200, 7, 500, 900),
+                                                  (17, 4000, 2, 16, 3000)):
+        q, k, v, cu_q, cu_k = varlen_meta(torch, total_q, total_k, batch=batch, dtype=torch.float16)
+        out, lse = compiled(q, k, v, cu_q, cu_k, max_q, max_k)
+        assert out.shape == (total_q, 8, 128) and lse.shape == (8, total_q)
+
+
+def test_export_varlen_with_fake_cuda_inputs(torch):
+    class Block(torch.nn.Module):
+        def forward(self, q, k, v, cu_seqlens_q, cu_seqlens_k):
+            out, lse = flashcore.attention(q, k, v, causal=True, return_lse=True,
+                                           cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                                           max_seqlen_q=512, max_seqlen_k=1024)
+            return out * 2, lse
+
+    with fake_cuda(torch):
+        inputs = varlen_meta(torch, device="cuda")
+    exported = torch.export.export(Block(), inputs)
+    targets = [node.target for node in exported.graph.nodes if node.op == "call_function"]
+    assert torch.ops.flashcore.attention.default in targets
+
+
+def bad_varlen_calls(torch, device):
+    """(name, kwargs of flashcore.attention, message) for each kind of bad varlen argument."""
+    q, k, v, cu_q, cu_k = varlen_meta(torch, device=device)
+    dense_q = torch.empty(2, 100, 8, 128, dtype=torch.bfloat16, device=device)
+    dense_kv = torch.empty(2, 300, 2, 128, dtype=torch.bfloat16, device=device)
+    good = dict(q=q, k=k, v=v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=500,
+                max_seqlen_k=800)
+    int32 = dict(dtype=torch.int32, device=device)
+    other = "cpu" if device == "meta" else "meta"
+    return [
+        ("cu_seqlens int64", dict(good, cu_seqlens_q=cu_q.long()),
+         "cu_seqlens_q must be int32 (FlashAttention's cu_seqlens and seqused_k), not torch.int64"),
+        ("cu_seqlens 2-D", dict(good, cu_seqlens_k=cu_k[None]), "cu_seqlens_k must be [5], not [1, 5]"),
+        ("cu_seqlens_q 2-D", dict(good, cu_seqlens_q=cu_q[None]),
+         "cu_seqlens_q must be 1-D int32 [batch + 1], not [1, 5]"),
+        ("lengths differ", dict(good, cu_seqlens_k=torch.zeros(4, **int32)),
+         "cu_seqlens_k must be [5], not [4]"),
+        ("no sequence", dict(good, cu_seqlens_q=torch.zeros(1, **int32),
+                             cu_seqlens_k=torch.zeros(1, **int32)),
+         "cu_seqlens_q must be int32 [batch + 1] with batch >= 1, not [1]"),
+        ("strided", dict(good, cu_seqlens_q=torch.zeros(10, **int32)[::2]),
+         "cu_seqlens_q must be contiguous"),
+        ("other device", dict(good, cu_seqlens_k=torch.zeros(5, dtype=torch.int32, device=other)),
+         f"cu_seqlens_k is on {other} but q is on {device}"),
+        ("a list", dict(good, cu_seqlens_q=[0, 1, 2, 3, 4]), "cu_seqlens_q must be a torch.Tensor"),
+        ("q alone", dict(good, cu_seqlens_k=None), "a varlen batch takes both cu_seqlens_q and cu_seqlens_k"),
+        ("no max", dict(good, max_seqlen_k=None), "a varlen batch needs max_seqlen_q and max_seqlen_k"),
+        ("max as a tensor", dict(good, max_seqlen_q=torch.tensor(500)),
+         "max_seqlen_q must be a Python int, not a tensor: FlashCore never reads a length back"),
+        ("max as a float", dict(good, max_seqlen_k=800.0), "max_seqlen_k must be a Python int"),
+        ("max as a bool", dict(good, max_seqlen_k=True), "max_seqlen_k must be a Python int"),
+        ("max without cu", dict(q=dense_q, k=dense_kv, v=dense_kv, max_seqlen_q=100, max_seqlen_k=300),
+         "max_seqlen_q and max_seqlen_k belong to a varlen batch"),
+        ("4-D q varlen", dict(good, q=dense_q), "q must be 3-D [total_tokens, heads, head_dim], not "
+                                                "(2, 100, 8, 128) (varlen: the sequences one after another"),
+        ("3-D q dense", dict(q=q, k=k, v=v), "q must be 4-D [batch, seq, heads, head_dim], not "
+                                             "(1000, 8, 128) (3-D [total_tokens, heads, head_dim] is a "
+                                             "varlen batch's"),
+        ("k of another head_dim", dict(good, k=k[..., :64], v=v[..., :64]),
+         "must both be [total_k, heads_kv, 128] for q (1000, 8, 128) (varlen)"),
+        ("seqused_k length", dict(good, seqused_k=torch.zeros(5, **int32)), "seqused_k must be [4], not [5]"),
+        ("seqused_k dense length", dict(q=dense_q, k=dense_kv, v=dense_kv,
+                                        seqused_k=torch.zeros(3, **int32)),
+         "seqused_k must be [2], not [3]"),
+        ("seqused_k float", dict(good, seqused_k=torch.zeros(4, dtype=torch.float32, device=device)),
+         "seqused_k must be int32"),
+    ] + ([("sinks per query head", dict(good, sinks=torch.zeros(2, dtype=torch.float32, device=device)),
+           "sinks must be a contiguous float32 [8]")] if device == "meta" else [])
+
+
+@pytest.mark.parametrize("device", ["meta", "cpu"])
+def test_bad_varlen_arguments_raise_argument_errors_before_the_library(torch, device):
+    for name, kwargs, message in bad_varlen_calls(torch, device):
+        kwargs = dict(kwargs)
+        q, k, v = kwargs.pop("q"), kwargs.pop("k"), kwargs.pop("v")
+        with pytest.raises(ArgumentError) as caught:
+            flashcore.attention(q, k, v, **kwargs)
+        assert message in str(caught.value), (name, str(caught.value))
+
+
+def test_varlen_on_cpu_tensors_is_refused_with_a_clear_message(torch):
+    q, k, v, cu_q, cu_k = varlen_meta(torch, device="cpu")
+    with pytest.raises(ArgumentError, match="the tensors are on cpu: flashcore.attention runs on CUDA"):
+        flashcore.attention(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=500,
+                            max_seqlen_k=800)
+
+
+def test_bad_varlen_arguments_fail_at_trace_time_under_compile(torch):
+    torch._dynamo.reset()
+    q, k, v, cu_q, cu_k = varlen_meta(torch)
+
+    def call(q, k, v, cu_q, cu_k):
+        return flashcore.attention(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=500,
+                                   max_seqlen_k=800)
+
+    with pytest.raises(Exception) as caught:
+        torch.compile(call, fullgraph=True, backend="eager")(q, k, v, cu_q.long(), cu_k)
+    assert "cu_seqlens_q must be int32" in str(caught.value)
+
+
+def test_launch_keeps_one_struct_per_varlen_problem(torch):
+    """Context.launch (the op's path) with varlen: its maxima in the kept struct, the index tensors'
+    pointers per call; the library validates each call before refusing it (no GPU)."""
+    context = flashcore.Context(flashcore.FC_DEVICE_NONE, no_disk_cache=True)
+    q, k, v, cu_q, cu_k = varlen_meta(torch, device="cpu", dtype=torch.float16)
+    used = torch.zeros(4, dtype=torch.int32)
+    out = torch.empty_like(q)
+    for max_q in (500, 500, 600):
+        sequences = flashcore._binding.sequence_arguments(cu_q, cu_k, max_q, 800, used)
+        with pytest.raises(flashcore.FlashCoreError) as caught:
+            context.launch(q, k, v, out, None, True, None, 0, sequences=sequences)
+        assert caught.value.status == "FC_ERR_NO_DEVICE", caught.value
+    assert len(context._templates) == 2
+    params = next(iter(context._templates.values()))
+    assert (params.batch, params.seqlen_q, params.seqlen_k) == (4, 1000, 1500)
+    assert (params.max_seqlen_q, params.max_seqlen_k) == (500, 800)
+    assert tuple(params.q_stride) == (0, 8 * 128, 128) and tuple(params.k_stride) == (0, 2 * 128, 128)
+    too_long = flashcore._binding.sequence_arguments(cu_q, cu_k, 1001, 800)
+    with pytest.raises(flashcore.FlashCoreError, match=r"max_seqlen_q \(1001\) and max_seqlen_k \(800\) "
+                                                       "cannot exceed"):
+        context.launch(q, k, v, out, None, True, None, 0, sequences=too_long)
+    context.close()
+
+
+def test_check_varlen_reference_and_judge_on_the_cpu(torch):
+    """tools/check_varlen.py's per-sequence reference against the loops, on a ragged batch with an
+    empty sequence, a sequence without keys, seqused_k, a window and slack tokens; and its judge
+    failing a write into the slack and a NaN in a sequence."""
+    import math
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    import check_varlen
+
+    torch.manual_seed(7)
+    case = check_varlen.VarlenCase("f16", 16, True, 4, 2, (5, 0, 3, 9), (7, 2, 0, 6), (4, 2, 0, 6),
+                                   (3, 0), 2, 3)
+    inputs = check_varlen.allocate(case, "cpu")
+    check_varlen.load(case, inputs)
+    assert bool(torch.isnan(inputs.q[17:]).all()) and bool(torch.isnan(inputs.k[15:]).all())
+    assert bool(torch.isnan(inputs.k[4:7]).all())   # sequence 0's keys past seqused_k
+    assert inputs.cu_seqlens_q.tolist() == [0, 5, 5, 8, 17] and inputs.seqused_k.tolist() == [4, 2, 0, 6]
+    out, lse, err_pt, has_key = check_varlen.reference(case, inputs)
+    scale = 16 ** -0.5
+    cu_q, cu_k = check_varlen.starts(case.lens_q), check_varlen.starts(case.lens_k)
+    for b, len_q in enumerate(case.lens_q):
+        rows, keys = slice(cu_q[b], cu_q[b] + len_q), slice(cu_k[b], cu_k[b] + case.keys_used(b))
+        expected, expected_lse = naive_attention(torch, inputs.q[rows][None], inputs.k[keys][None],
+                                                 inputs.v[keys][None], True, scale, (3, 0), None, None)
+        assert torch.allclose(out[rows], expected[0], atol=1e-6)
+        assert torch.equal(torch.isneginf(lse[:, rows]), torch.isneginf(expected_lse[0]))
+    assert not bool(has_key[8:11].any()) and bool(has_key[11:17].all())   # 9 queries, 6 keys
+    assert not bool(has_key[5:8].any())                         # sequence 2 has no key at all
+    assert bool(torch.isnan(out[17:]).all()) and 0 < err_pt < 0.05
+
+    ours = torch.full_like(inputs.out, math.nan)
+    ours_lse = torch.full_like(inputs.lse, math.nan)
+    ours[:17], ours_lse[:, :17] = out[:17].half(), lse[:, :17].float()
+    stats, failures = check_varlen.judge(case, (("out", ours),), ours_lse, (out, lse, err_pt, has_key))
+    assert not failures, failures
+    ours[17] = 0
+    ours[3, 1, 0] = math.nan
+    _, failures = check_varlen.judge(case, (("out", ours),), ours_lse, (out, lse, err_pt, has_key))
+    assert any("tokens of no sequence" in f for f in failures) and any("NaN/Inf" in f for f in failures)
+    _, failures = check_varlen.judge(case, (("out", ours),), ours_lse, (out, lse, err_pt, has_key),
+                                     poisoned=False)
+    assert not any("tokens of no sequence" in f for f in failures)
