@@ -286,12 +286,14 @@ masks-checks)   # windows, sinks and softcaps, correctness only, side by side (f
 varlen)   # varlen batches and seqused_k (issue 13), correctness only, side by side (one 10-minute call)
     step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
     step gpu-varlen 540 "FC_GPU_TESTS='test_varlen*' .carry/bin/test_gpu" &
-    for family in reference sm80 decode; do
+    for family in reference sm80 decode sm90; do
         step varlen-$family 540 "VARLEN_FAMILIES=$family varlen_runs | tail -60" &
     done
     step memcheck 400 "SANITIZE_TOOLS=memcheck SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--varlen 129,0,1,77 \
         --varlen-k 200,5,0,300 --seqused-k 150,5,0,299' sanitize; SANITIZE_TOOLS=memcheck SANITIZE_DIMS=128 \
-        SANITIZE_FLAGS='--varlen 1,0,1 --varlen-k 3000,4,0 --seqused-k 2000,4,0' sanitize" &
+        SANITIZE_FLAGS='--varlen 1,0,1 --varlen-k 3000,4,0 --seqused-k 2000,4,0' sanitize; \
+        SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=sm90 SANITIZE_DIMS='64 128 256' SANITIZE_FLAGS='--varlen 129,0,1,77 \
+        --varlen-k 200,5,0,300 --seqused-k 150,5,0,299' sanitize" &
     wait
     ;;
 masks)   # windows, sinks and softcaps (issue 14): each family forced, sanitizers, then their speed
