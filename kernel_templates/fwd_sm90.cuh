@@ -19,6 +19,13 @@
 //   With PINGPONG, the consumers also take turns issuing their GEMMs (FlashAttention-3's
 //   inter-warpgroup schedule), so that the turns order what the hardware would otherwise interleave.
 //
+// With VARLEN (varlen batches, seqused_k), a CTA computes rows of one sequence: the TMA maps hold
+// the whole packed tensors and the sequence's rows start at its cu_seqlens (kv_source.cuh's
+// SequenceTmaRows); the mask takes the sequence's lengths; a CTA whose rows start past its
+// sequence's end leaves before anything exists to wait for; the last key tile's rows past the
+// sequence's keys (other tokens, NaN allowed) are masked in S and zeroed in V before P V; rows
+// past the sequence's queries are computed and never written.
+//
 // Not yet: TMA stores of O, a persistent grid.
 #pragma once
 
@@ -61,7 +68,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
 }
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
-          bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false>
+          bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false, bool VARLEN = false>
 struct Sm90Forward {
     using E = Element<T>;
     static constexpr int CONSUMERS = BLOCK_M / 64;                   // warpgroups, 64 rows each
@@ -100,7 +107,7 @@ struct Sm90Forward {
 
     const fc_sm90_args &args;
     const fc_kernel_args &base;
-    const KeyMask<CAUSAL, WINDOW> mask;
+    const KeyMask<CAUSAL, WINDOW, VARLEN> mask;
     char *smem;   // 1024-byte aligned: Q, then K stages, then V stages
     int batch, head, kv_head, row0, warp, group;   // group: this thread's warpgroup
 
@@ -115,6 +122,15 @@ struct Sm90Forward {
         row0 = c.row0;
         warp = threadIdx.x / WARP_SIZE;
         group = threadIdx.x / 128;
+    }
+
+    // VARLEN: the same argument followed by the per-sequence lengths (fc_args.h).
+    __device__ Sm90Forward(const fc_sm90_varlen_args &a, char *shared) : Sm90Forward(a.sm90, shared) {}
+
+    // VARLEN: the argument's per-sequence lengths (args is the first member of a fc_sm90_varlen_args).
+    __device__ __forceinline__ const fc_seqlens &seqlens() const
+    {
+        return reinterpret_cast<const fc_sm90_varlen_args &>(args).seqlens;
     }
 
     __device__ __forceinline__ unsigned q_tile(int g = 0) const
@@ -141,20 +157,35 @@ struct Sm90Forward {
             return end_tile;
     }
 
-    // One thread: Q of every consumer warpgroup, on one barrier.
-    __device__ __forceinline__ void load_q(unsigned bar)
+    // One thread: Q of every consumer warpgroup, on one barrier. VARLEN: from the sequence's first
+    // token (origin); rows past its end bring other tokens (or zeros past the tensor), whose rows
+    // of O are never written.
+    __device__ __forceinline__ void load_q(unsigned bar, const SequenceTmaOrigin &origin = {})
     {
         mbarrier_arrive_expect_tx(bar, Q_BYTES);
         for (int g = 0; g < CONSUMERS; g++)
             for (int j = 0; j < COLUMN_BLOCKS; j++)
-                tma_load_4d(q_tile(g) + j * Q_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.q_map),
-                            COLUMNS * j, row0 + 64 * g, head, batch, bar);
+                if constexpr (VARLEN)
+                    tma_load_4d(q_tile(g) + j * Q_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.q_map),
+                                COLUMNS * j, origin.q_row0 + row0 + 64 * g, head, origin.batch, bar);
+                else
+                    tma_load_4d(q_tile(g) + j * Q_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.q_map),
+                                COLUMNS * j, row0 + 64 * g, head, batch, bar);
     }
 
     // One thread: K or V (map) of tile t into the slot at dst; rows past seqlen_k arrive as zeros
-    // (TMA out-of-bounds fill).
-    __device__ __forceinline__ void load_tile(const fc_tensor_map &map, unsigned dst, int t, unsigned bar)
+    // (TMA out-of-bounds fill). VARLEN: the sequence's rows (origin); rows past its keys bring
+    // whatever follows them (see clear_tail_rows).
+    __device__ __forceinline__ void load_tile(const fc_tensor_map &map, unsigned dst, int t, unsigned bar,
+                                              const SequenceTmaOrigin &origin = {})
     {
+        if constexpr (VARLEN) {
+            const SequenceTmaRows rows{kv_head, origin.batch, origin.k_row0};
+            for (int j = 0; j < COLUMN_BLOCKS; j++)
+                rows.load(dst + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), COLUMNS * j,
+                          WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
+            return;
+        }
         const StridedTmaRows rows{kv_head, batch};
         for (int j = 0; j < COLUMN_BLOCKS; j++)
             rows.load(dst + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), COLUMNS * j,
@@ -162,12 +193,52 @@ struct Sm90Forward {
     }
 
     // Thread 0 (plain schedule): K and V of tile t into its stage, on one barrier.
-    __device__ __forceinline__ void load_kv(int t, unsigned bar)
+    __device__ __forceinline__ void load_kv(int t, unsigned bar, const SequenceTmaOrigin &origin = {})
     {
         const int stage = t % STAGES;
         mbarrier_arrive_expect_tx(bar, 2 * KV_BYTES);
-        load_tile(args.k_map, k_tile(stage), t, bar);
-        load_tile(args.v_map, v_tile(stage), t, bar);
+        load_tile(args.k_map, k_tile(stage), t, bar, origin);
+        load_tile(args.v_map, v_tile(stage), t, bar, origin);
+    }
+
+    // VARLEN, every consumer thread, once V of the CTA's last tile t has arrived in `stage`: its
+    // rows past the sequence's last key hold whatever followed the sequence (another sequence's
+    // tokens, zeros, or rows past seqused_k, which may be NaN). P is exactly 0 there, but 0 * NaN
+    // is NaN in P V, so those rows become zeros first. Only the last tile can hold such rows: the
+    // loops stop at key_end <= the sequence's keys, so every earlier tile lies inside it, and the
+    // last one starts below key_end (valid >= 1). The condition is the CTA's (its lengths, its
+    // tile), so every consumer thread takes the same branch and reaches the barrier. NOTE: 128B
+    // swizzling permutes 16-byte chunks within a row's 128-byte line, so row r of a column block
+    // is line r whatever the swizzle: zeroing whole lines needs no swizzle arithmetic.
+    __device__ __forceinline__ void clear_tail_rows(int t, int stage)
+    {
+        const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+        const int valid = mask.seqlen_k() - key0;   // the tile's rows inside the sequence
+        if (valid >= BLOCK_N)
+            return;
+        constexpr int LINE_CHUNKS = SWIZZLE_BYTES / 16, CHUNKS = COLUMN_BLOCKS * BLOCK_N * LINE_CHUNKS;
+        const unsigned v = v_tile(stage);   // (COLUMN_BLOCKS x BLOCK_N lines of 128 bytes)
+        for (int i = threadIdx.x; i < CHUNKS; i += CONSUMER_THREADS)   // consumers are threads 0 ..
+            if (i / LINE_CHUNKS % BLOCK_N >= valid)
+                st_shared_zero16(v + 16 * i);
+        // every writer orders its stores before WGMMA's (async proxy) reads, then all consumers
+        // meet: after the barrier, no consumer's P V can read a line before it is zero. NOTE: a
+        // named barrier of the consumers only, after the turn barriers (1 .. CONSUMERS); declared
+        // here, not as a member, so that the PTX of dense variants gains no constant symbol.
+        constexpr int CLEAR_BARRIER = TURN_BARRIER + CONSUMERS;
+        fence_proxy_async();
+        named_barrier_sync(CLEAR_BARRIER, CONSUMER_THREADS);
+    }
+
+    // O and the LSE of this thread's rows: VARLEN, only the sequence's rows (its others are other
+    // tokens', or none), at its tokens (fresh reads of its lengths: nothing kept through the loop).
+    __device__ __forceinline__ void store(const float (&o)[1][D_TILES][4], const OnlineSoftmax<1, N_TILES> &softmax)
+    {
+        if constexpr (VARLEN)
+            store_sequence_output<T>(base, sequence_of(base, seqlens(), batch), batch, head, row0 + warp * 16, o,
+                                     softmax);
+        else
+            store_output<T>(base, batch, head, row0 + warp * 16, o, softmax);
     }
 
     // Issues S = Q K^T: K_STEPS k-steps; step k reads 32 bytes of column block k / STEPS_PER_BLOCK.
@@ -253,6 +324,16 @@ struct Sm90Forward {
 
     __device__ void run()
     {
+        if constexpr (VARLEN) {
+            // Every thread reads its sequence (the same few words) and thread 0 publishes its lengths
+            // for the mask (with a CTA-wide sync). A block of the longest sequence's rows past this
+            // one's end leaves here, before any mbarrier or copy exists: the test is the CTA's, so
+            // the producer and every consumer leave together, and no TMA write can outlive the CTA.
+            const Sequence seq = sequence_of(base, seqlens(), batch);
+            publish_sequence_lengths(seq.len_q, seq.len_k);
+            if (row0 >= seq.len_q)
+                return;
+        }
         if constexpr (SPECIALIZED)
             run_specialized();
         else
@@ -272,10 +353,13 @@ struct Sm90Forward {
             mbarrier_init_fence();
         }
         __syncthreads();
+        SequenceTmaOrigin origin{};   // VARLEN: where the sequence's rows start (thread 0 loads)
+        if constexpr (VARLEN)
+            origin = sequence_tma_origin(seqlens(), batch);
         if (threadIdx.x == 0) {
-            load_q(q_bar);
+            load_q(q_bar, origin);
             if (tiles > 0)
-                load_kv(0, kv_bar);
+                load_kv(0, kv_bar, origin);
         }
 
         float o[1][D_TILES][4];
@@ -287,8 +371,11 @@ struct Sm90Forward {
         for (int t = 0; t < tiles; t++) {
             const int stage = t % STAGES;
             if (threadIdx.x == 0 && t + 1 < tiles)   // its stage was released by the barrier ending t - 1
-                load_kv(t + 1, kv_bar + 8 * ((t + 1) % STAGES));
+                load_kv(t + 1, kv_bar + 8 * ((t + 1) % STAGES), origin);
             mbarrier_wait(kv_bar + 8 * stage, (t / STAGES) & 1);
+            if constexpr (VARLEN)
+                if (t == tiles - 1)   // no thread reads this stage's V before the clear's barrier
+                    clear_tail_rows(t, stage);
 
             float s[1][N_TILES][4];
             qk(s, stage);
@@ -303,7 +390,7 @@ struct Sm90Forward {
             __syncthreads();   // every warp is done with this stage before TMA refills it
         }
         softmax.finish();
-        store_output<T>(base, batch, head, row0 + warp * 16, o, softmax);
+        store(o, softmax);
     }
 
     // Barriers of the specialized schedule: Q, then per slot K full, V full, K empty, V empty.
@@ -316,17 +403,20 @@ struct Sm90Forward {
     // thread has released the tile that was there (round r waits for phase r - 1 of the slot).
     __device__ __forceinline__ void produce(const Barriers &b, int tiles)
     {
-        load_q(b.q);
+        SequenceTmaOrigin origin{};   // VARLEN: where the sequence's rows start
+        if constexpr (VARLEN)
+            origin = sequence_tma_origin(seqlens(), batch);
+        load_q(b.q, origin);
         for (int t = 0; t < tiles; t++) {
             const int stage = t % STAGES, round = t / STAGES;
             if (round > 0)
                 mbarrier_wait(b.slot(b.k_empty, t), (round - 1) & 1);
             mbarrier_arrive_expect_tx(b.slot(b.k_full, t), KV_BYTES);
-            load_tile(args.k_map, k_tile(stage), t, b.slot(b.k_full, t));
+            load_tile(args.k_map, k_tile(stage), t, b.slot(b.k_full, t), origin);
             if (round > 0)
                 mbarrier_wait(b.slot(b.v_empty, t), (round - 1) & 1);
             mbarrier_arrive_expect_tx(b.slot(b.v_full, t), KV_BYTES);
-            load_tile(args.v_map, v_tile(stage), t, b.slot(b.v_full, t));
+            load_tile(args.v_map, v_tile(stage), t, b.slot(b.v_full, t), origin);
         }
     }
 
@@ -387,6 +477,11 @@ struct Sm90Forward {
                 p_fragments(a, s);
             }
             mbarrier_wait(b.slot(b.v_full, tiles - 1), ((tiles - 1) / STAGES) & 1);
+            // VARLEN: before this consumer's turn. NOTE: no deadlock with ping-pong: every consumer
+            // has taken its turns of the loop (each needs only the previous consumer's turn of the
+            // same tile, passed before that one got here), and the final turns come after the clear.
+            if constexpr (VARLEN)
+                clear_tail_rows(tiles - 1, (tiles - 1) % STAGES);
             turn_begin();
             rescale_output(o, correction);
             pv_issue(o, a, (tiles - 1) % STAGES);
@@ -395,7 +490,7 @@ struct Sm90Forward {
             pv_retire(o, a);
         }
         softmax.finish();
-        store_output<T>(base, batch, head, row0 + warp * 16, o, softmax);
+        store(o, softmax);
     }
 
     __device__ void run_specialized()

@@ -107,4 +107,31 @@ struct StridedTmaRows {
     }
 };
 
+// Where one sequence's rows start in TMA maps of the whole tensors (VARLEN): a varlen batch's maps
+// hold every token in one batch (coordinate 0) and its sequence starts at its cu_seqlens; a dense
+// batch with seqused_k keeps its batch coordinate and row 0.
+struct SequenceTmaOrigin {
+    int q_row0, k_row0, batch;
+};
+
+__device__ __forceinline__ SequenceTmaOrigin sequence_tma_origin(const fc_seqlens &s, int batch)
+{
+    if (s.cu_seqlens_q)
+        return SequenceTmaOrigin{s.cu_seqlens_q[batch], s.cu_seqlens_k[batch], 0};
+    return SequenceTmaOrigin{0, 0, batch};
+}
+
+// One sequence's K or V rows through TMA (VARLEN): its key `key` is the map's row first_row + key.
+// NOTE: a box that runs past the sequence's end brings whatever follows it (the next sequence's
+// tokens, rows past seqused_k that may hold NaN, zeros past the tensor): the kernel must mask
+// those keys' scores and keep those V rows out of P V (fwd_sm90.cuh zeroes them).
+struct SequenceTmaRows {
+    int head, batch, first_row;
+
+    __device__ __forceinline__ void load(unsigned dst, const TensorMap &map, int column, int key, unsigned bar) const
+    {
+        tma_load_4d(dst, map, column, first_row + key, head, batch, bar);
+    }
+};
+
 }  // namespace fc

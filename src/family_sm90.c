@@ -47,8 +47,6 @@ static int check(const struct fc_variant *v, char *why, size_t size)
 {
     if (v->arch != 90 || !v->arch_specific)
         return fc_variant_fail(why, size, "WGMMA and TMA need the sm_90a target, not sm_%d", v->arch);
-    if (v->varlen)
-        return fc_variant_fail(why, size, "the sm90 kernel takes no per-sequence lengths (varlen, seqused_k) yet");
     if (v->head_dim % 64 || v->head_dim > 256)
         return fc_variant_fail(why, size, "the sm90 kernel takes head_dim 64, 128, 192 or 256 so far, not %d",
                                v->head_dim);
@@ -80,17 +78,14 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     const int d = problem->head_dim;
     if (target->arch != 90 || !target->arch_specific)
         return NULL;
-    if (fc_problem_per_sequence(problem)) {
-        *why_not = "the Hopper kernel takes no per-sequence lengths (varlen, seqused_k) yet: its TMA tiles past a "
-                   "sequence's end would bring other rows, unused ones possibly NaN, into P V";
-        return NULL;
-    }
     if (d % 64 || d > 256) {   /* 64-wide swizzle blocks */
         *why_not = "the Hopper kernel takes multiples of 64 only, so far";
         return NULL;
     }
     defaults(v);
-    if (check(v, NULL, 0) == 0 && d == 128 && problem->mask.causal && problem->seqlen_k <= SHORT_KEYS) {
+    /* varlen: the longest sequence's lengths, as a dense batch of them (the tiles' reasons hold
+     * per sequence); dense: max_seqlen_q/_k are seqlen_q/_k */
+    if (check(v, NULL, 0) == 0 && d == 128 && problem->mask.causal && problem->max_seqlen_k <= SHORT_KEYS) {
         /* NOTE: few causal key tiles leave too little to hide a 165 KB CTA's prologue: one
          * consumer warpgroup x 64 keys (82 KB, two CTAs per SM) measured faster on the H200
          * at 512 keys (264 vs 226 TF/s) and 1k (357 vs 341); slower from 2k on (428 vs 451). */
@@ -98,7 +93,7 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         v->warps = 8;
         v->block_n = 64;
         v->pingpong = 0;   /* one consumer: nobody to take turns with */
-    } else if (d == 64 && problem->seqlen_k >= LONG_KEYS_D64 && problem->seqlen_q >= 1024) {
+    } else if (d == 64 && problem->max_seqlen_k >= LONG_KEYS_D64 && problem->max_seqlen_q >= 1024) {
         /* NOTE: three consumer warpgroups sharing each K/V tile: faster from 8k keys on (H200,
          * 16k: 520 vs 486 TF/s non-causal, 489 vs 463 causal), slower below (2k: 428 vs 455). */
         v->block_m = 192;
@@ -108,6 +103,9 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     }
     if (fc_variant_check(v, NULL, 0))
         return NULL;
+    if (v->varlen)
+        return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128, with per-sequence lengths (each "
+               "sequence's rows from its first token; keys past its end masked and their V rows zeroed)";
     return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128 (1.3-2.6x the sm80 kernel in the H200 "
            "sweep)";
 }
@@ -120,35 +118,45 @@ static void fit_forced(struct fc_variant *v)
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
-    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s>",
+    /* the VARLEN argument only where it is set: the other variants' source (and cache key) stays */
+    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
-                    v->softcap ? "true" : "false");
+                    v->softcap ? "true" : "false", v->varlen ? ", true" : "");
 }
 
-/* A 4-D view (head_dim, seq, head, batch) of one tensor, boxes of one swizzle row x box_rows. */
+/* A 4-D view (head_dim, seq, head, batch) of one tensor, boxes of one swizzle row x box_rows. A
+ * varlen batch's tensors are packed tokens (batch stride 0): one batch of every token, whose
+ * sequences the kernel finds through cu_seqlens (its batch stride is then never used: the token
+ * stride stands in for it, a valid TMA stride where 0 might not be). */
 static enum fc_status encode(const struct fc_launch *l, struct fc_tensor_map *map, const void *base,
                              const int64_t stride[3], int seqlen, int heads, int box_rows)
 {
     const struct fc_problem *p = l->problem;
     const uint64_t bytes = (uint64_t)fc_dtype_bytes(p->dtype);
+    const uint64_t batches = p->varlen ? 1 : (uint64_t)p->batch;
+    const uint64_t batch_stride = (uint64_t)(p->varlen ? stride[1] : stride[0]) * bytes;
     struct fc_tma_desc desc = {
         4,
-        {(uint64_t)p->head_dim, (uint64_t)seqlen, (uint64_t)heads, (uint64_t)p->batch},
-        {(uint64_t)stride[1] * bytes, (uint64_t)stride[2] * bytes, (uint64_t)stride[0] * bytes},
+        {(uint64_t)p->head_dim, (uint64_t)seqlen, (uint64_t)heads, batches},
+        {(uint64_t)stride[1] * bytes, (uint64_t)stride[2] * bytes, batch_stride},
         {(uint32_t)(SWIZZLE_BYTES / bytes), (uint32_t)box_rows, 1, 1},
         SWIZZLE_BYTES,
     };
     return fc_tma_encode(l->cuda, (CUtensorMap *)map, base, p->dtype, &desc, l->msg, l->msg_size);
 }
 
-_Static_assert(sizeof(struct fc_sm90_args) <= FC_LAUNCH_ARGS_BYTES, "fc_launch_args holds fc_sm90_args");
+_Static_assert(sizeof(struct fc_sm90_varlen_args) <= FC_LAUNCH_ARGS_BYTES,
+               "fc_launch_args holds fc_sm90_varlen_args");
 
 static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_args *args)
 {
     const struct fc_problem *p = l->problem;
-    struct fc_sm90_args *a = (struct fc_sm90_args *)args->bytes;
+    struct fc_sm90_varlen_args *varlen = (struct fc_sm90_varlen_args *)args->bytes;   /* dense: its first member */
+    struct fc_sm90_args *a = &varlen->sm90;
     fc_launch_common_args(p, l->plan, &a->base);
+    if (l->plan->variant.varlen)
+        fc_launch_seqlens(p, &varlen->seqlens);
     const int block_n = l->plan->variant.block_n;
     enum fc_status status;
     if ((status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS)) ||
@@ -164,6 +172,7 @@ const struct fc_family fc_family_sm90 = {
     .name = "sm90",
     .template_file = "fwd_sm90.cuh",
     .args_type = "fc_sm90_args",
+    .varlen_args_type = "fc_sm90_varlen_args",
     .tuned = 1,
     .pingpong_option = 1,
     .defaults = defaults,

@@ -38,7 +38,9 @@ struct fc_tune_problem fc_bucket_of(const struct fc_problem *p)
     b.head_dim = p->head_dim;
     b.causal = p->mask.causal;
     b.gqa = p->heads_q / p->heads_kv;
-    b.seqlen = p->seqlen_q > p->seqlen_k ? p->seqlen_q : p->seqlen_k;
+    /* varlen: the longest sequence (the selector's tiles take it so too), not the token totals */
+    const int seqlen_q = p->varlen ? p->max_seqlen_q : p->seqlen_q, seqlen_k = p->varlen ? p->max_seqlen_k : p->seqlen_k;
+    b.seqlen = seqlen_q > seqlen_k ? seqlen_q : seqlen_k;
     return b;
 }
 

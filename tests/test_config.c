@@ -34,8 +34,11 @@
 #define PRECOMPILE_WINDOW (6 + 6 + 12)
 /* softcaps: causal, two head dims, two dtypes, with and without a window, as the windows' */
 #define PRECOMPILE_SOFTCAP (8 + 8 + 16)
-/* per-sequence lengths (varlen): sm80 and decode, two archs, two dtypes, three head dims, causal or not */
-#define PRECOMPILE_VARLEN (2 * 2 * 2 * 3 * 2)
+/* per-sequence lengths (varlen): sm90 on sm_90a, two dtypes, three head dims, causal or not, plus
+ * causal 128's short-sequence tiles; then sm80 and decode, two archs, two dtypes, three head dims,
+ * causal or not */
+#define PRECOMPILE_VARLEN_SM90 (2 * 3 * 2 + 2)
+#define PRECOMPILE_VARLEN (PRECOMPILE_VARLEN_SM90 + 2 * 2 * 2 * 3 * 2)
 #define PRECOMPILE_VARIANTS                                                                                   \
     (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90 + PRECOMPILE_MERGE +          \
      PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP + PRECOMPILE_VARLEN)
@@ -157,6 +160,16 @@ static void test_precompile_spec(void **state)
     assert_variant_equal(&list.items[merge_end + PRECOMPILE_WINDOW - 1], &last_window);
     assert_variant_equal(&list.items[list.count - PRECOMPILE_VARLEN - 1], &last);
     assert_variant_equal(&list.items[list.count - 1], &last_varlen);
+    struct fc_variant first_varlen = expected_family_variant(FC_KERNEL_SM90, FC_F16, 64, 0, 90, 1);
+    first_varlen.varlen = 1;
+    struct fc_variant last_sm90_varlen = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 128, 1, 90, 1);
+    last_sm90_varlen.varlen = 1;
+    last_sm90_varlen.block_m = 64;
+    last_sm90_varlen.block_n = 64;
+    last_sm90_varlen.warps = 8;
+    last_sm90_varlen.pingpong = 0;
+    assert_variant_equal(&list.items[list.count - PRECOMPILE_VARLEN], &first_varlen);
+    assert_variant_equal(&list.items[list.count - PRECOMPILE_VARLEN + PRECOMPILE_VARLEN_SM90 - 1], &last_sm90_varlen);
     size_t hopper = 0;
     for (size_t i = 0; i < list.count; i++) {
         char why[256];
@@ -165,7 +178,8 @@ static void test_precompile_spec(void **state)
         hopper += list.items[i].arch == 90 && list.items[i].arch_specific;
     }
     assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_DECODE / 4 + PRECOMPILE_SM90 +
-                                 PRECOMPILE_MERGE / 4 + 6 + 6 + 8 + 8 + PRECOMPILE_VARLEN / 2);
+                                 PRECOMPILE_MERGE / 4 + 6 + 6 + 8 + 8 + PRECOMPILE_VARLEN_SM90 +
+                                 (PRECOMPILE_VARLEN - PRECOMPILE_VARLEN_SM90) / 2);
     fc_variant_list_free(&list);
     assert_list_empty(&list);
 }

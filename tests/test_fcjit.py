@@ -438,8 +438,10 @@ def test_varlen_and_seqused_k_plan_and_explain(cli):
     code, out, _ = cli.run("--json", "plan", "--varlen", "100,0,5000,7", "--heads-q", "32", "--heads-kv", "8",
                            "--causal")
     kernel = json.loads(out)["kernel"]
-    assert code == EXIT_OK and kernel.startswith("sm80_f16_d128_causal_var_"), out
-    assert "per-sequence lengths" in json.loads(out)["reason"], out   # why the Hopper kernel did not take it
+    assert code == EXIT_OK and kernel.startswith("sm90_f16_d128_causal_var_"), out
+    assert "per-sequence lengths" in json.loads(out)["reason"], out
+    code, out, _ = cli.run("--json", "plan", "--arch", "sm_80", "--varlen", "100,0,5000,7", "--causal")
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm80_f16_d128_causal_var_"), out
     code, out, _ = cli.run("--json", "plan", "--varlen", "1,1,0,1", "--varlen-k", "3000,10,0,77", "--seqused-k",
                            "2000,5,0,70", "--heads-q", "32", "--heads-kv", "8")
     assert code == EXIT_OK and json.loads(out)["kernel"].startswith("decode_f16_d128_var_"), out

@@ -392,12 +392,29 @@ static const int VARLEN_K[] = {40, 7, 0, 128, 1000, 300, 63, 5};
 static const int VARLEN_USED[] = {33, 7, 0, 1, 999, 150, 63, 0};
 static const int DECODE_Q[] = {1, 0, 1, 1, 1, 1, 1, 1};
 #define VARLEN_SEQUENCES ((int)(sizeof VARLEN_Q / sizeof VARLEN_Q[0]))
+/* Long sequences (many key tiles, several query blocks, the longest first when causal), beside
+ * short and empty ones; seqused_k cutting a long sequence mid-tile and a short one to 1 key. */
+static const int LONG_Q[] = {5000, 0, 1, 4097, 129, 300};
+static const int LONG_K[] = {5000, 3, 1, 4500, 5000, 17};
+static const int LONG_USED[] = {4990, 3, 0, 4097, 1, 17};
+#define LONG_SEQUENCES ((int)(sizeof LONG_Q / sizeof LONG_Q[0]))
 
-static int run_varlen_on(struct fc_context *context, int decode_only)
+/* The Hopper kernel's schedules on varlen batches (sm_90a). The selector's choice covers its
+ * tiles there (plain at 64, one consumer at causal 128 up to 1k keys, two taking turns above);
+ * these force the others, each up to the head dims it takes without spilling. */
+static const struct { const char *variant; int max_head_dim; } SM90_VARLEN_FORCED[] = {
+    {"sm90", 256},               /* the defaults: two consumers taking turns from 128, causal too */
+    {"sm90:m128n64w8", 128},     /* plain, two warpgroups: the V clear's barrier of 256 threads */
+    {"sm90:m128n64s3w12", 192},  /* three stages: the last tile's slot (tiles - 1) % 3 */
+    {"sm90:m192n128w16p1", 64},  /* three consumers taking turns */
+};
+#define SM90_VARLEN_FORCED_COUNT (sizeof SM90_VARLEN_FORCED / sizeof SM90_VARLEN_FORCED[0])
+
+static int run_varlen_on(struct fc_context *context, int decode_only, int max_head_dim)
 {
     int failures = 0;
     for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
-        for (int d = 64; d <= 256; d += 64)
+        for (int d = 64; d <= max_head_dim; d += 64)
             for (int form = 0; form < 6; form++) {
                 const int causal = form % 2, used = form / 2 == 1, window = form / 2 == 2;
                 struct fc_check_case c = make_case(0, d, (enum fc_dtype)dtype, causal);
@@ -410,14 +427,28 @@ static int run_varlen_on(struct fc_context *context, int decode_only)
                 c.used_k = used ? VARLEN_USED : NULL;
                 failures += run_and_report(context, &c);
             }
+    /* long sequences, GQA 4: causal fp16 without seqused_k, bf16 with it (not for decode: its rows
+     * are one query per sequence) */
+    for (int d = 64; !decode_only && d <= max_head_dim; d += 64)
+        for (int used = 0; used <= 1; used++) {
+            struct fc_check_case c = make_case(0, d, used ? FC_BF16 : FC_F16, !used);
+            c.shape.batch = LONG_SEQUENCES;
+            c.shape.heads_q = 8;
+            c.shape.heads_kv = 2;
+            c.lens_q = LONG_Q;
+            c.lens_k = LONG_K;
+            c.used_k = used ? LONG_USED : NULL;
+            failures += run_and_report(context, &c);
+        }
     /* dense with seqused_k: a KV cache's filled lengths */
-    struct fc_check_case c = make_case(1, 128, FC_F16, 1);
+    const int dense_d = max_head_dim < 128 ? max_head_dim : 128;
+    struct fc_check_case c = make_case(1, dense_d, FC_F16, 1);
     static const int USED[] = {0, 129, 64};
     c.used_k = USED;
     if (decode_only)   /* 4 query rows x 4 heads per K/V head: the decode tile's 16 rows exactly */
         c.shape.seqlen_q = 4;
     failures += run_and_report(context, &c);
-    c = make_case(8, 128, FC_BF16, 0);   /* B=2, Sq=1, Sk=1000, decode-shaped */
+    c = make_case(8, dense_d, FC_BF16, 0);   /* B=2, Sq=1, Sk=1000, decode-shaped */
     static const int USED_DECODE[] = {999, 1};
     c.used_k = USED_DECODE;
     failures += run_and_report(context, &c);
@@ -428,17 +459,22 @@ static void test_varlen_matches_reference_in_every_family(void **state)
 {
     (void)state;
     static const char *const FAMILIES[] = {NULL, "reference", "sm80", "decode"};
+    const size_t families = sizeof FAMILIES / sizeof FAMILIES[0];
+    /* then the Hopper kernel's schedules, on sm_90a */
+    const size_t runs = families + (ctx->target.arch == 90 && ctx->target.arch_specific ? SM90_VARLEN_FORCED_COUNT : 0);
     int failures = 0;
-    for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++) {
-        if (FAMILIES[i] && strcmp(FAMILIES[i], "reference") && ctx->target.arch < 80)
+    for (size_t i = 0; i < runs; i++) {
+        const char *family = i < families ? FAMILIES[i] : SM90_VARLEN_FORCED[i - families].variant;
+        const int max_head_dim = i < families ? 256 : SM90_VARLEN_FORCED[i - families].max_head_dim;
+        if (family && strcmp(family, "reference") && ctx->target.arch < 80)
             continue;
         struct fc_context *forced = ctx;
-        if (FAMILIES[i] && create(&forced, FAMILIES[i]))
-            fail_msg("fc_context_create for %s", FAMILIES[i]);
-        print_message("--- %s\n", FAMILIES[i] ? FAMILIES[i] : "the selector's choice");
+        if (family && create(&forced, family))
+            fail_msg("fc_context_create for %s", family);
+        print_message("--- %s\n", family ? family : "the selector's choice");
         int pushed;
         assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
-        failures += run_varlen_on(forced, FAMILIES[i] && !strcmp(FAMILIES[i], "decode"));
+        failures += run_varlen_on(forced, family && !strcmp(family, "decode"), max_head_dim);
         fc_context_leave(forced, pushed);
         if (forced != ctx)
             fc_context_destroy(forced);

@@ -823,9 +823,8 @@ static void test_varlen_plans(void **state)
     assert_false(problem.mask.window);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_true(plan.variant.varlen);
-    assert_int_equal(plan.variant.family, FC_KERNEL_SM80);
-    assert_non_null(plan.declined);
-    assert_non_null(strstr(plan.declined, "per-sequence lengths"));
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM90);   /* prefill on sm_90a: the Hopper kernel */
+    assert_non_null(strstr(plan.reason, "per-sequence lengths"));
     assert_int_equal(plan.m_blocks, (300 + plan.variant.block_m - 1) / plan.variant.block_m);
     assert_int_equal(plan.grid, (unsigned)(plan.m_blocks * 3 * 8));
     char name[FC_VARIANT_NAME_MAX];
@@ -834,10 +833,22 @@ static void test_varlen_plans(void **state)
     assert_non_null(strstr(name, "_var_"));
     assert_int_equal(fc_variant_parse_name(name, &parsed), 0);
     assert_int_equal(fc_variant_compare(&parsed, &plan.variant), 0);
-    struct fc_plan_override forced;
-    assert_int_equal(fc_plan_override_parse("sm90", &forced), 0);
-    assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
-    assert_non_null(strstr(msg, "per-sequence lengths"));
+    /* without sm_90a: the sm80 kernel, with the same per-sequence grid */
+    const struct fc_target a100 = {80, 0, 108};
+    assert_int_equal(fc_plan_make(&problem, &a100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM80);
+    assert_true(plan.variant.varlen);
+    assert_int_equal(plan.m_blocks, (300 + plan.variant.block_m - 1) / plan.variant.block_m);
+    /* forced: every sm90 schedule takes it */
+    static const char *const SM90_FORCED[] = {"sm90", "sm90:m128n64w8", "sm90:m64n64w8", "sm90:m192n128w16p1"};
+    for (size_t i = 0; i < sizeof SM90_FORCED / sizeof SM90_FORCED[0]; i++) {
+        struct fc_plan_override forced;
+        assert_int_equal(fc_plan_override_parse(SM90_FORCED[i], &forced), 0);
+        assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
+        assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
+        assert_true(plan.variant.varlen);
+        assert_int_equal(plan.grid, (unsigned)(plan.m_blocks * 3 * 8));
+    }
     /* decode: max_seqlen_q x (heads_q / heads_kv) <= 16 */
     p.max_seqlen_q = 4;
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);

@@ -621,6 +621,12 @@ static void test_bucket_name_round_trip(void **state)
     const struct fc_problem decode = problem_of(128, 0, 1, 4096, 32, 8);
     const struct fc_tune_problem bucket = fc_bucket_of(&decode);
     assert_problem(&bucket, FC_F16, 128, 0, 4096, 4, 0);
+    /* varlen: the longest sequence's, not the token totals */
+    struct fc_problem ragged = problem_of(128, 1, 16384, 16384, 16, 16);
+    ragged.varlen = 1;
+    ragged.max_seqlen_q = ragged.max_seqlen_k = 1000;
+    const struct fc_tune_problem ragged_bucket = fc_bucket_of(&ragged);
+    assert_problem(&ragged_bucket, FC_F16, 128, 1, 1000, 1, 0);
 }
 
 /* The fields of a good row, to replace one at a time. */

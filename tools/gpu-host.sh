@@ -30,9 +30,9 @@
 #                              with each family forced, sanitizers with them, tools/bench_masks.py
 #   tools/gpu-host.sh varlen   varlen batches and seqused_k (issue 13), correctness only, side by side:
 #                              precompile, fcjit run over ragged batches with each family forced,
-#                              the gpu suite's varlen test, memcheck on a varlen set, tools/check.py
-#                              --matrix varlen per family ($VARLEN_PY_FAMILIES, default reference sm80
-#                              decode; add sm90 when it takes them) and the package's varlen tests
+#                              the gpu suite's varlen test, memcheck on varlen sets (sm90: all three
+#                              sanitizer tools), tools/check.py --matrix varlen per family
+#                              ($VARLEN_PY_FAMILIES, default all four) and the package's varlen tests
 #   tools/gpu-host.sh python   the flashcore package from python/ on the carried library (no pip):
 #                              the GPU pytest suite, host time per call (op, ctypes, C, peers),
 #                              `bench.py --report` on three rows into $OUT/report-smoke, the CPU suite
@@ -135,14 +135,14 @@ varlen_runs() {   # fcjit run on ragged batches, each family in $VARLEN_FAMILIES
 varlen_python() {   # tools/check.py --matrix varlen, one process per family in $VARLEN_PY_FAMILIES side by side, and
                     # the package's varlen tests; exit 1 if any failed (logs and JSON in $OUT/check-varlen-FAMILY.*)
     local family pids="" failed=0
-    for family in ${VARLEN_PY_FAMILIES:-reference sm80 decode}; do
+    for family in ${VARLEN_PY_FAMILIES:-reference sm80 decode sm90}; do
         FC_TUNING_DB=$DB python3 tools/check.py --matrix varlen --families "$family" --repeats "${CHECK_REPEATS:-20}" \
             --json "$OUT/check-varlen-$family.json" > "$OUT/check-varlen-$family.log" 2>&1 &
         pids="$pids $!"
     done
     FC_TUNING_DB=$DB python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py -k varlen || failed=1
     for pid in $pids; do wait "$pid" || failed=1; done
-    for family in ${VARLEN_PY_FAMILIES:-reference sm80 decode}; do
+    for family in ${VARLEN_PY_FAMILIES:-reference sm80 decode sm90}; do
         echo "--- check.py --matrix varlen --families $family"; grep -E "FAIL|passed, " "$OUT/check-varlen-$family.log"
     done
     return $failed
@@ -306,12 +306,14 @@ masks-checks)   # windows, sinks and softcaps, correctness only, side by side (f
 varlen)   # varlen batches and seqused_k (issue 13), correctness only, side by side (one 10-minute call)
     step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
     step gpu-varlen 540 "FC_GPU_TESTS='test_varlen*' .carry/bin/test_gpu" &
-    for family in reference sm80 decode; do
+    for family in reference sm80 decode sm90; do
         step varlen-$family 540 "VARLEN_FAMILIES=$family varlen_runs | tail -60" &
     done
-    step memcheck 400 "SANITIZE_TOOLS=memcheck SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--varlen 129,0,1,77 \
-        --varlen-k 200,5,0,300 --seqused-k 150,5,0,299' sanitize; SANITIZE_TOOLS=memcheck SANITIZE_DIMS=128 \
-        SANITIZE_FLAGS='--varlen 1,0,1 --varlen-k 3000,4,0 --seqused-k 2000,4,0' sanitize" &
+    step memcheck 400 "SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=sm80 SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--varlen \
+        129,0,1,77 --varlen-k 200,5,0,300 --seqused-k 150,5,0,299' sanitize; SANITIZE_TOOLS=memcheck SANITIZE_DIMS=128 \
+        SANITIZE_FLAGS='--varlen 1,0,1 --varlen-k 3000,4,0 --seqused-k 2000,4,0' sanitize; \
+        SANITIZE_VARIANT=sm90 SANITIZE_DIMS='64 128 256' SANITIZE_FLAGS='--varlen 129,0,1,77 \
+        --varlen-k 200,5,0,300 --seqused-k 150,5,0,299' sanitize" &
     step python-varlen 540 varlen_python &
     wait
     ;;

@@ -10,4 +10,10 @@ __device__ __forceinline__ unsigned smem_address(const void *pointer)
     return address;
 }
 
+// 16 zero bytes at a 16-byte aligned shared address.
+__device__ __forceinline__ void st_shared_zero16(unsigned address)
+{
+    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(address), "r"(0) : "memory");
+}
+
 }  // namespace fc
