@@ -33,6 +33,7 @@
 #                              the gpu suite's varlen test, memcheck on varlen sets (sm90: all three
 #                              sanitizer tools), tools/check.py --matrix varlen per family
 #                              ($VARLEN_PY_FAMILIES, default all four) and the package's varlen tests
+#   tools/gpu-host.sh varlen-bench  ragged prefill vs our dense kernel and FA3 varlen (tools/bench_varlen.py)
 #   tools/gpu-host.sh python   the flashcore package from python/ on the carried library (no pip):
 #                              the GPU pytest suite, host time per call (op, ctypes, C, peers),
 #                              `bench.py --report` on three rows into $OUT/report-smoke, the CPU suite
@@ -316,6 +317,11 @@ varlen)   # varlen batches and seqused_k (issue 13), correctness only, side by s
         --varlen-k 200,5,0,300 --seqused-k 150,5,0,299' sanitize" &
     step python-varlen 540 varlen_python &
     wait
+    ;;
+varlen-bench)   # ragged prefill against our dense kernel and FA3's varlen (issue 13): tools/bench_varlen.py
+    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
+    step bench-varlen 400 "FC_TUNING_DB=\$DB python3 tools/bench_varlen.py --batches \${VARLEN_BATCHES:-8} \
+        --json $OUT/bench-varlen.json"
     ;;
 masks)   # windows, sinks and softcaps (issue 14): each family forced, sanitizers, then their speed
     step gpu-suite 580 .carry/bin/test_gpu
