@@ -389,8 +389,10 @@ class Sequences(NamedTuple):
         return _length(self.cu_seqlens_q) - 1
 
     def host_key(self):
-        """What the parameter struct holds of them besides pointers (launch()'s cache key)."""
-        return (self.varlen, self.max_seqlen_q, self.max_seqlen_k, self.seqused_k is not None)
+        """What the parameter struct holds of them besides pointers (launch()'s cache key). The
+        number of sequences is in it: a varlen batch's is not in q's shape (its token count)."""
+        return (self.varlen, self.varlen_batch() if self.varlen else None, self.max_seqlen_q,
+                self.max_seqlen_k, self.seqused_k is not None)
 
 
 DENSE = Sequences()
