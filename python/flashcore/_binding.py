@@ -674,9 +674,15 @@ def library_takes_paging(context):
     return known
 
 
-def predates_paging_message(lib, detail=""):
-    """What a library without the paged-cache fields is told."""
+def predates_paging_message(lib, detail="", sequences_too=False):
+    """What a library without the paged-cache fields is told (sequences_too: nor the varlen ones)."""
     version = lib.fc_version().decode()
+    if sequences_too:
+        return (f"{lib.fc_path} (FlashCore {version}) predates varlen batches, seqused_k and the paged "
+                "KV cache: its fc_attention_params ends before cu_seqlens_q/cu_seqlens_k, "
+                "max_seqlen_q/max_seqlen_k, seqused_k, page_size, page_table, page_table_stride and "
+                "num_pages; use a library built with them (src/flashcore.h)"
+                + (f" (the library said: {detail})" if detail else ""))
     return (f"{lib.fc_path} (FlashCore {version}) predates the paged KV cache: its "
             "fc_attention_params ends before page_size, page_table, page_table_stride and num_pages; "
             "use a library built with them (src/flashcore.h)"
@@ -1026,8 +1032,8 @@ class Context:
                 and "does not know" in message):
             byte = re.search(r"byte (\d+) of", message)
             paging_byte = byte is None or int(byte.group(1)) >= AttentionParams.page_size.offset
-            if sequences.paged and paging_byte:
-                message = predates_paging_message(self._lib, message)
+            if sequences.paged:
+                message = predates_paging_message(self._lib, message, sequences_too=not paging_byte)
             else:
                 message = predates_sequences_message(self._lib, message)
         return FlashCoreError(name, status, message)
