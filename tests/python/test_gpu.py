@@ -808,3 +808,25 @@ def test_paged_errors_become_exceptions(paged):
     out = flashcore.attention(inputs.q, inputs.k, inputs.v, **kwargs)
     torch.cuda.synchronize()   # the context still works
     assert bool(torch.isfinite(out).all())
+
+
+def test_check_paged_tool_judges_torch_paged_attention(cuda):
+    """tools/check_paged.py on the GPU whatever the library takes: its run_case and its CUDA-graph
+    case (new page tables and lengths per replay) pass paged attention written in torch from the
+    header's words (tests/python/torch_paged.py), and fail it when it is off by 0.01."""
+    torch = cuda
+    from torch_paged import TorchPagedContext
+
+    torch.manual_seed(1)
+    device = torch.cuda.current_device()
+    cases = [case for case in check_paged.build_cases((64,), False, 0)
+             if sum(case.lens_q) * case.width * case.page_size <= 20_000_000]
+    assert len(cases) >= 2
+    for case in cases:
+        row = check_paged.run_case(TorchPagedContext(device), case, repeats=2)
+        assert row["passed"], (case.describe(), row["failures"])
+    for family in (None, "decode"):
+        case, row = check_paged.run_graph_case(TorchPagedContext(device), family)
+        assert row["passed"], (family, row["failures"])
+    row = check_paged.run_case(TorchPagedContext(device, off=0.01), cases[0], repeats=1)
+    assert not row["passed"] and any("err" in failure for failure in row["failures"]), row

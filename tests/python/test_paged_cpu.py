@@ -600,3 +600,22 @@ def test_the_paged_problem_is_described_as_explain_names_it():
     assert describe((300, 32, 128), PAGES, sequences) == (
         "varlen B=4 tokens q=300 max Sq=200 paged page_size=16 pages=1000 table=[4, 64] Sk=1000 "
         "Hq=32 Hkv=8 D=128")
+
+
+@pytest.mark.parametrize("fields", PAGED_CASES)
+def test_torch_paged_attention_agrees_with_check_paged_reference(torch, fields):
+    """tests/python/torch_paged.py (what test_gpu checks check_paged's GPU paths with) by the rule."""
+    import check_paged
+    from torch_paged import TorchPagedContext
+
+    torch.manual_seed(4)
+    case = check_paged.PagedCase(**fields)
+    inputs = check_paged.allocate(case, "cpu")
+    rows = check_paged.load(case, inputs, random.Random(2))
+    inputs.out.fill_(math.nan)
+    inputs.lse.fill_(math.nan)
+    TorchPagedContext().attention(inputs.q, inputs.k, inputs.v, out=inputs.out, lse=inputs.lse,
+                                  **check_paged.call_kwargs(case, inputs))
+    stats, failures = check_paged.judge(case, (("torch", inputs.out),), inputs.lse,
+                                        check_paged.reference(case, inputs, rows))
+    assert not failures, (failures, stats)
