@@ -166,7 +166,8 @@ def varlen_case(rng, dtype, head_dim, causal, page_size, decode):
         if decode:
             lens_q = [rng.choice((0, 1, 1, 1, rng.randint(1, rows))) for _ in range(count)]
         else:
-            lens_q = [min(n, LONGEST_Q) for n in check_varlen.ragged_lengths(rng, count, long_ones=int(rng.random() < 0.3))]
+            long_ones = int(rng.random() < 0.3)
+            lens_q = [min(n, LONGEST_Q) for n in check_varlen.ragged_lengths(rng, count, long_ones)]
         if rng.random() < 0.6:   # chunked prefill: the new queries after a cached prefix
             keys = [min(LONGEST_K, n + rng.choice((0, rng.randint(1, 3000)))) for n in lens_q]
         else:

@@ -628,22 +628,26 @@ import check_paged  # noqa: E402
 
 PAGED_CASES = [
     # FA3's kvcache decode: one query per sequence, seqused_k, pages of 16, GQA 4
-    check_paged.PagedCase("bf16", 128, True, 32, 8, 16, False, (1,) * 9, (4999, 1, 0, 16, 17, 300, 2048, 15, 777),
-                          True, 4999, 313, 3, 5),
+    check_paged.PagedCase("bf16", 128, True, 32, 8, 16, False, (1,) * 9,
+                          (4999, 1, 0, 16, 17, 300, 2048, 15, 777), True, 4999, 313, 3, 5),
     # few query rows, pages of one token, the table's width as seqlen_k, no seqused_k
     check_paged.PagedCase("f16", 64, True, 8, 2, 1, False, (4, 4, 4), (1000, 1000, 1000), False, None, 1000),
-    # chunked prefill: dense queries against a prefix, pages of 7 (no tile holds whole pages), FlashInfer's layout
-    check_paged.PagedCase("f16", 128, True, 8, 8, 7, False, (300, 300), (1200, 301), True, 1200, 172, 0, 9, 0, "kv"),
+    # chunked prefill: dense queries against a prefix, pages of 7 (no tile holds whole pages),
+    # FlashInfer's layout
+    check_paged.PagedCase("f16", 128, True, 8, 8, 7, False, (300, 300), (1200, 301), True, 1200, 172, 0, 9,
+                          0, "kv"),
     # varlen queries on the cache (FA3's varlen with page_table), seqused_k, pages of 64, slack tokens
-    check_paged.PagedCase("bf16", 128, True, 8, 2, 64, True, (129, 0, 1, 700, 64, 300), (200, 5, 0, 1000, 63, 4097),
-                          True, 4097, 65, 2, 7, 17),
+    check_paged.PagedCase("bf16", 128, True, 8, 2, 64, True, (129, 0, 1, 700, 64, 300),
+                          (200, 5, 0, 1000, 63, 4097), True, 4097, 65, 2, 7, 17),
     # varlen without seqused_k: every sequence has max_seqlen_k keys; head_dim 256, pages of 256
-    check_paged.PagedCase("f16", 256, False, 4, 4, 256, True, (1, 513, 37), (600, 600, 600), False, 600, 3, 0, 2, 5),
+    check_paged.PagedCase("f16", 256, False, 4, 4, 256, True, (1, 513, 37), (600, 600, 600), False, 600, 3,
+                          0, 2, 5),
 ]
 
 
 def paged_id(case):
-    return (f"{case.dtype}-d{case.head_dim}-{'causal' if case.causal else 'full'}-h{case.heads_q}.{case.heads_kv}"
+    return (f"{case.dtype}-d{case.head_dim}-{'causal' if case.causal else 'full'}"
+            f"-h{case.heads_q}.{case.heads_kv}"
             f"-page{case.page_size}-{'varlen' if case.varlen else 'dense'}-B{case.batch}-q{sum(case.lens_q)}"
             f"-Sk{case.seqlen_k}{'-seqused' if case.used_k else ''}-{case.layout}")
 
@@ -704,7 +708,8 @@ def test_paged_op_matches_the_reference_and_the_same_keys_unpaged(paged, case):
     tokens = sum(case.lens_q)
     flat_out, flat_lse = check_paged.flat(case, out, lse)
     ctypes_out, ctypes_lse = check_paged.flat(case, inputs.out, inputs.lse)
-    assert bit_equal(flat_out[:tokens], ctypes_out[:tokens]) and bit_equal(flat_lse[:, :tokens], ctypes_lse[:, :tokens])
+    assert bit_equal(flat_out[:tokens], ctypes_out[:tokens])
+    assert bit_equal(flat_lse[:, :tokens], ctypes_lse[:, :tokens])
 
     k, v, contiguous_kwargs = contiguous_cache(torch, case, inputs, rows)
     unpaged, unpaged_lse = flashcore.attention(inputs.q, k, v, return_lse=True, **contiguous_kwargs)
@@ -787,7 +792,8 @@ def test_paged_cuda_graph_replays_a_new_page_table_and_lengths(paged, family_cas
 def test_paged_opcheck(paged):
     """torch.library.opcheck on a dense paged decode (every element of out is written)."""
     torch = paged
-    case = check_paged.PagedCase("f16", 64, True, 8, 2, 16, False, (2, 2, 2), (100, 0, 33), True, 100, 7, 1, 2)
+    case = check_paged.PagedCase("f16", 64, True, 8, 2, 16, False, (2, 2, 2), (100, 0, 33), True, 100, 7,
+                                 1, 2)
     inputs, _ = paged_inputs(torch, case)
     for return_lse in (False, True):
         torch.library.opcheck(torch.ops.flashcore.attention.default,

@@ -408,7 +408,8 @@ def paged_attention_from_the_table(torch, case, inputs):
 
     table = inputs.page_table.tolist()
     used = inputs.seqused_k.tolist() if inputs.seqused_k is not None else [case.seqlen_k] * case.batch
-    starts = inputs.cu_seqlens_q.tolist() if case.varlen else [b * case.lens_q[0] for b in range(case.batch + 1)]
+    starts = (inputs.cu_seqlens_q.tolist() if case.varlen
+              else [b * case.lens_q[0] for b in range(case.batch + 1)])
     q = inputs.q if case.varlen else inputs.q.reshape(-1, case.heads_q, case.head_dim)
     out = torch.full((q.shape[0], case.heads_q, case.head_dim), math.nan, dtype=torch.float64)
     lse = torch.full((case.heads_q, q.shape[0]), math.nan, dtype=torch.float64)
