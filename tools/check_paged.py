@@ -9,7 +9,8 @@ few-query rows or chunked prefill against up to ~5000 keys) and varlen-with-page
 queries of 0..2000 tokens, 1..32 sequences, keys up to ~5000); seqused_k in about half the cases
 (each sequence's own key count; without it every sequence has seqlen_k keys), max_seqlen_k given or
 left to the table's width; page tables wider than needed and with a row stride past their width;
-GQA 1/4/8, causal and not, fp16/bf16, the head dims asked for.
+GQA 1/4/8, causal and not, fp16/bf16, the head dims asked for; inputs x3 (a peaked softmax) in every
+fourth head_dim x dtype x causal.
 
 Spare pages, the slots past each sequence's last key, page-table entries past a sequence's pages and
 the table's padding (entries pointing at spare pages) are such that any read past a sequence's keys
@@ -29,6 +30,7 @@ import check_varlen
 
 PAGE_SIZES = (1, 7, 16, 64, 128, 256)
 LONGEST_K = 5000
+LARGE_EVERY = 4             # every 4th head_dim x dtype x causal has inputs x3 (BENCH.md's large magnitudes)
 LONGEST_Q = 2000
 MAX_SEQUENCES = 32
 TOKENS_Q_CAP = 16000        # per case, so that one family's matrix runs in about three minutes
@@ -43,7 +45,8 @@ class PagedCase(NamedTuple):
     call passes (None: the table's width decides, seqlen_k = width * page_size); width: the page
     table's pages per sequence; row_pad: its storage's extra columns (its row stride is width +
     row_pad); spare_pages: pages no sequence uses; pad_q: varlen's tokens of no sequence; layout
-    "pages" (k and v each their own tensor) or "kv" (slices of one)."""
+    "pages" (k and v each their own tensor) or "kv" (slices of one); magnitude: the inputs' scale (3:
+    large scores, a peaked softmax)."""
 
     dtype: str
     head_dim: int
@@ -61,6 +64,7 @@ class PagedCase(NamedTuple):
     spare_pages: int = 1
     pad_q: int = 0
     layout: str = "pages"
+    magnitude: float = 1.0
 
     @property
     def batch(self):
@@ -92,6 +96,7 @@ class PagedCase(NamedTuple):
         extra = "".join((" +seqused_k" if self.used_k else "",
                          " max_k" if self.max_seqlen_k else " max_k=table",
                          f" {self.layout}" if self.layout != "pages" else "",
+                         f" x{self.magnitude:g}" if self.magnitude != 1.0 else "",
                          f" rowpad={self.row_pad}" if self.row_pad else ""))
         return (f"{self.dtype:<4} d{self.head_dim:<3} {'causal' if self.causal else 'full  '} "
                 f"hq{self.heads_q} hkv{self.heads_kv} page={self.page_size:<3} {form} {keys} "
@@ -192,7 +197,8 @@ def build_cases(head_dims, quick, seed):
             makers = makers[index % 2:][:1]
         for which, make in makers:
             page_size = PAGE_SIZES[(2 * index + which) % len(PAGE_SIZES)]
-            cases.append(make(rng, dtype, head_dim, causal, page_size, decode=(index + which) % 2 == 0))
+            case = make(rng, dtype, head_dim, causal, page_size, decode=(index + which) % 2 == 0)
+            cases.append(case._replace(magnitude=3.0) if index % LARGE_EVERY == 3 else case)
     return cases
 
 
@@ -373,7 +379,7 @@ def run_case(context, case, repeats):
 
     device = context_device(context)
     inputs = allocate(case, device)
-    rows = load(case, inputs, random.Random(f"load-{case}"))
+    rows = load(case, inputs, random.Random(f"load-{case}"), case.magnitude)
     kwargs = call_kwargs(case, inputs)
     row, failures = case_row(case, repeats), []
 
