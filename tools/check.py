@@ -6,10 +6,12 @@ PyTorch's own (the same attention in the input dtype, the standard way) plus 1e-
 off by 1e-3. Query rows that see no key must come out exactly 0 with lse -inf (their sink, with
 sinks). Then the call is repeated and every output must be bit-identical to the first.
 
-Three matrices: the base one (head dims x dtypes x causal x awkward shapes), the features one
+Four matrices: the base one (head dims x dtypes x causal x awkward shapes), the features one
 (sliding windows, attention sinks, logit softcap, and their combinations with GQA, the LSE and
-split-KV decode, on the same head dims and dtypes), and the varlen one (random ragged batches and
-seqused_k, with a CUDA-graph case: tools/check_varlen.py; not part of "all").
+split-KV decode, on the same head dims and dtypes), the varlen one (random ragged batches and
+seqused_k, with a CUDA-graph case: tools/check_varlen.py) and the paged one (random paged KV caches,
+dense and varlen queries, with a CUDA-graph case: tools/check_paged.py); the last two are not part
+of "all".
 
     python3 tools/check.py                          # ~440 cases, the selector's kernels
     python3 tools/check.py --quick                  # ~60 cases
@@ -18,6 +20,8 @@ seqused_k, with a CUDA-graph case: tools/check_varlen.py; not part of "all").
                                                     # the cases it takes
     python3 tools/check.py --matrix varlen --families sm80,decode --repeats 20
                                                     # ragged batches, seqused_k, a CUDA graph
+    python3 tools/check.py --matrix paged --families decode --repeats 20
+                                                    # paged KV caches (page sizes 1..256)
 
 Prints one line per case and closes with "N passed, M failed"; exits 1 if any case failed.
 """
@@ -413,13 +417,26 @@ def run_case(context, case, repeats):
     return row
 
 
-def build_cases(head_dims, quick, matrix="all", seed=0):
-    """The base matrix (head dims x dtypes x causal x shapes) and the features one (head dims x
-    dtypes x FEATURES), or one of them, or the varlen one (drawn from seed)."""
+def random_matrix(matrix):
+    """The module of a randomly drawn matrix (its build_cases, family_takes, run_case and
+    run_graph_case), or None for the base and features ones."""
     if matrix == "varlen":
         import check_varlen
 
-        return check_varlen.build_cases(head_dims, quick, seed)
+        return check_varlen
+    if matrix == "paged":
+        import check_paged
+
+        return check_paged
+    return None
+
+
+def build_cases(head_dims, quick, matrix="all", seed=0):
+    """The base matrix (head dims x dtypes x causal x shapes) and the features one (head dims x
+    dtypes x FEATURES), or one of them, or the varlen or paged one (drawn from seed)."""
+    module = random_matrix(matrix)
+    if module is not None:
+        return module.build_cases(head_dims, quick, seed)
     shapes = QUICK_SHAPES if quick else SHAPES
     base = [Case(dtype, head_dim, causal, shape)
             for head_dim in head_dims for dtype in DTYPE_NAMES for causal in (False, True)
@@ -463,9 +480,11 @@ def parse_args(argv):
     parser.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="torch.manual_seed (default 0)")
     parser.add_argument("--json", metavar="PATH", help="write every case's row here")
-    parser.add_argument("--matrix", choices=("all", "base", "features", "varlen"), default="all",
+    parser.add_argument("--matrix", choices=("all", "base", "features", "varlen", "paged"),
+                        default="all",
                         help="the base matrix, the features one (windows, sinks, softcap), both "
-                             "(all), or the varlen one (ragged batches, seqused_k, a CUDA graph)")
+                             "(all), the varlen one (ragged batches, seqused_k, a CUDA graph) or the "
+                             "paged one (paged KV caches, dense and varlen queries, a CUDA graph)")
     parser.add_argument("--families", type=lambda text: text.split(","), default=[None],
                         help="comma-separated families to force in turn through FC_FORCE_VARIANT "
                              "(reference, sm80, sm90, decode, or any FC_FORCE_VARIANT value), each "
@@ -495,11 +514,14 @@ def main(argv=None):
     torch.manual_seed(args.seed)
     head_dims = args.head_dims or (QUICK_HEAD_DIMS if args.quick else HEAD_DIMS)
     cases = build_cases(head_dims, args.quick, args.matrix, args.seed)
-    varlen = args.matrix == "varlen"
-    if varlen:
-        import check_varlen
-    takes = check_varlen.family_takes if varlen else family_takes
-    run = check_varlen.run_case if varlen else run_case
+    drawn = random_matrix(args.matrix)
+    takes = drawn.family_takes if drawn else family_takes
+    run = drawn.run_case if drawn else run_case
+    if args.matrix == "paged":
+        with flashcore.Context(args.device) as probe:
+            if not flashcore._binding.library_takes_paging(probe):
+                print(flashcore._binding.predates_paging_message(probe._lib), flush=True)
+                return 1
     print(f"FlashCore {flashcore.version()} ({flashcore.library_path()}) on "
           f"{torch.cuda.get_device_name(args.device)}, "
           f"torch {torch.__version__}: {len(cases)} cases, {args.repeats} runs each", flush=True)
@@ -518,14 +540,15 @@ def main(argv=None):
                 rows.append(row)
                 print(format_row(case, row), flush=True)
                 torch.cuda.empty_cache()
-            if varlen:
+            if drawn:
                 start = time.perf_counter()
-                case, row = check_varlen.run_graph_case(context, family and family.split(":")[0],
-                                                        seed=args.seed)
+                case, row = drawn.run_graph_case(context, family and family.split(":")[0],
+                                                 seed=args.seed)
                 row["seconds"] = round(time.perf_counter() - start, 3)
                 row["forced"] = family
                 rows.append(row)
-                print(f"CUDA graph, replayed with new lengths: {format_row(case, row)}", flush=True)
+                replayed = "new lengths" + (" and page tables" if args.matrix == "paged" else "")
+                print(f"CUDA graph, replayed with {replayed}: {format_row(case, row)}", flush=True)
 
     passed = sum(row["passed"] for row in rows)
     if args.json:

@@ -149,6 +149,23 @@ varlen_python() {   # tools/check.py --matrix varlen, one process per family in 
     return $failed
 }
 
+paged_python() {   # tools/check.py --matrix paged, one process per family in $PAGED_PY_FAMILIES side by side, and
+                   # the package's paged tests; exit 1 if any failed (logs and JSON in $OUT/check-paged-FAMILY.*)
+    local family pids="" failed=0
+    for family in ${PAGED_PY_FAMILIES:-reference sm80 decode sm90}; do
+        FC_TUNING_DB=$DB python3 tools/check.py --matrix paged --families "$family" --repeats "${CHECK_REPEATS:-20}" \
+            --json "$OUT/check-paged-$family.json" > "$OUT/check-paged-$family.log" 2>&1 &
+        pids="$pids $!"
+    done
+    FC_TUNING_DB=$DB python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py -k paged || failed=1
+    for pid in $pids; do wait "$pid" || failed=1; done
+    for family in ${PAGED_PY_FAMILIES:-reference sm80 decode sm90}; do
+        echo "--- check.py --matrix paged --families $family"
+        grep -E "FAIL|predates|passed, " "$OUT/check-paged-$family.log" || tail -5 "$OUT/check-paged-$family.log"
+    done
+    return $failed
+}
+
 tiles() {   # candidate tile shapes of the sm80 kernel, same problems, one JSON line each
     local d s c v
     for d in ${TILE_DIMS:-64 128}; do

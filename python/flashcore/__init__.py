@@ -5,6 +5,8 @@
     out = flashcore.attention(q, k, v, causal=True)   # q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D]
     out = flashcore.attention(q, k, v, causal=True,   # varlen: q [total_q, Hq, D], k/v [total_k, Hkv, D]
                               cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=mq, max_seqlen_k=mk)
+    out = flashcore.attention(q, k_pages, v_pages,    # paged: k/v [num_pages, page_size, Hkv, D]
+                              page_table=table, seqused_k=lengths)   # table: int32 [B, pages_per_seq]
     out, lse = flashcore.merge(out_a, lse_a, out_b, lse_b)   # two partial results, disjoint keys
     print(flashcore.explain(q, k, v, causal=True))    # which kernel, and why
 
@@ -33,7 +35,7 @@ if _TORCH_MISSING is None:
 else:
     def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
                   sinks=None, softcap=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
-                  max_seqlen_k=None, seqused_k=None):
+                  max_seqlen_k=None, seqused_k=None, page_table=None):
         """flashcore.attention needs PyTorch 2.4 or later; see the ImportError's message."""
         raise ImportError(f"flashcore.attention needs PyTorch: {_TORCH_MISSING}")
 

@@ -66,7 +66,7 @@ def _plan_device(q, device):
 
 def plan(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
          sinks=None, softcap=None, dtype=None, device=None, cu_seqlens_q=None, cu_seqlens_k=None,
-         max_seqlen_q=None, max_seqlen_k=None, seqused_k=None):
+         max_seqlen_q=None, max_seqlen_k=None, seqused_k=None, page_table=None):
     """Which kernel flashcore.attention() would run for these inputs, and why. Needs no GPU.
 
     q, k, v: tensors on any device (CUDA, CPU, meta: only sizes, strides and dtype are read), or
@@ -75,7 +75,9 @@ def plan(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=
     run-time input of every kernel (accepted, not read). Varlen: q, k, v [total_tokens, heads,
     head_dim] (tensors or shapes), cu_seqlens_q/k tensors on any device or lists (only their length,
     batch + 1, is read) and max_seqlen_q/k ints; seqused_k: any [batch] tensor or list (its presence
-    selects the per-sequence kernels). device: the CUDA ordinal to plan for
+    selects the per-sequence kernels). Paged: page_table, any [batch, pages_per_seq] tensor or that
+    shape, with k and v [num_pages, page_size, heads_kv, head_dim] (tensors or shapes); max_seqlen_k
+    as attention() takes it. device: the CUDA ordinal to plan for
     (its arch and tuned winners); by default the tensors' CUDA device, else none: a device-less
     context, which plans for sm_90a with the heuristic alone. Returns a Plan; raises
     FlashCoreError if the problem is invalid or unsupported (the library's own message).
@@ -85,12 +87,24 @@ def plan(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=
         q, k, v, causal=causal, softmax_scale=softmax_scale, return_lse=return_lse, dtype=dtype,
         window=window, sinks=sinks, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
         cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
-        seqused_k=seqused_k)
+        seqused_k=seqused_k, page_table=page_table)
     return Plan(kernel, reason, splits, None if ordinal == FC_DEVICE_NONE else ordinal)
 
 
 def _describe_problem(q, k, sequences):
     """The problem's sizes, as `fcjit explain` names them."""
+    if sequences.paged:
+        (num_pages, page_size, heads_kv, _) = _binding.sizes_and_strides(k, "k", paged=True)[0]
+        pages = (f"paged page_size={page_size} pages={num_pages} table=[{{}}, "
+                 f"{sequences.pages_per_sequence()}] Sk={sequences.paged_seqlen_k(page_size)}")
+        if sequences.varlen:
+            (batch, tokens_q, heads_q, head_dim) = _binding.sizes_and_strides(
+                q, "q", sequences.varlen_batch())[0]
+            return (f"varlen B={batch} tokens q={tokens_q} max Sq={sequences.max_seqlen_q} "
+                    f"{pages.format(batch)} Hq={heads_q} Hkv={heads_kv} D={head_dim}")
+        (batch, seqlen_q, heads_q, head_dim) = _binding.sizes_and_strides(q, "q")[0]
+        return (f"B={batch} Sq={seqlen_q} {pages.format(batch)} Hq={heads_q} Hkv={heads_kv} "
+                f"D={head_dim}")
     if sequences.varlen:
         (batch, tokens_q, heads_q, head_dim) = _binding.sizes_and_strides(
             q, "q", sequences.varlen_batch())[0]
@@ -104,15 +118,16 @@ def _describe_problem(q, k, sequences):
 
 def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
             sinks=None, softcap=None, dtype=None, device=None, cu_seqlens_q=None,
-            cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None):
+            cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
+            page_table=None):
     """plan()'s answer as text, in the manner of `fcjit explain`: the problem, the device, the
     kernel, the split count, the selector's reason and the kernel's mask and score features."""
     sequences = _binding.sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                            max_seqlen_k, seqused_k)
+                                            max_seqlen_k, seqused_k, page_table)
     chosen = plan(q, k, v, causal=causal, softmax_scale=softmax_scale, return_lse=return_lse,
                   window=window, sinks=sinks, softcap=softcap, dtype=dtype, device=device,
                   cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
-                  max_seqlen_k=max_seqlen_k, seqused_k=seqused_k)
+                  max_seqlen_k=max_seqlen_k, seqused_k=seqused_k, page_table=page_table)
     dtype_name = _binding.DTYPE_NAMES[_binding.fc_dtype(q.dtype if dtype is None else dtype)]
     scale = "" if softmax_scale is None else f" scale={softmax_scale:g}"
     options = "".join((f" window={tuple(window)}" if tuple(window) != (-1, -1) else "",
@@ -124,7 +139,8 @@ def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wind
                           ("sliding window" if "win" in tokens else "no window"),
                           ("softcap" if "cap" in tokens else "no softcap"),
                           ("sinks (run time)" if sinks is not None else "no sinks"))
-                         + (("per-sequence lengths (varlen, seqused_k)",) if "var" in tokens else ()))
+                         + (("per-sequence lengths (varlen, seqused_k)",) if "var" in tokens else ())
+                         + (("paged K/V",) if sequences.paged else ()))
     lines = [f"{_describe_problem(q, k, sequences)} "
              f"{dtype_name}{' causal' if causal else ''}{options}{scale}"
              f"{' +lse' if return_lse else ''} on {target} ({chosen.arch})",

@@ -12,6 +12,7 @@ library is found in this order:
 import ctypes
 import math
 import os
+import re
 import threading
 from pathlib import Path
 from typing import NamedTuple
@@ -29,8 +30,10 @@ PLAN_REASON_CHARS = 256
 LAUNCH_TEMPLATES_MAX = 512   # parameter structs kept per context for launch(), by problem
 LIBRARY_NAME = "libflashcore.so"
 POINTER_ALIGN_BYTES = 16
-# What plan() passes for seqused_k: fc_attention_plan reads only whether it is NULL, never through it.
+# What plan() passes for seqused_k and page_table: fc_attention_plan reads only whether they are NULL,
+# never through them.
 PLANNED_POINTER = POINTER_ALIGN_BYTES
+C_INT_MAX = 2**31 - 1   # the struct's sizes are C ints
 
 # dtype names accepted wherever a dtype is given without a tensor; torch dtypes are matched by
 # their str() ("torch.float16"), so that this module needs no torch.
@@ -90,6 +93,11 @@ class AttentionParams(ctypes.Structure):
         ("max_seqlen_q", ctypes.c_int),     # > 0: varlen
         ("max_seqlen_k", ctypes.c_int),
         ("seqused_k", ctypes.c_void_p),     # const int32_t *, [batch]; NULL: all keys
+        # the paged KV cache (src/flashcore.h), added after the varlen fields; 0/NULL: not paged.
+        ("page_size", ctypes.c_int),        # tokens per page; > 0: k and v are [num_pages, page_size, Hkv, D]
+        ("page_table", ctypes.c_void_p),    # const int32_t *, [batch, page_table_stride]
+        ("page_table_stride", ctypes.c_int),
+        ("num_pages", ctypes.c_int),
     ]
 
 
@@ -276,8 +284,12 @@ def is_tensor(value):
     return all(hasattr(value, attribute) for attribute in ("shape", "stride", "dtype", "device"))
 
 
-def rank_hint(rank, varlen):
-    """What a q, k or v of this rank is for, when it does not fit the form (dense 4-D, varlen 3-D)."""
+def rank_hint(rank, varlen, paged=False):
+    """What a q, k or v of this rank is for, when it does not fit the form (dense 4-D, varlen 3-D,
+    a paged cache's k and v 4-D)."""
+    if paged:
+        return (" (paged: page_table is given, so k and v are the cache's pages)" if rank == 3
+                else "")
     if varlen and rank == 4:
         return " (varlen: the sequences one after another along the first dimension)"
     if not varlen and rank == 3:
@@ -286,16 +298,25 @@ def rank_hint(rank, varlen):
     return ""
 
 
-def sizes_and_strides(value, name, varlen_batch=None):
+PAGES_FORM = "[num_pages, page_size, heads_kv, head_dim]"
+
+
+def sizes_and_strides(value, name, varlen_batch=None, paged=False):
     """((B, S, H, D), {batch, seq, head} element strides) of a tensor, or of a 4-sequence of sizes
     (a packed tensor: strides (0, 0, 0)). varlen_batch: the number of sequences of a varlen call,
-    whose tensors (or shapes) are [tokens, H, D]: then S is the token count and the batch stride 0."""
-    rank, form = (3, "[total_tokens, heads, head_dim]") if varlen_batch is not None else (
-        4, "[batch, seq, heads, head_dim]")
+    whose tensors (or shapes) are [tokens, H, D]: then S is the token count and the batch stride 0.
+    paged: a paged cache's k or v, [num_pages, page_size, Hkv, D] (its strides {page, token, head})
+    whatever the form of q."""
+    if paged:
+        varlen_batch = None
+        rank, form = 4, PAGES_FORM
+    else:
+        rank, form = (3, "[total_tokens, heads, head_dim]") if varlen_batch is not None else (
+            4, "[batch, seq, heads, head_dim]")
     if is_tensor(value):
         if len(value.shape) != rank:
             raise ArgumentError(f"{name} must be {rank}-D {form}, not {tuple(value.shape)}"
-                                + rank_hint(len(value.shape), varlen_batch is not None))
+                                + rank_hint(len(value.shape), varlen_batch is not None, paged))
         sizes = tuple(int(size) for size in value.shape)
         strides = _element_strides(value, name)
     else:
@@ -306,14 +327,25 @@ def sizes_and_strides(value, name, varlen_batch=None):
                                 f"not {value!r}") from None
         if len(sizes) != rank:
             raise ArgumentError(f"{name} must be a {form} shape, not {sizes}"
-                                + rank_hint(len(sizes), varlen_batch is not None))
+                                + rank_hint(len(sizes), varlen_batch is not None, paged))
         strides = (0, 0, 0)
     return ((varlen_batch, *sizes) if varlen_batch is not None else sizes), strides
 
 
-def check_shapes(q_sizes, k_sizes, v_sizes, varlen=False):
+def check_shapes(q_sizes, k_sizes, v_sizes, varlen=False, paged=False):
     """That k and v are [B, Sk, Hkv, D] for q [B, Sq, Hq, D] (varlen: [tokens_k, Hkv, D] for q
-    [tokens_q, Hq, D]); the library checks the rest."""
+    [tokens_q, Hq, D]; paged: both [num_pages, page_size, Hkv, D] with at least one page of at least
+    one token); the library checks the rest."""
+    if paged:
+        head_dim = q_sizes[-1]
+        if len(k_sizes) != 4 or k_sizes[3] != head_dim or tuple(v_sizes) != tuple(k_sizes):
+            raise ArgumentError(f"k {tuple(k_sizes)} and v {tuple(v_sizes)} must both be "
+                                f"[num_pages, page_size, heads_kv, {head_dim}] for q "
+                                f"{tuple(q_sizes)} (paged)")
+        if k_sizes[0] < 1 or k_sizes[1] < 1:
+            raise ArgumentError(f"a paged cache needs at least one page of at least one token: k and "
+                                f"v are {tuple(k_sizes)} {PAGES_FORM}")
+        return
     if varlen:
         head_dim = q_sizes[-1]
         if k_sizes[-1] != head_dim or tuple(v_sizes) != tuple(k_sizes):
@@ -364,20 +396,27 @@ def check_sinks(sinks, heads_q, device):
 
 
 class Sequences(NamedTuple):
-    """A call's per-sequence arguments, src/flashcore.h's varlen fields; the defaults are a dense
-    batch that uses every key. cu_seqlens_q, cu_seqlens_k: int32 [batch + 1] tensors (varlen, both
-    or neither); max_seqlen_q, max_seqlen_k: the longest sequence's query and key counts as host
-    ints (0 when dense); seqused_k: an int32 [batch] tensor or None."""
+    """A call's per-sequence arguments, src/flashcore.h's varlen and paging fields; the defaults are
+    a dense batch that uses every key. cu_seqlens_q, cu_seqlens_k: int32 [batch + 1] tensors
+    (varlen, both or neither; with a page_table, cu_seqlens_q alone); max_seqlen_q, max_seqlen_k:
+    the longest sequence's query and key counts as host ints (0 when dense; a dense paged call may
+    give max_seqlen_k alone); seqused_k: an int32 [batch] tensor or None; page_table: an int32
+    [batch, pages_per_seq] tensor (k and v are then a paged cache) or None."""
 
     cu_seqlens_q: object = None
     cu_seqlens_k: object = None
     max_seqlen_q: int = 0
     max_seqlen_k: int = 0
     seqused_k: object = None
+    page_table: object = None
 
     @property
     def varlen(self):
         return self.cu_seqlens_q is not None
+
+    @property
+    def paged(self):
+        return self.page_table is not None
 
     @property
     def per_sequence(self):
@@ -388,9 +427,29 @@ class Sequences(NamedTuple):
         """The number of sequences of a varlen call: cu_seqlens_q's length less one."""
         return _length(self.cu_seqlens_q) - 1
 
+    def pages_per_sequence(self):
+        """page_table's width: the most pages a sequence can have."""
+        return _page_table_shape(self.page_table)[1]
+
+    def page_table_stride(self):
+        """Elements between consecutive rows of page_table (its width when it is a shape, or has
+        one row, whose stride torch leaves free)."""
+        table = self.page_table
+        if not is_tensor(table) or int(table.shape[0]) == 1:
+            return self.pages_per_sequence()
+        return int(table.stride(0))
+
+    def paged_seqlen_k(self, page_size):
+        """A paged call's seqlen_k, the longest sequence's key count: max_seqlen_k if given, else
+        all that page_table's width holds (pages_per_seq * page_size)."""
+        return self.max_seqlen_k or self.pages_per_sequence() * page_size
+
     def host_key(self):
-        """What the parameter struct holds of them besides pointers (launch()'s cache key)."""
-        return (self.varlen, self.max_seqlen_q, self.max_seqlen_k, self.seqused_k is not None)
+        """What the parameter struct holds of them besides pointers (launch()'s cache key). The
+        number of sequences is in it: a varlen batch's is not in q's shape (its token count)."""
+        paging = (self.pages_per_sequence(), self.page_table_stride()) if self.paged else None
+        return (self.varlen, self.varlen_batch() if self.varlen else None, self.max_seqlen_q,
+                self.max_seqlen_k, self.seqused_k is not None, paging)
 
 
 DENSE = Sequences()
@@ -407,6 +466,11 @@ def _first_size(value):
 def _length(value):
     """The first dimension of a tensor, or len() of a sequence (planning takes lists)."""
     return int(value.shape[0]) if is_tensor(value) else len(value)
+
+
+def _page_table_shape(value):
+    """(batch, pages_per_seq) of a page table: a tensor's shape, or (planning) the shape itself."""
+    return tuple(int(size) for size in (value.shape if is_tensor(value) else value))
 
 
 def _host_length(name, value):
@@ -428,9 +492,12 @@ def _host_length(name, value):
 
 
 def sequence_arguments(cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
-                       seqused_k=None):
+                       seqused_k=None, page_table=None):
     """Sequences from attention()'s keyword arguments, with the rules of what goes with what (the
     tensors themselves are checked by check_sequences, once q's device and form are known)."""
+    if page_table is not None:
+        return _paged_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k,
+                                page_table)
     if cu_seqlens_q is None and cu_seqlens_k is None:
         if max_seqlen_q is not None or max_seqlen_k is not None:
             raise ArgumentError("max_seqlen_q and max_seqlen_k belong to a varlen batch: pass them "
@@ -445,6 +512,29 @@ def sequence_arguments(cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, 
                             "them; the device's cu_seqlens are never read back)")
     return Sequences(cu_seqlens_q, cu_seqlens_k, _host_length("max_seqlen_q", max_seqlen_q),
                      _host_length("max_seqlen_k", max_seqlen_k), seqused_k)
+
+
+def _paged_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, page_table):
+    """sequence_arguments() with a page_table: FlashAttention-3's flash_attn_with_kvcache (dense q)
+    and varlen-with-page_table (cu_seqlens_q, no cu_seqlens_k) forms."""
+    if cu_seqlens_k is not None:
+        raise ArgumentError("a paged cache takes no cu_seqlens_k: sequence b's keys are the pages of "
+                            "page_table's row b, as many as seqused_k[b] (else max_seqlen_k, or all "
+                            "that the row holds)")
+    if max_seqlen_k is not None:
+        max_seqlen_k = _host_length("max_seqlen_k", max_seqlen_k)
+    if cu_seqlens_q is None:
+        if max_seqlen_q is not None:
+            raise ArgumentError("max_seqlen_q belongs to a varlen batch: pass it with cu_seqlens_q "
+                                "(a dense paged call takes max_seqlen_k alone, or neither)")
+        return Sequences(max_seqlen_k=max_seqlen_k or 0, seqused_k=seqused_k,
+                         page_table=page_table)
+    if max_seqlen_q is None or max_seqlen_k is None:
+        raise ArgumentError("a varlen batch on a paged cache needs max_seqlen_q and max_seqlen_k: "
+                            "the longest sequence's query and key counts, as Python ints (the grid "
+                            "is sized from them; the device's lengths are never read back)")
+    return Sequences(cu_seqlens_q, None, _host_length("max_seqlen_q", max_seqlen_q), max_seqlen_k,
+                     seqused_k, page_table)
 
 
 def _check_index_tensor(name, tensor, shape, device, planning):
@@ -488,9 +578,52 @@ def check_sequences(sequences, batch, device, planning=False):
                 raise ArgumentError(f"cu_seqlens_q must be int32 [batch + 1] with batch >= 1, "
                                     f"not [{batch + 1}]")
         _check_index_tensor("cu_seqlens_q", sequences.cu_seqlens_q, (batch + 1,), device, planning)
-        _check_index_tensor("cu_seqlens_k", sequences.cu_seqlens_k, (batch + 1,), device, planning)
+        if sequences.cu_seqlens_k is not None:   # None: paged
+            _check_index_tensor("cu_seqlens_k", sequences.cu_seqlens_k, (batch + 1,), device, planning)
     if sequences.seqused_k is not None:
         _check_index_tensor("seqused_k", sequences.seqused_k, (batch,), device, planning)
+    if sequences.paged:
+        check_page_table(sequences.page_table, batch, device, planning)
+
+
+def check_page_table(table, batch, device, planning=False):
+    """That a page table is an int32 [batch, pages_per_seq] tensor (pages_per_seq >= 1) on q's
+    device, its rows contiguous and not overlapping (its row stride is page_table_stride); planning:
+    a tensor on any device, or its [batch, pages_per_seq] shape. Page ids are never read: they are
+    the caller's contract (in range [0, num_pages) for every page a sequence's keys reach)."""
+    form = f"[{batch}, pages_per_seq]" if batch is not None else "[batch, pages_per_seq]"
+    if not is_tensor(table):
+        if not planning:
+            raise ArgumentError(f"page_table must be a torch.Tensor of int32 {form}, "
+                                f"not {type(table).__name__}")
+        try:
+            shape = tuple(int(size) for size in table)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"page_table must be an int32 tensor (or, to plan, its shape) of "
+                                f"{form}, not {table!r}") from None
+    else:
+        shape = tuple(int(size) for size in table.shape)
+        if str(table.dtype) != "torch.int32":
+            raise ArgumentError(f"page_table must be int32 (FlashAttention's page_table), "
+                                f"not {table.dtype}")
+    if len(shape) != 2:
+        raise ArgumentError(f"page_table must be 2-D {form} (a row of page ids per sequence), "
+                            f"not {list(shape)}")
+    if (batch is not None and shape[0] != batch) or shape[1] < 1:
+        raise ArgumentError(f"page_table must be {form} with pages_per_seq >= 1, not {list(shape)}")
+    if not is_tensor(table):
+        return
+    rows, width = shape
+    if width > 1 and table.stride(1) != 1:
+        raise ArgumentError(f"page_table: each row must be contiguous (stride 1 along the pages), "
+                            f"not stride {table.stride(1)}; pass a .contiguous() copy")
+    if rows > 1 and table.stride(0) < width:
+        raise ArgumentError(f"page_table: its row stride ({table.stride(0)}) must be at least its "
+                            f"width ({width}): rows may not overlap; pass a .contiguous() copy")
+    if rows > 1 and table.stride(0) > C_INT_MAX:
+        raise ArgumentError(f"page_table: its row stride ({table.stride(0)}) does not fit a C int")
+    if not planning and table.device != device:
+        raise ArgumentError(f"page_table is on {table.device} but q is on {device}")
 
 
 def library_takes_sequences(lib):
@@ -498,6 +631,62 @@ def library_takes_sequences(lib):
     without a call: 0.2.0's (no sized initializer). 0.3.0's has the initializer but not the fields:
     it refuses them itself (FC_ERR_UNSUPPORTED), and Context words that refusal."""
     return hasattr(lib, "fc_attention_params_init_sized")
+
+
+def paged_sizes(sequences, k_sizes):
+    """(page_size, num_pages, page_table_stride, seqlen_k) of a paged call, with k [num_pages,
+    page_size, Hkv, D]; seqlen_k is max_seqlen_k, else all that page_table's width holds. Checked
+    against page_table's width and against the struct's C ints."""
+    num_pages, page_size = k_sizes[0], k_sizes[1]
+    width = sequences.pages_per_sequence()
+    seqlen_k = sequences.paged_seqlen_k(page_size)
+    if isinstance(seqlen_k, int) and sequences.max_seqlen_k:
+        if seqlen_k < 1:
+            raise ArgumentError(f"max_seqlen_k must be at least 1 with a paged cache, not {seqlen_k}")
+        if seqlen_k > width * page_size:
+            raise ArgumentError(f"max_seqlen_k ({seqlen_k}) is more keys than page_table's rows hold: "
+                                f"{width} pages of {page_size} tokens ({width * page_size})")
+    for name, value in (("num_pages", num_pages), ("page_size", page_size),
+                        ("seqlen_k (max_seqlen_k, else pages_per_seq * page_size)", seqlen_k)):
+        if isinstance(value, int) and value > C_INT_MAX:
+            raise ArgumentError(f"{name} ({value}) does not fit a C int")
+    return page_size, num_pages, sequences.page_table_stride(), seqlen_k
+
+
+def library_takes_paging(context):
+    """Whether a context's library has the paged-cache fields (page_size and after), asked once
+    per context: a plan of a struct with page_size set is refused by a library that predates them
+    with "does not know" (src/problem.c's fc_read_struct), and by anything else otherwise."""
+    known = getattr(context, "_takes_paging", None)
+    if known is not None:
+        return known
+    lib = context._lib
+    if not library_takes_sequences(lib):
+        known = False
+    else:
+        params = AttentionParams()
+        lib.fc_attention_params_init_sized(ctypes.byref(params), ctypes.sizeof(params))
+        params.page_size = 1
+        status = lib.fc_attention_plan(context._live_handle(), ctypes.byref(params), None)
+        message = lib.fc_context_errmsg(context._handle) or b""
+        known = not (status == FC_ERR_UNSUPPORTED and b"does not know" in message)
+    context._takes_paging = known
+    return known
+
+
+def predates_paging_message(lib, detail="", sequences_too=False):
+    """What a library without the paged-cache fields is told (sequences_too: nor the varlen ones)."""
+    version = lib.fc_version().decode()
+    if sequences_too:
+        return (f"{lib.fc_path} (FlashCore {version}) predates varlen batches, seqused_k and the paged "
+                "KV cache: its fc_attention_params ends before cu_seqlens_q/cu_seqlens_k, "
+                "max_seqlen_q/max_seqlen_k, seqused_k, page_size, page_table, page_table_stride and "
+                "num_pages; use a library built with them (src/flashcore.h)"
+                + (f" (the library said: {detail})" if detail else ""))
+    return (f"{lib.fc_path} (FlashCore {version}) predates the paged KV cache: its "
+            "fc_attention_params ends before page_size, page_table, page_table_stride and num_pages; "
+            "use a library built with them (src/flashcore.h)"
+            + (f" (the library said: {detail})" if detail else ""))
 
 
 def predates_sequences_message(lib, detail=""):
@@ -517,8 +706,9 @@ class PreparedAttention:
     they time is the library, not the building of the parameter struct in Python.
     """
 
-    def __init__(self, context, params, stream, tensors, out, lse):
+    def __init__(self, context, params, stream, tensors, out, lse, sequences=DENSE):
         self._context = context
+        self._sequences = sequences
         self._params = params
         self._params_ref = ctypes.byref(params)
         self._stream = stream
@@ -530,7 +720,7 @@ class PreparedAttention:
         context = self._context
         status = context._lib.fc_attention_forward(context._live_handle(), self._params_ref,
                                                    self._stream)
-        context._check(status)
+        context._check(status, sequences=self._sequences)
         return self.out if self.lse is None else (self.out, self.lse)
 
 
@@ -586,7 +776,8 @@ class Context:
 
     def attention(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
                   lse=None, *, window=(-1, -1), sinks=None, softcap=None, cu_seqlens_q=None,
-                  cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None):
+                  cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
+                  page_table=None):
         """Runs attention on torch's current stream of the tensors' device.
 
         q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim];
@@ -602,45 +793,57 @@ class Context:
         [total_q, Hq, D], k, v [total_k, Hkv, D], lse [Hq, total_q]. Tokens of no sequence and rows
         of empty sequences keep what out and lse held. seqused_k: an int32 [batch] tensor, the keys
         each sequence uses (a KV cache's filled length), dense or varlen; keys past it are never read.
+        Paged KV cache (FlashAttention's flash_attn_with_kvcache/varlen page_table form): page_table
+        an int32 [batch, pages_per_seq] tensor on the device (rows contiguous; its row stride is
+        free), k, v [num_pages, page_size, Hkv, D]; sequence b's key j is in page
+        page_table[b, j // page_size], slot j % page_size. Its key count is seqused_k[b] if given,
+        else seqlen_k: max_seqlen_k if given, else pages_per_seq * page_size (all the row holds).
+        Dense q [B, Sq, Hq, D], or varlen q with cu_seqlens_q, max_seqlen_q and max_seqlen_k (no
+        cu_seqlens_k). Page ids are the caller's contract.
         Returns out, or (out, lse) when return_lse or lse is given. Raises FlashCoreError.
         """
         return self.prepare(q, k, v, causal, softmax_scale, out, return_lse, lse, window=window,
                             sinks=sinks, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
                             cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
-                            max_seqlen_k=max_seqlen_k, seqused_k=seqused_k)()
+                            max_seqlen_k=max_seqlen_k, seqused_k=seqused_k,
+                            page_table=page_table)()
 
     def prepare(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
                 lse=None, stream=None, *, window=(-1, -1), sinks=None, softcap=None,
                 cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
-                seqused_k=None):
+                seqused_k=None, page_table=None):
         """Builds the call attention() would make, without launching it: see PreparedAttention.
 
         stream: a CUstream as an int; None = torch's current stream on the tensors' device. The
-        prepared call reads cu_seqlens and seqused_k at each launch: new contents written into the
-        same tensors (within max_seqlen_q/max_seqlen_k and the token counts) take effect.
+        prepared call reads cu_seqlens, seqused_k and page_table at each launch: new contents
+        written into the same tensors (within max_seqlen_q/max_seqlen_k, the token counts and
+        page_table's width) take effect.
         """
         import torch
 
         sequences = sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                                       seqused_k)
+                                       seqused_k, page_table)
         params, tensors, out, lse = self._bind(q, k, v, causal, softmax_scale, out, return_lse,
                                                lse, window, sinks, softcap, sequences)
         if stream is None:
             stream = torch.cuda.current_stream(q.device).cuda_stream
-        return PreparedAttention(self, params, stream, tensors, out, lse)
+        return PreparedAttention(self, params, stream, tensors, out, lse, sequences)
 
     def plan(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
              lse=None, dtype=None, *, window=(-1, -1), sinks=None, softcap=None, cu_seqlens_q=None,
-             cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None):
+             cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
+             page_table=None):
         """Which kernel attention() would run with these arguments: (kernel, reason, splits).
 
         q, k, v (and out): tensors on any device (their sizes, strides and dtype count), or
         [batch, seq, heads, head_dim] shapes (packed; varlen: [total_tokens, heads, head_dim])
         with dtype given. cu_seqlens_q/k and seqused_k: tensors on any device or sequences (only
-        their lengths count); max_seqlen_q/k: ints. return_lse, lse and sinks are accepted for
-        symmetry with attention() and change no plan (sinks are a run-time input of every kernel);
-        window, softcap, varlen and seqused_k do. Compiles and launches nothing. Raises
-        FlashCoreError when the problem is invalid or unsupported.
+        their lengths count); max_seqlen_q/k: ints. page_table: a tensor on any device or its
+        [batch, pages_per_seq] shape, with k and v (tensors or shapes) [num_pages, page_size,
+        heads_kv, head_dim]. return_lse, lse and sinks are accepted for symmetry with attention()
+        and change no plan (sinks are a run-time input of every kernel); window, softcap, varlen,
+        seqused_k and paging do. Compiles and launches nothing. Raises FlashCoreError when the
+        problem is invalid or unsupported.
         """
         if dtype is None:
             if not is_tensor(q):
@@ -649,7 +852,7 @@ class Context:
         elif is_tensor(q) and fc_dtype(dtype) != fc_dtype(q.dtype):
             raise ArgumentError(f"dtype {dtype} but q is {q.dtype}")
         sequences = sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                                       seqused_k)
+                                       seqused_k, page_table)
         batch = _first_size(q)
         check_sequences(sequences, batch, None, planning=True)
         params = self._params(q, k, v, fc_dtype(dtype), causal, softmax_scale, window, softcap,
@@ -658,9 +861,12 @@ class Context:
             params.o_stride = Strides(*sizes_and_strides(
                 out, "out", sequences.varlen_batch() if sequences.varlen else None)[1])
         # Planning reads no tensor: the pointers stay NULL (fc_attention_plan checks the shape
-        # rules), but for seqused_k, whose presence selects the kernels' per-sequence form.
+        # rules), but for seqused_k, whose presence selects the kernels' per-sequence form, and
+        # page_table, which a paged problem requires.
         if sequences.seqused_k is not None:
             params.seqused_k = PLANNED_POINTER
+        if sequences.paged:
+            params.page_table = PLANNED_POINTER
         info = PlanInfo()
         status = self._lib.fc_attention_plan(self._live_handle(), ctypes.byref(params),
                                              ctypes.byref(info))
@@ -676,8 +882,9 @@ class Context:
         The caller has checked what attention() checks (torch tensors of one dtype on this
         context's device, matching shapes, sinks, the Sequences' tensors) and allocated out (and
         lse, or None). The parameter struct of each new problem (sizes, strides, dtype, causal,
-        window, scale, softcap, lse or not, varlen's maxima, seqused_k or not) is built once and
-        kept; a call copies it and sets the pointers (sinks', cu_seqlens' and seqused_k's too).
+        window, scale, softcap, lse or not, varlen's maxima and batch, seqused_k or not,
+        page_table's width and row stride) is built once and kept; a call copies it and sets the
+        pointers (sinks', cu_seqlens', seqused_k's and page_table's too).
         The library validates every call.
         """
         key = (q.dtype, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(),
@@ -698,7 +905,7 @@ class Context:
             params.lse = lse.data_ptr()
         if sinks is not None:
             params.sinks = sinks.data_ptr()
-        if sequences.per_sequence:
+        if sequences.per_sequence or sequences.paged:
             _set_sequence_pointers(params, sequences)
         status = self._lib.fc_attention_forward(self._live_handle(), ctypes.byref(params), stream)
         if status != FC_OK:
@@ -729,12 +936,16 @@ class Context:
         """AttentionParams for the sizes, strides and options, with no pointers set."""
         varlen_batch = sequences.varlen_batch() if sequences.varlen else None
         (q_sizes, q_strides), (k_sizes, k_strides), (v_sizes, v_strides) = (
-            sizes_and_strides(value, name, varlen_batch)
+            sizes_and_strides(value, name, varlen_batch, paged=sequences.paged and name != "q")
             for value, name in ((q, "q"), (k, "k"), (v, "v")))
-        check_shapes(q_sizes, k_sizes, v_sizes, sequences.varlen)
+        check_shapes(q_sizes, k_sizes, v_sizes, sequences.varlen, sequences.paged)
         if softmax_scale is not None and not math.isfinite(float(softmax_scale)):
             raise ArgumentError(f"softmax_scale must be finite (None selects 1/sqrt(head_dim)), "
                                 f"not {softmax_scale}")
+        paging = paged_sizes(sequences, k_sizes) if sequences.paged else None
+        if paging is not None and not library_takes_sequences(self._lib):
+            raise FlashCoreError("FC_ERR_UNSUPPORTED", FC_ERR_UNSUPPORTED,
+                                 predates_paging_message(self._lib))
         if sequences.per_sequence and not library_takes_sequences(self._lib):
             raise FlashCoreError("FC_ERR_UNSUPPORTED", FC_ERR_UNSUPPORTED,
                                  predates_sequences_message(self._lib))
@@ -756,6 +967,12 @@ class Context:
         params.window_left, params.window_right = window_pair(window)
         params.softcap = 0.0 if softcap is None else float(softcap)
         params.max_seqlen_q, params.max_seqlen_k = sequences.max_seqlen_q, sequences.max_seqlen_k
+        if paging is not None:
+            # NOTE: paged, seqlen_k is the longest key count, not k's second size (the page size);
+            # varlen's max_seqlen_k is that same count, and a dense call's stays 0.
+            (params.page_size, params.num_pages, params.page_table_stride,
+             params.seqlen_k) = paging
+            params.max_seqlen_k = params.seqlen_k if sequences.varlen else 0
         return params
 
     def _bind(self, q, k, v, causal, softmax_scale, out, return_lse, lse, window=(-1, -1), sinks=None,
@@ -790,8 +1007,8 @@ class Context:
             raise ArgumentError("q, k, v, out and lse must be on one device")
         check_sinks(sinks, q.shape[-2], q.device)
         tensors += [sinks] if sinks is not None else []
-        tensors += [t for t in (sequences.cu_seqlens_q, sequences.cu_seqlens_k, sequences.seqused_k)
-                    if t is not None]
+        tensors += [t for t in (sequences.cu_seqlens_q, sequences.cu_seqlens_k, sequences.seqused_k,
+                                sequences.page_table) if t is not None]
         params.q, params.k, params.v, params.out = (t.data_ptr() for t in (q, k, v, out))
         params.lse = lse.data_ptr() if lse is not None else None
         params.sinks = sinks.data_ptr() if sinks is not None else None
@@ -809,11 +1026,16 @@ class Context:
         name = name.decode() if name else f"status {status}"
         message = self._lib.fc_context_errmsg(self._handle) if self._handle is not None else None
         message = (message.decode(errors="replace") if message else "") or fallback_message
-        # NOTE: a library that predates the varlen fields (0.3.0) refuses the struct's nonzero
-        # bytes it does not know, which names a byte; say which fields those are.
-        if (sequences.per_sequence and status == FC_ERR_UNSUPPORTED
+        # NOTE: a library that predates the varlen fields (0.3.0) or the paging ones refuses the
+        # struct's nonzero bytes it does not know, which names a byte; say which fields those are.
+        if ((sequences.per_sequence or sequences.paged) and status == FC_ERR_UNSUPPORTED
                 and "does not know" in message):
-            message = predates_sequences_message(self._lib, message)
+            byte = re.search(r"byte (\d+) of", message)
+            paging_byte = byte is None or int(byte.group(1)) >= AttentionParams.page_size.offset
+            if sequences.paged:
+                message = predates_paging_message(self._lib, message, sequences_too=not paging_byte)
+            else:
+                message = predates_sequences_message(self._lib, message)
         return FlashCoreError(name, status, message)
 
     def _check(self, status, fallback_message="", sequences=DENSE):
@@ -822,10 +1044,11 @@ class Context:
 
 
 def _set_sequence_pointers(params, sequences):
-    """The device pointers of cu_seqlens and seqused_k (NULL where absent)."""
-    params.cu_seqlens_q, params.cu_seqlens_k, params.seqused_k = (
+    """The device pointers of cu_seqlens, seqused_k and page_table (NULL where absent)."""
+    params.cu_seqlens_q, params.cu_seqlens_k, params.seqused_k, params.page_table = (
         None if tensor is None else tensor.data_ptr()
-        for tensor in (sequences.cu_seqlens_q, sequences.cu_seqlens_k, sequences.seqused_k))
+        for tensor in (sequences.cu_seqlens_q, sequences.cu_seqlens_k, sequences.seqused_k,
+                       sequences.page_table))
 
 
 def _default_device():

@@ -30,12 +30,17 @@ if hasattr(torch._C, "_cuda_getCurrentRawStream"):
 def _check_inputs(q, k, v, fake, sinks=None, sequences=_binding.DENSE):
     """The checks the C struct cannot express, with messages naming the argument; the library
     checks the rest (GQA ratio, head_dim, stride alignment, the window's and softcap's rules,
-    varlen's maxima against the token counts) when the real kernel runs. cu_seqlens' and
-    seqused_k's contents are never read (no host synchronization): the caller's contract."""
+    varlen's maxima against the token counts) when the real kernel runs. cu_seqlens',
+    seqused_k's and page_table's contents are never read (no host synchronization): the caller's
+    contract."""
     rank, form = ((3, "[total_tokens, heads, head_dim]") if sequences.varlen
                   else (4, "[batch, seq, heads, head_dim]"))
     for name, tensor in (("q", q), ("k", k), ("v", v)):
-        if tensor.dim() != rank:
+        paged = sequences.paged and name != "q"
+        if paged and tensor.dim() != 4:
+            raise ArgumentError(f"{name} must be 4-D {_binding.PAGES_FORM}, not "
+                                f"{tuple(tensor.shape)}" + _binding.rank_hint(tensor.dim(), False, True))
+        if not paged and tensor.dim() != rank:
             raise ArgumentError(f"{name} must be {rank}-D {form}, not {tuple(tensor.shape)}"
                                 + _binding.rank_hint(tensor.dim(), sequences.varlen))
         if tensor.dtype not in _DTYPES:
@@ -47,7 +52,7 @@ def _check_inputs(q, k, v, fake, sinks=None, sequences=_binding.DENSE):
         if tensor.stride(-1) != 1:
             raise ArgumentError(f"{name}: the last dimension must be contiguous (stride 1), "
                                 f"not stride {tensor.stride(-1)}")
-    _binding.check_shapes(q.shape, k.shape, v.shape, sequences.varlen)
+    _binding.check_shapes(q.shape, k.shape, v.shape, sequences.varlen, sequences.paged)
     _binding.check_sequences(sequences, q.shape[0], q.device)
     allowed = ("cuda", "meta") if fake else ("cuda",)
     if q.device.type not in allowed:
@@ -56,26 +61,29 @@ def _check_inputs(q, k, v, fake, sinks=None, sequences=_binding.DENSE):
     _binding.check_sinks(sinks, q.shape[-2], q.device)
 
 
-def _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k):
-    """The op's arguments as _binding.Sequences (max_seqlen 0: dense, as in the C struct)."""
-    if cu_seqlens_q is None and cu_seqlens_k is None and not max_seqlen_q and not max_seqlen_k:
+def _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, page_table=None):
+    """The op's arguments as _binding.Sequences (max_seqlen 0: dense, as in the C struct; with a
+    page_table, max_seqlen_k 0: the table's width)."""
+    if (cu_seqlens_q is None and cu_seqlens_k is None and not max_seqlen_q and not max_seqlen_k
+            and page_table is None):
         return _binding.DENSE if seqused_k is None else _binding.Sequences(seqused_k=seqused_k)
     return _binding.sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q or None,
-                                       max_seqlen_k or None, seqused_k)
+                                       max_seqlen_k or None, seqused_k, page_table)
 
 
 # NOTE: the arguments added after 0.2.0 (window, sinks, softcap) and after 0.3.0 (cu_seqlens_q/k,
-# max_seqlen_q/k, seqused_k) have defaults, so that a call of the op with 0.2.0's six arguments
-# means what it meant. max_seqlen 0 is a dense batch, as in the C struct.
+# max_seqlen_q/k, seqused_k, then page_table) have defaults, so that a call of the op with 0.2.0's
+# six arguments means what it meant. max_seqlen 0 is a dense batch, as in the C struct.
 @torch.library.custom_op("flashcore::attention", mutates_args=())
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                softmax_scale: Optional[float], return_lse: bool, window_left: int = -1,
                window_right: int = -1, sinks: Optional[torch.Tensor] = None,
                softcap: Optional[float] = None, cu_seqlens_q: Optional[torch.Tensor] = None,
                cu_seqlens_k: Optional[torch.Tensor] = None, max_seqlen_q: int = 0,
-               max_seqlen_k: int = 0, seqused_k: Optional[torch.Tensor] = None
-               ) -> Tuple[torch.Tensor, torch.Tensor]:
-    sequences = _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k)
+               max_seqlen_k: int = 0, seqused_k: Optional[torch.Tensor] = None,
+               page_table: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    sequences = _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k,
+                           page_table)
     _check_inputs(q, k, v, fake=False, sinks=sinks, sequences=sequences)
     # NOTE: varlen: tokens of no sequence are left as torch.empty gives them (FlashAttention's
     # convention; zeroing them would cost a pass over out): Context.attention(out=...) keeps them.
@@ -91,8 +99,9 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
 @_attention.register_fake
 def _attention_fake(q, k, v, causal, softmax_scale, return_lse, window_left=-1, window_right=-1,
                     sinks=None, softcap=None, cu_seqlens_q=None, cu_seqlens_k=None,
-                    max_seqlen_q=0, max_seqlen_k=0, seqused_k=None):
-    sequences = _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k)
+                    max_seqlen_q=0, max_seqlen_k=0, seqused_k=None, page_table=None):
+    sequences = _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k,
+                           page_table)
     _check_inputs(q, k, v, fake=True, sinks=sinks, sequences=sequences)
     out = q.new_empty(q.shape)
     lse = q.new_empty(_binding.lse_shape(q.shape) if return_lse else (0,), dtype=torch.float32)
@@ -101,7 +110,7 @@ def _attention_fake(q, k, v, causal, softmax_scale, return_lse, window_left=-1, 
 
 def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
               sinks=None, softcap=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
-              max_seqlen_k=None, seqused_k=None):
+              max_seqlen_k=None, seqused_k=None, page_table=None):
     """Fused attention on CUDA tensors: softmax(cap(scale * Q K^T) [+ mask], sinks) V.
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]
@@ -128,6 +137,17 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wi
     length: flash_attn_with_kvcache's cache_seqlens), dense or varlen; keys past it are never read
     and may hold anything. The lengths are the caller's contract, as in FlashAttention.
 
+    Paged KV cache, FlashAttention-3's flash_attn_with_kvcache(page_table=...) form: page_table, an
+    int32 [batch, pages_per_seq] CUDA tensor (each row contiguous, its row stride free), holds the
+    page ids of each sequence's keys in order, and k, v are the cache's pages, [num_pages,
+    page_size, heads_kv, head_dim] (any page_size >= 1): sequence b's key j is page_table[b, j //
+    page_size]'s slot j % page_size. Sequence b has seqused_k[b] keys if seqused_k is given, else
+    seqlen_k keys, where seqlen_k is max_seqlen_k if given, else all that a row holds
+    (pages_per_seq * page_size): a caller with seqused_k passes max_seqlen_k (its longest count)
+    or lets the table's width bound it. q is dense [batch, seqlen_q, heads_q, head_dim] (decode:
+    seqlen_q 1), or varlen with cu_seqlens_q, max_seqlen_q and max_seqlen_k (then no cu_seqlens_k).
+    Slots and pages past a sequence's keys are never read. Page ids are the caller's contract.
+
     Runs on torch.cuda.current_stream(); works under torch.compile(fullgraph=True) and CUDA
     graph capture (after one call outside it, which compiles the kernel). Forward only: no
     autograd. Raises flashcore.FlashCoreError (ArgumentError, also a ValueError, for inputs
@@ -137,18 +157,19 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wi
         if not isinstance(tensor, torch.Tensor):
             raise ArgumentError(f"{name} must be a torch.Tensor, not {type(tensor).__name__}")
     for name, tensor in (("sinks", sinks), ("cu_seqlens_q", cu_seqlens_q),
-                         ("cu_seqlens_k", cu_seqlens_k), ("seqused_k", seqused_k)):
+                         ("cu_seqlens_k", cu_seqlens_k), ("seqused_k", seqused_k),
+                         ("page_table", page_table)):
         if tensor is not None and not isinstance(tensor, torch.Tensor):
             raise ArgumentError(f"{name} must be a torch.Tensor, not {type(tensor).__name__}")
     window_left, window_right = _binding.window_pair(window)
     sequences = _binding.sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                            max_seqlen_k, seqused_k)
+                                            max_seqlen_k, seqused_k, page_table)
     out, lse = _attention(q, k, v, bool(causal),
                           None if softmax_scale is None else float(softmax_scale),
                           bool(return_lse), window_left, window_right, sinks,
                           None if softcap is None else float(softcap), sequences.cu_seqlens_q,
                           sequences.cu_seqlens_k, sequences.max_seqlen_q, sequences.max_seqlen_k,
-                          sequences.seqused_k)
+                          sequences.seqused_k, sequences.page_table)
     return (out, lse) if return_lse else out
 
 

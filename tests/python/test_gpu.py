@@ -6,6 +6,7 @@ The fp64 reference and the input layouts are tools/check.py's (one reference for
 """
 import ctypes
 import math
+import random
 import sys
 import zlib
 from pathlib import Path
@@ -618,3 +619,220 @@ def test_varlen_library_errors_become_exceptions(cuda):
     out = flashcore.attention(inputs.q, inputs.k, inputs.v, **check_varlen.call_kwargs(case, inputs))
     torch.cuda.synchronize()   # the context still works
     assert bool(torch.isfinite(out[:sum(case.lens_q)]).all())
+
+
+# The paged KV cache (issue 13), through the op; tools/check.py --matrix paged is the wide random
+# matrix, these the op's own paths. The caches come from tools/check_paged.py (pages from a random
+# permutation, NaN in every page, slot and table entry no sequence reads).
+import check_paged  # noqa: E402
+
+PAGED_CASES = [
+    # FA3's kvcache decode: one query per sequence, seqused_k, pages of 16, GQA 4
+    check_paged.PagedCase("bf16", 128, True, 32, 8, 16, False, (1,) * 9,
+                          (4999, 1, 0, 16, 17, 300, 2048, 15, 777), True, 4999, 313, 3, 5),
+    # few query rows, pages of one token, the table's width as seqlen_k, no seqused_k
+    check_paged.PagedCase("f16", 64, True, 8, 2, 1, False, (4, 4, 4), (1000, 1000, 1000), False, None, 1000),
+    # chunked prefill: dense queries against a prefix, pages of 7 (no tile holds whole pages),
+    # FlashInfer's layout
+    check_paged.PagedCase("f16", 128, True, 8, 8, 7, False, (300, 300), (1200, 301), True, 1200, 172, 0, 9,
+                          0, "kv"),
+    # varlen queries on the cache (FA3's varlen with page_table), seqused_k, pages of 64, slack tokens
+    check_paged.PagedCase("bf16", 128, True, 8, 2, 64, True, (129, 0, 1, 700, 64, 300),
+                          (200, 5, 0, 1000, 63, 4097), True, 4097, 65, 2, 7, 17),
+    # varlen without seqused_k: every sequence has max_seqlen_k keys; head_dim 256, pages of 256
+    check_paged.PagedCase("f16", 256, False, 4, 4, 256, True, (1, 513, 37), (600, 600, 600), False, 600, 3,
+                          0, 2, 5),
+]
+
+
+def paged_id(case):
+    return (f"{case.dtype}-d{case.head_dim}-{'causal' if case.causal else 'full'}"
+            f"-h{case.heads_q}.{case.heads_kv}"
+            f"-page{case.page_size}-{'varlen' if case.varlen else 'dense'}-B{case.batch}-q{sum(case.lens_q)}"
+            f"-Sk{case.seqlen_k}{'-seqused' if case.used_k else ''}-{case.layout}")
+
+
+@pytest.fixture
+def paged(cuda):
+    """torch, when the library takes paged caches; else the test skips, saying why."""
+    context = flashcore.context(cuda.cuda.current_device())
+    if not flashcore._binding.library_takes_paging(context):
+        pytest.skip(flashcore._binding.predates_paging_message(context._lib))
+    return cuda
+
+
+def paged_inputs(torch, case, seed=0):
+    inputs = check_paged.allocate(case, torch.device("cuda", torch.cuda.current_device()))
+    rows = check_paged.load(case, inputs, random.Random(f"{seed}-{paged_id(case)}"))
+    return inputs, rows
+
+
+def contiguous_cache(torch, case, inputs, rows):
+    """The same keys without pages: dense [B, seqlen_k, Hkv, D] (NaN past each sequence's keys)
+    or varlen packed [total_k, Hkv, D] with its cu_seqlens_k; and the call's keyword arguments."""
+    gathered = [check_paged.gather_keys(case, inputs, rows, b) for b in range(case.batch)]
+    if case.varlen:
+        k = torch.cat([keys for keys, _ in gathered])
+        v = torch.cat([values for _, values in gathered])
+        cu_k = torch.tensor(check_varlen.starts([case.keys_used(b) for b in range(case.batch)]),
+                            dtype=torch.int32, device=k.device)
+        return k, v, dict(causal=case.causal, cu_seqlens_q=inputs.cu_seqlens_q, cu_seqlens_k=cu_k,
+                          max_seqlen_q=case.max_seqlen_q, max_seqlen_k=case.seqlen_k)
+    k = torch.full((case.batch, case.seqlen_k, case.heads_kv, case.head_dim), math.nan,
+                   dtype=inputs.k.dtype, device=inputs.k.device)
+    v = torch.full_like(k, math.nan)
+    for b, (keys, values) in enumerate(gathered):
+        k[b, :keys.shape[0]], v[b, :values.shape[0]] = keys, values
+    used = inputs.seqused_k if inputs.seqused_k is not None else None
+    return k, v, dict(causal=case.causal, seqused_k=used)
+
+
+@pytest.mark.parametrize("case", PAGED_CASES, ids=[paged_id(c) for c in PAGED_CASES])
+def test_paged_op_matches_the_reference_and_the_same_keys_unpaged(paged, case):
+    """The paged op by BENCH.md's rule against the reference on each sequence's gathered keys, bit
+    for bit the ctypes path into poisoned buffers (varlen's slack keeps its NaN), and the same keys
+    passed contiguous (dense with seqused_k, or varlen with cu_seqlens_k) bit-equal or within the rule."""
+    torch = paged
+    torch.manual_seed(zlib.crc32(paged_id(case).encode()))
+    inputs, rows = paged_inputs(torch, case)
+    kwargs = check_paged.call_kwargs(case, inputs)
+    out, lse = flashcore.attention(inputs.q, inputs.k, inputs.v, return_lse=True, **kwargs)
+    inputs.out.fill_(math.nan)
+    inputs.lse.fill_(math.nan)
+    flashcore.context(inputs.q.device.index).attention(inputs.q, inputs.k, inputs.v, out=inputs.out,
+                                                       lse=inputs.lse, **kwargs)
+    torch.cuda.synchronize()
+    ref = check_paged.reference(case, inputs, rows)
+    stats, failures = check_paged.judge(case, (("ctypes out", inputs.out),), inputs.lse, ref)
+    assert not failures, (failures, stats)
+    tokens = sum(case.lens_q)
+    flat_out, flat_lse = check_paged.flat(case, out, lse)
+    ctypes_out, ctypes_lse = check_paged.flat(case, inputs.out, inputs.lse)
+    assert bit_equal(flat_out[:tokens], ctypes_out[:tokens])
+    assert bit_equal(flat_lse[:, :tokens], ctypes_lse[:, :tokens])
+
+    k, v, contiguous_kwargs = contiguous_cache(torch, case, inputs, rows)
+    unpaged, unpaged_lse = flashcore.attention(inputs.q, k, v, return_lse=True, **contiguous_kwargs)
+    torch.cuda.synchronize()
+    flat_unpaged, flat_unpaged_lse = check_paged.flat(case, unpaged, unpaged_lse)
+    if not (bit_equal(flat_out[:tokens], flat_unpaged[:tokens])
+            and bit_equal(flat_lse[:, :tokens], flat_unpaged_lse[:, :tokens])):
+        stats, failures = check_paged.judge(case, (("unpaged", unpaged),), unpaged_lse, ref, poisoned=False)
+        assert not failures, ("the same keys unpaged", failures, stats)
+
+
+def test_paged_decode_with_seqused_k_is_deterministic(paged):
+    torch = paged
+    case = PAGED_CASES[0]
+    inputs, _ = paged_inputs(torch, case)
+    kwargs = check_paged.call_kwargs(case, inputs)
+    first, first_lse = flashcore.attention(inputs.q, inputs.k, inputs.v, return_lse=True, **kwargs)
+    for _ in range(20):
+        out, lse = flashcore.attention(inputs.q, inputs.k, inputs.v, return_lse=True, **kwargs)
+        assert bit_equal(out, first) and bit_equal(lse, first_lse)
+
+
+@pytest.mark.parametrize("case", [PAGED_CASES[0], PAGED_CASES[3]], ids=["dense", "varlen"])
+def test_paged_compile_fullgraph_matches_eager(paged, case):
+    torch = paged
+    torch._dynamo.reset()
+    inputs, _ = paged_inputs(torch, case)
+    tokens = sum(case.lens_q)
+    kwargs = {key: value for key, value in check_paged.call_kwargs(case, inputs).items()
+              if not isinstance(value, torch.Tensor)}
+
+    def epilogue(q, k, v, page_table, seqused_k, cu_seqlens_q):
+        out, lse = flashcore.attention(q, k, v, return_lse=True, page_table=page_table,
+                                       seqused_k=seqused_k, cu_seqlens_q=cu_seqlens_q, **kwargs)
+        return out * 2 + 1, lse - 1
+
+    args = (inputs.q, inputs.k, inputs.v, inputs.page_table, inputs.seqused_k, inputs.cu_seqlens_q)
+    eager_out, eager_lse = (check_paged.flat(case, *epilogue(*args)))
+    out, lse = check_paged.flat(case, *torch.compile(epilogue, fullgraph=True)(*args))
+    assert bit_equal(out[:tokens], eager_out[:tokens]) and bit_equal(lse[:, :tokens], eager_lse[:, :tokens])
+    explanation = torch._dynamo.explain(epilogue)(*args)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0
+
+
+@pytest.mark.parametrize("family_case", ["decode", None], ids=["dense-decode", "varlen"])
+def test_paged_cuda_graph_replays_a_new_page_table_and_lengths(paged, family_case):
+    """Captured once; each replay reads the q/k/v, the page table's new contents (a new permutation
+    of the pages) and the new seqused_k written into the same tensors, and equals an eager call bit
+    for bit, within the rule against the reference."""
+    torch = paged
+    case = check_paged.graph_case(family_case)
+    inputs = check_paged.allocate(case, torch.device("cuda", torch.cuda.current_device()))
+    rng = random.Random(11)
+    check_paged.load(case, inputs, rng)
+    kwargs = dict(check_paged.call_kwargs(case, inputs), return_lse=True)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):   # warm-up outside capture: compiles and loads the kernel
+        flashcore.attention(inputs.q, inputs.k, inputs.v, **kwargs)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, lse = flashcore.attention(inputs.q, inputs.k, inputs.v, **kwargs)
+    for _ in range(3):
+        replayed = check_paged.replayed_case(case, rng)
+        rows = check_paged.load(replayed, inputs, rng)
+        graph.replay()
+        expected, expected_lse = flashcore.attention(inputs.q, inputs.k, inputs.v, **kwargs)
+        torch.cuda.synchronize()
+        tokens = sum(replayed.lens_q)
+        flat_out, flat_lse = check_paged.flat(case, out, lse)
+        flat_expected, flat_expected_lse = check_paged.flat(case, expected, expected_lse)
+        assert bit_equal(flat_out[:tokens], flat_expected[:tokens])
+        assert bit_equal(flat_lse[:, :tokens], flat_expected_lse[:, :tokens])
+        stats, failures = check_paged.judge(replayed, (("replayed", out),), lse,
+                                            check_paged.reference(replayed, inputs, rows), poisoned=False)
+        assert not failures, (failures, stats)
+
+
+def test_paged_opcheck(paged):
+    """torch.library.opcheck on a dense paged decode (every element of out is written)."""
+    torch = paged
+    case = check_paged.PagedCase("f16", 64, True, 8, 2, 16, False, (2, 2, 2), (100, 0, 33), True, 100, 7,
+                                 1, 2)
+    inputs, _ = paged_inputs(torch, case)
+    for return_lse in (False, True):
+        torch.library.opcheck(torch.ops.flashcore.attention.default,
+                              (inputs.q, inputs.k, inputs.v, True, None, return_lse, -1, -1, None, None,
+                               None, None, 0, 100, inputs.seqused_k, inputs.page_table))
+
+
+def test_paged_errors_become_exceptions(paged):
+    torch = paged
+    case = PAGED_CASES[0]
+    inputs, _ = paged_inputs(torch, case)
+    kwargs = check_paged.call_kwargs(case, inputs)
+    with pytest.raises(ArgumentError, match="page_table is on cpu but q is on cuda:"):
+        flashcore.attention(inputs.q, inputs.k, inputs.v, **dict(kwargs, page_table=inputs.page_table.cpu()))
+    with pytest.raises(ArgumentError, match="is more keys than page_table's rows hold"):
+        flashcore.attention(inputs.q, inputs.k, inputs.v,
+                            **dict(kwargs, max_seqlen_k=case.width * case.page_size + 1))
+    out = flashcore.attention(inputs.q, inputs.k, inputs.v, **kwargs)
+    torch.cuda.synchronize()   # the context still works
+    assert bool(torch.isfinite(out).all())
+
+
+def test_check_paged_tool_judges_torch_paged_attention(cuda):
+    """tools/check_paged.py on the GPU whatever the library takes: its run_case and its CUDA-graph
+    case (new page tables and lengths per replay) pass paged attention written in torch from the
+    header's words (tests/python/torch_paged.py), and fail it when it is off by 0.01."""
+    torch = cuda
+    from torch_paged import TorchPagedContext
+
+    torch.manual_seed(1)
+    device = torch.cuda.current_device()
+    cases = [case for case in check_paged.build_cases((64,), False, 0)
+             if sum(case.lens_q) * case.width * case.page_size <= 20_000_000]
+    assert len(cases) >= 2
+    for case in cases:
+        row = check_paged.run_case(TorchPagedContext(device), case, repeats=2)
+        assert row["passed"], (case.describe(), row["failures"])
+    for family in (None, "decode"):
+        case, row = check_paged.run_graph_case(TorchPagedContext(device), family)
+        assert row["passed"], (family, row["failures"])
+    row = check_paged.run_case(TorchPagedContext(device, off=0.01), cases[0], repeats=1)
+    assert not row["passed"] and any("err" in failure for failure in row["failures"]), row

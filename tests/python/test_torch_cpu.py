@@ -38,7 +38,7 @@ def test_the_op_is_registered_with_its_schema(torch):
                                "SymInt window_right=-1, Tensor? sinks=None, float? softcap=None, "
                                "Tensor? cu_seqlens_q=None, Tensor? cu_seqlens_k=None, "
                                "SymInt max_seqlen_q=0, SymInt max_seqlen_k=0, "
-                               "Tensor? seqused_k=None) -> (Tensor, Tensor)")
+                               "Tensor? seqused_k=None, Tensor? page_table=None) -> (Tensor, Tensor)")
 
 
 @pytest.mark.parametrize("q_shape, kv_shape, causal, return_lse", CASES)
@@ -585,6 +585,13 @@ def test_launch_keeps_one_struct_per_varlen_problem(torch):
     assert len(context._templates) == 2
     params = next(iter(context._templates.values()))
     assert (params.batch, params.seqlen_q, params.seqlen_k) == (4, 1000, 1500)
+    # the same token counts split into another number of sequences: another struct
+    cu_q3, cu_k3 = cu_q[:4].clone(), cu_k[:4].clone()
+    sequences = flashcore._binding.sequence_arguments(cu_q3, cu_k3, 500, 800, used[:3].clone())
+    with pytest.raises(flashcore.FlashCoreError, match="FC_ERR_NO_DEVICE"):
+        context.launch(q, k, v, out, None, True, None, 0, sequences=sequences)
+    assert len(context._templates) == 3
+    assert list(context._templates.values())[-1].batch == 3
     assert (params.max_seqlen_q, params.max_seqlen_k) == (500, 800)
     assert tuple(params.q_stride) == (0, 8 * 128, 128) and tuple(params.k_stride) == (0, 2 * 128, 128)
     too_long = flashcore._binding.sequence_arguments(cu_q, cu_k, 1001, 800)
