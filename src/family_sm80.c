@@ -81,16 +81,19 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         *why_not = "no sm80 tile configuration fits this arch's shared memory";
         return NULL;
     }
+    if (problem->paged)
+        return "sm80 kernel: mma.sync tensor cores; paged K/V gathered (one table read per key row, rows copied "
+               "by cp.async)";
     return "sm80 kernel: mma.sync tensor cores, cp.async double-buffered K/V";
 }
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
     /* the VARLEN argument only where it is set: the other variants' source (and cache key) stays */
-    return snprintf(out, size, "fc::Sm80Forward<%s, %d, %s, %d, %d, %d, %s, %s%s>",
+    return snprintf(out, size, "fc::Sm80Forward<%s, %d, %s, %d, %d, %d, %s, %s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
-                    v->varlen ? ", true" : "");
+                    v->varlen ? ", true" : "", v->paged ? ", true" : "");
 }
 
 const struct fc_family fc_family_sm80 = {
@@ -99,6 +102,7 @@ const struct fc_family fc_family_sm80 = {
     .template_file = "fwd_sm80.cuh",
     .args_type = "fc_kernel_args",
     .varlen_args_type = "fc_varlen_args",
+    .paged_args_type = "fc_paged_args",
     .tuned = 1,
     .defaults = defaults,
     .check = check,

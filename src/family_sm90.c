@@ -47,6 +47,9 @@ static int check(const struct fc_variant *v, char *why, size_t size)
 {
     if (v->arch != 90 || !v->arch_specific)
         return fc_variant_fail(why, size, "WGMMA and TMA need the sm_90a target, not sm_%d", v->arch);
+    if (v->paged)
+        return fc_variant_fail(why, size, "the sm90 kernel takes no paged K/V cache yet (its TMA maps address "
+                               "contiguous rows)");
     if (v->head_dim % 64 || v->head_dim > 256)
         return fc_variant_fail(why, size, "the sm90 kernel takes head_dim 64, 128, 192 or 256 so far, not %d",
                                v->head_dim);
@@ -78,6 +81,11 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     const int d = problem->head_dim;
     if (target->arch != 90 || !target->arch_specific)
         return NULL;
+    if (problem->paged) {
+        *why_not = "the Hopper kernel takes no paged K/V yet: its TMA boxes are contiguous rows, and neither a "
+                   "page-aligned TMA path nor a gather path is built";
+        return NULL;
+    }
     if (d % 64 || d > 256) {   /* 64-wide swizzle blocks */
         *why_not = "the Hopper kernel takes multiples of 64 only, so far";
         return NULL;
