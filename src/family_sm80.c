@@ -25,8 +25,9 @@ static void defaults(struct fc_variant *v)
         /* 64: 128-key tiles (Q then read from shared memory per k-step), half the barriers per key,
          * +3% over 64 keys on an H100 (v1.5); only where two such CTAs fit in an SM's shared
          * memory (not in sm_80's 164 KB, where it would run one CTA an SM: not measured), and not
-         * with a softcap, whose tanh pass leaves ptxas a register short there (a 4-byte spill). */
-        if (v->head_dim == 64 && !v->softcap) {
+         * with a softcap, whose tanh pass leaves ptxas a register short there (a 4-byte spill), nor
+         * with a window and a page table together, whose row lookups do the same (20 bytes). */
+        if (v->head_dim == 64 && !v->softcap && !(v->window && v->paged)) {
             v->block_n = 128;
             if (2 * smem_bytes(v) > fc_arch_smem_limit(v->arch))
                 v->block_n = 64;
