@@ -112,4 +112,12 @@ struct fc_sm90_varlen_args {
     struct fc_seqlens seqlens;
 };
 
+/* The Hopper kernel's argument with the PAGED switch (which has VARLEN too): the maps of K and V are
+ * 4-D views (head_dim, page_size, head, page) of the paged tensors, and a tile's box starts at its
+ * page's slot 0 (page_size a multiple of the key tile: src/family_sm90.c). */
+struct fc_sm90_paged_args {
+    struct fc_sm90_varlen_args varlen;
+    struct fc_pages pages;
+};
+
 #endif

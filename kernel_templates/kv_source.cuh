@@ -155,12 +155,30 @@ struct SequenceTmaOrigin {
     int q_row0, k_row0, batch;
 };
 
+// PAGED: keys come from the page table (cu_seqlens_k is NULL): the key origin is 0.
+template <bool PAGED = false>
 __device__ __forceinline__ SequenceTmaOrigin sequence_tma_origin(const fc_seqlens &s, int batch)
 {
     if (s.cu_seqlens_q)
-        return SequenceTmaOrigin{s.cu_seqlens_q[batch], s.cu_seqlens_k[batch], 0};
+        return SequenceTmaOrigin{s.cu_seqlens_q[batch], PAGED ? 0 : s.cu_seqlens_k[batch], 0};
     return SequenceTmaOrigin{0, 0, batch};
 }
+
+// One sequence's K or V tiles through TMA maps of a paged cache (head_dim, page_size, head, page):
+// the tile whose first key is `key` (a multiple of the tile, and page_size a multiple of the tile,
+// so the box lies inside one page) is the box at (column, key's slot, head, key's page). One table
+// read per tile. NOTE: rows of the box past the sequence's keys are the page's other slots (maybe
+// NaN): the kernel masks them as it masks a varlen box's (fwd_sm90.cuh zeroes V's).
+struct PagedTmaRows {
+    int head, batch;
+
+    __device__ __forceinline__ void load(unsigned dst, const TensorMap &map, const fc_pages &pages, int column,
+                                         int key, unsigned bar) const
+    {
+        const PageSlot at = page_slot(pages, batch, key);
+        tma_load_4d(dst, map, column, at.slot, head, at.page, bar);
+    }
+};
 
 // One sequence's K or V rows through TMA (VARLEN): its key `key` is the map's row first_row + key.
 // NOTE: a box that runs past the sequence's end brings whatever follows it (the next sequence's

@@ -486,7 +486,7 @@ static void test_varlen_matches_reference_in_every_family(void **state)
  * 128, 256), dense queries and varlen ones (cu_seqlens_k NULL), with and without seqused_k, GQA
  * 1/4/8, causal and not, a window, fp16 and bf16, every head dim 64..256 in turn, packed pages and
  * padded ones (BHSD rows inside each page); on the selector's choice and each family forced that
- * takes paging (decode only where its rows fit). check.c shuffles the pages, fills every slot no
+ * takes paging (decode only where its rows fit; sm90, forced, on pages of whole tiles). check.c shuffles the pages, fills every slot no
  * used key owns with NaN (unused pages, a last page's tail, keys past seqused_k) and points the
  * table's entries past a sequence's pages at a page of NaN; out is poisoned. */
 static const int PAGE_SIZES[] = {1, 7, 16, 64, 128, 256};
@@ -565,10 +565,55 @@ static int run_paged_on(struct fc_context *context, int decode_only)
     return failures;
 }
 
+/* The Hopper kernel's TMA page path, forced (the selector declines it until this has passed on a
+ * GPU): each schedule of SM90_VARLEN_FORCED on pages of 128 and 256 keys (whole tiles of 64 and
+ * 128), every form of make_paged_case and a long chunked prefill; a page size that is not a
+ * multiple of the tile is refused before any launch. */
+static int run_paged_sm90(void)
+{
+    int failures = 0;
+    for (size_t i = 0; i < SM90_VARLEN_FORCED_COUNT; i++) {
+        struct fc_context *sm90 = NULL;
+        if (create(&sm90, SM90_VARLEN_FORCED[i].variant))
+            fail_msg("fc_context_create for %s", SM90_VARLEN_FORCED[i].variant);
+        print_message("--- %s, paged\n", SM90_VARLEN_FORCED[i].variant);
+        int pushed;
+        assert_int_equal(fc_context_enter(sm90, &pushed), FC_OK);
+        const int dims = SM90_VARLEN_FORCED[i].max_head_dim / 64;
+        for (int page = 128, n = 0; page <= 256; page *= 2)
+            for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
+                for (int form = 0; form < 4; form++, n++) {
+                    struct fc_check_case c = make_paged_case(page, (enum fc_dtype)dtype, form, 64 * (1 + n % dims), 0);
+                    print_message("page %d: ", page);
+                    failures += run_and_report(sm90, &c);
+                }
+        struct fc_check_case c = make_case(0, 64, FC_BF16, 1);   /* chunked prefill, long prefixes */
+        c.page_size = 128;
+        c.shape.batch = LONG_SEQUENCES;
+        c.shape.heads_q = 8;
+        c.shape.heads_kv = 2;
+        c.shape.seqlen_k = 5000;
+        c.lens_q = LONG_Q;
+        c.used_k = LONG_USED;
+        print_message("page 128: ");
+        failures += run_and_report(sm90, &c);
+        /* a page of 16 keys holds no whole tile: refused, nothing launched */
+        c = make_paged_case(16, FC_BF16, 0, 64, 0);
+        struct fc_check_run run;
+        char msg[FC_MESSAGE_MAX] = "";
+        assert_int_equal(fc_check_prepare(sm90, &c, &run, msg, sizeof msg), FC_OK);
+        assert_int_equal(fc_attention_forward(sm90, &run.params, NULL), FC_ERR_UNSUPPORTED);
+        assert_non_null(strstr(fc_context_errmsg(sm90), "whole key tiles"));
+        fc_check_release(&run);
+        fc_context_leave(sm90, pushed);
+        fc_context_destroy(sm90);
+    }
+    return failures;
+}
+
 static void test_paged_matches_reference_in_every_family(void **state)
 {
     (void)state;
-    /* the Hopper kernel takes no paged cache yet: forced, it is refused before any launch */
     static const char *const FAMILIES[] = {NULL, "reference", "sm80", "decode"};
     int failures = 0;
     for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++) {
@@ -586,22 +631,8 @@ static void test_paged_matches_reference_in_every_family(void **state)
         if (forced != ctx)
             fc_context_destroy(forced);
     }
-    if (ctx->target.arch == 90 && ctx->target.arch_specific) {
-        struct fc_context *sm90 = NULL;
-        if (create(&sm90, "sm90"))
-            fail_msg("fc_context_create for sm90");
-        struct fc_check_case c = make_paged_case(16, FC_BF16, 0, 128, 0);
-        struct fc_check_run run;
-        char msg[FC_MESSAGE_MAX] = "";
-        int pushed;
-        assert_int_equal(fc_context_enter(sm90, &pushed), FC_OK);
-        assert_int_equal(fc_check_prepare(sm90, &c, &run, msg, sizeof msg), FC_OK);
-        assert_int_equal(fc_attention_forward(sm90, &run.params, NULL), FC_ERR_UNSUPPORTED);
-        assert_non_null(strstr(fc_context_errmsg(sm90), "paged"));
-        fc_check_release(&run);
-        fc_context_leave(sm90, pushed);
-        fc_context_destroy(sm90);
-    }
+    if (ctx->target.arch == 90 && ctx->target.arch_specific)
+        failures += run_paged_sm90();
     /* bit-identical repeats: split-KV decode through pages of 1, and sm80-sized prefill through 7 */
     struct fc_check_case c = make_case(11, 128, FC_BF16, 0);
     c.page_size = 1;

@@ -35,8 +35,9 @@
 #                              ($VARLEN_PY_FAMILIES, default all four) and the package's varlen tests
 #   tools/gpu-host.sh paged    a paged K/V cache (issue 13), correctness only, side by side: precompile,
 #                              the gpu suite's paged test, fcjit run --page-size 1..256 with each family
-#                              that takes paging forced (reference, sm80, decode; sm90 declines it), and
-#                              memcheck on paged sets (dense and varlen, pages of 1, 7 and 16)
+#                              that takes paging forced (reference, sm80, decode; sm90's TMA page path
+#                              forced on pages of 128 and 256), memcheck on paged sets (dense and varlen,
+#                              pages of 1, 7 and 16) and all three sanitizer tools on sm90's page path
 #   tools/gpu-host.sh varlen-bench  ragged prefill vs our dense kernel and FA3 varlen (tools/bench_varlen.py)
 #   tools/gpu-host.sh python   the flashcore package from python/ on the carried library (no pip):
 #                              the GPU pytest suite, host time per call (op, ctypes, C, peers),
@@ -364,6 +365,10 @@ paged)   # a paged K/V cache (issue 13), correctness only, side by side (one 10-
     for family in reference sm80 decode; do
         step paged-$family 540 "PAGED_FAMILIES=$family paged_runs | tail -60" &
     done
+    # the Hopper kernel's TMA page path, forced (pages of whole key tiles), and under all three tools
+    step paged-sm90 540 "PAGED_FAMILIES=sm90 PAGED_SIZES='128 256' PAGED_DIMS='64 128 192 256' paged_runs | tail -60" &
+    step sanitize-sm90 540 "SANITIZE_VARIANT=sm90 SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--page-size 128 \
+        --seqused-k 150,3' sanitize" &
     step memcheck 480 "SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=sm80 SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--page-size 7 \
         --seqused-k 150,3' sanitize; SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=sm80 SANITIZE_DIMS=128 \
         SANITIZE_FLAGS='--varlen 129,0,1,77 --seqlen-k 300 --seqused-k 150,5,0,299 --page-size 16' sanitize; \

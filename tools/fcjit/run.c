@@ -301,8 +301,10 @@ static void features(const struct fc_plan *plan, const struct run_options *o, ch
              v->softcap ? ", softcap (tanh compiled in, the cap at run time)" : ", no softcap",
              o->sinks != 0.f ? ", sinks (run time)" : ", no sinks",
              v->varlen ? ", per-sequence lengths (varlen / seqused_k, read on the device)" : "",
-             v->paged ? ", paged K/V: the gather path (each key row's page read from the table once, rows copied "
-                        "with cp.async)" : "");
+             !v->paged ? ""
+             : v->family == FC_KERNEL_SM90 ? ", paged K/V: the TMA path (a box per key tile at its page's coordinate)"
+                                           : ", paged K/V: the gather path (each key row's page read from the table "
+                                             "once, rows copied with cp.async)");
 }
 
 /* The shape rules, checked before any GPU is looked for, so that bad input says 2 everywhere. */
