@@ -58,6 +58,23 @@ struct fc_varlen_args {
     struct fc_seqlens seqlens;
 };
 
+/* A paged K/V cache, for variants with the PAGED switch (which have VARLEN too): they take
+ * fc_paged_args, the VARLEN argument followed by this, so that other variants keep theirs. K and V
+ * are [pages, page_size, heads_kv, head_dim] with the argument's k_stride / v_stride read as
+ * {page, token, head}; key j of sequence b is slot j % page_size of page
+ * page_table[b * page_table_stride + j / page_size]. cu_seqlens_k is NULL in paged mode. */
+struct fc_pages {
+    const int *page_table;          /* [batch, page_table_stride] page ids */
+    int page_size;                  /* tokens per page, >= 1 */
+    int page_table_stride;          /* elements from one sequence's row of the table to the next */
+};
+
+struct fc_paged_args {
+    struct fc_kernel_args base;
+    struct fc_seqlens seqlens;
+    struct fc_pages pages;
+};
+
 /* fc_attention_merge's kernel (merge.cuh): two partial results of the same queries, and where the
  * merged one goes. Tensors [batch, seq, head, head_dim] with strides in elements {batch, seq, head};
  * LSEs [batch, head, seq] fp32. */
@@ -93,6 +110,14 @@ struct fc_sm90_args {
 struct fc_sm90_varlen_args {
     struct fc_sm90_args sm90;
     struct fc_seqlens seqlens;
+};
+
+/* The Hopper kernel's argument with the PAGED switch (which has VARLEN too): the maps of K and V are
+ * 4-D views (head_dim, page_size, head, page) of the paged tensors, and a tile's box starts at its
+ * page's slot 0 (page_size a multiple of the key tile: src/family_sm90.c). */
+struct fc_sm90_paged_args {
+    struct fc_sm90_varlen_args varlen;
+    struct fc_pages pages;
 };
 
 #endif

@@ -34,8 +34,9 @@ __device__ __forceinline__ long long partial_rows(const fc_kernel_args &args)
 }
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS, bool WINDOW = false,
-          bool SOFTCAP = false, bool VARLEN = false>
+          bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false>
 struct DecodeForward {
+    static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
     using E = Element<T>;
     static constexpr int ROWS = 16;                     // one m-tile of packed (head, query) rows
     static constexpr int THREADS = WARPS * WARP_SIZE;
@@ -84,9 +85,15 @@ struct DecodeForward {
         rows = min(ROWS, args.q_per_kv * sequence().len_q);   // NOTE: min: a caller's wrong max_seqlen_q stays in the tile
     }
 
+    // PAGED: the same, with the sequence's keys through its row of the page table.
+    __device__ DecodeForward(const fc_paged_args &a, char *shared) : DecodeForward(a.base, shared)
+    {
+        rows = min(ROWS, args.q_per_kv * sequence().len_q);
+    }
+
     // VARLEN: this CTA's sequence. NOTE: read again where it is needed rather than kept: kept through
     // the key loop, its offsets spilled the head_dim 256 kernels (12-20 bytes).
-    __device__ __forceinline__ Sequence sequence() const { return sequence_of(args, seqlens_of(args), batch); }
+    __device__ __forceinline__ Sequence sequence() const { return sequence_of<PAGED>(args, seqlens_of(args), batch); }
 
     // Packed row r: query head kv_head * q_per_kv + r / seqlen_q, query row r % seqlen_q.
     __device__ __forceinline__ int row_head(int r) const
@@ -119,6 +126,35 @@ struct DecodeForward {
             const int r = i / CHUNKS, c = i % CHUNKS;
             const bool valid = first + r < end;
             cp_async_16_stream(dst + kv_offset(r, c), valid ? rows.row(first + r) + c * E::PER_CHUNK : rows.base, valid);
+        }
+    }
+
+    // PAGED: keys [first, first + BLOCK_N) of K and V into their tiles through the page table; keys at
+    // or past `end` are zeros. NOTE: each row's page is looked up once, for K and V alike, and its
+    // chunks stay whole 16-byte copies of one contiguous row (a page of 16 tokens is 16 such rows
+    // per head; a page of 1, one), so the copies fill shared memory's lines as the strided ones do.
+    __device__ __forceinline__ void load_paged(unsigned k_dst, unsigned v_dst, int first, int end)
+    {
+        const PagedRows<T> k(args.k, args.k_stride, kv_head), v(args.v, args.v_stride, kv_head);
+#pragma unroll
+        for (int i = threadIdx.x; i < BLOCK_N * CHUNKS; i += THREADS) {
+            const int r = i / CHUNKS, c = i % CHUNKS;
+            const bool valid = first + r < end;
+            const PageSlot at = valid ? page_slot(pages_of(args), batch, first + r) : PageSlot{0, 0};
+            cp_async_16_stream(k_dst + kv_offset(r, c), k.row(at) + c * E::PER_CHUNK, valid);
+            cp_async_16_stream(v_dst + kv_offset(r, c), v.row(at) + c * E::PER_CHUNK, valid);
+        }
+    }
+
+    // One stage of the ring: K and V tiles from `first` on (strided rows, or PAGED through the table).
+    __device__ __forceinline__ void load_kv(unsigned k_dst, unsigned v_dst, const StridedRows<T> &k,
+                                            const StridedRows<T> &v, int first, int end)
+    {
+        if constexpr (PAGED) {
+            load_paged(k_dst, v_dst, first, end);
+        } else {
+            load_tile(k_dst, k, first, end);
+            load_tile(v_dst, v, first, end);
         }
     }
 
@@ -235,10 +271,8 @@ struct DecodeForward {
         cp_async_commit();
 #pragma unroll
         for (int t = 0; t < STAGES - 1; t++) {   // the ring's first STAGES - 1 tiles, one group each
-            if (t < tiles) {
-                load_tile(k_smem + t * KV_BYTES, k, key_begin + t * BLOCK_N, key_end);
-                load_tile(v_smem + t * KV_BYTES, v, key_begin + t * BLOCK_N, key_end);
-            }
+            if (t < tiles)
+                load_kv(k_smem + t * KV_BYTES, v_smem + t * KV_BYTES, k, v, key_begin + t * BLOCK_N, key_end);
             cp_async_commit();
         }
 
@@ -262,8 +296,8 @@ struct DecodeForward {
             const int ahead = t + STAGES - 1;
             if (ahead < tiles) {
                 const int stage = ahead % STAGES;
-                load_tile(k_smem + stage * KV_BYTES, k, key_begin + ahead * BLOCK_N, key_end);
-                load_tile(v_smem + stage * KV_BYTES, v, key_begin + ahead * BLOCK_N, key_end);
+                load_kv(k_smem + stage * KV_BYTES, v_smem + stage * KV_BYTES, k, v, key_begin + ahead * BLOCK_N,
+                        key_end);
             }
             cp_async_commit();   // possibly empty: keeps one group per tile
             if (t == 0)

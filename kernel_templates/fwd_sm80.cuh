@@ -29,8 +29,9 @@
 namespace fc {
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int WARPS, bool WINDOW = false,
-          bool SOFTCAP = false, bool VARLEN = false>
+          bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false>
 struct Sm80Forward {
+    static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
     using E = Element<T>;
     static constexpr int THREADS = WARPS * WARP_SIZE;
     static constexpr int M_TILES = BLOCK_M / (16 * WARPS);   // 16-row mma tiles per warp
@@ -91,6 +92,8 @@ struct Sm80Forward {
     // VARLEN: one sequence of a ragged batch (or of a dense one with seqused_k); rows and keys past
     // its lengths are zero-filled like those past a dense tensor's.
     __device__ Sm80Forward(const fc_varlen_args &a, char *shared) : Sm80Forward(a.base, shared) {}
+    // PAGED: the same, with the sequence's keys through its row of the page table.
+    __device__ Sm80Forward(const fc_paged_args &a, char *shared) : Sm80Forward(a.base, shared) {}
 
     // Q, K and V tiles when the threads tile whole rows (ROW_TILED): thread (r, c) = (tid / CHUNKS, tid %
     // CHUNKS) copies chunk c of rows r, r + ROWS_PER_PASS, ... `from` points at its first element,
@@ -132,6 +135,38 @@ struct Sm80Forward {
             const bool valid = first + r < count;
             const T *from = valid ? src.row(first + r) + c * E::PER_CHUNK : src.base;
             cp_async_16(dst + r * PITCH + c * 16, from, valid);
+        }
+    }
+
+    // PAGED: keys [first, first + BLOCK_N) of K and V into a stage's tiles through the page table;
+    // keys at or past `count` are zero-filled. NOTE: each row's page is looked up once (one table
+    // read), for K and V alike, and the copies keep the strided path's layout (row-tiled: each thread
+    // copies chunk c of rows r, r + ROWS_PER_PASS, ..., swizzled where that one is).
+    __device__ __forceinline__ void load_paged(unsigned k_dst, unsigned v_dst, int first, int count)
+    {
+        const PagedRows<T> k(args.k, args.k_stride, kv_head), v(args.v, args.v_stride, kv_head);
+        if (ROW_TILED) {
+            const int tid = fresh_thread_index(), r = tid / CHUNKS, c = tid % CHUNKS;
+            const unsigned to = kv_copy_offset(tid);
+#pragma unroll
+            for (int pass = 0; pass < (BLOCK_N + ROWS_PER_PASS - 1) / ROWS_PER_PASS; pass++) {
+                const int row = r + pass * ROWS_PER_PASS;
+                if (BLOCK_N % ROWS_PER_PASS == 0 || row < BLOCK_N) {
+                    const bool valid = first + row < count;
+                    const PageSlot at = valid ? page_slot(pages_of(args), batch, first + row) : PageSlot{0, 0};
+                    cp_async_16(k_dst + to + pass * ROWS_PER_PASS * KV_PITCH, k.row(at) + c * E::PER_CHUNK, valid);
+                    cp_async_16(v_dst + to + pass * ROWS_PER_PASS * KV_PITCH, v.row(at) + c * E::PER_CHUNK, valid);
+                }
+            }
+            return;
+        }
+#pragma unroll
+        for (int i = threadIdx.x; i < BLOCK_N * CHUNKS; i += THREADS) {
+            const int r = i / CHUNKS, c = i % CHUNKS;
+            const bool valid = first + r < count;
+            const PageSlot at = valid ? page_slot(pages_of(args), batch, first + r) : PageSlot{0, 0};
+            cp_async_16(k_dst + r * PITCH + c * 16, k.row(at) + c * E::PER_CHUNK, valid);
+            cp_async_16(v_dst + r * PITCH + c * 16, v.row(at) + c * E::PER_CHUNK, valid);
         }
     }
 
@@ -246,7 +281,7 @@ struct Sm80Forward {
     {
         long long q_row0 = 0, k_row0 = 0;   // VARLEN: the sequence's first query and key tokens
         if constexpr (VARLEN) {
-            const Sequence seq = sequence_of(args, seqlens_of(args), batch);
+            const Sequence seq = sequence_of<PAGED>(args, seqlens_of(args), batch);
             publish_sequence_lengths(seq.len_q, seq.len_k);
             if (row0 >= seq.len_q)   // a block of the longest sequence's rows past this one's
                 return;
@@ -276,7 +311,9 @@ struct Sm80Forward {
         const int kv_r = ROW_TILED ? threadIdx.x / CHUNKS : 0, kv_c = ROW_TILED ? threadIdx.x % CHUNKS : 0;
         const T *k_next = k.row(first_key + kv_r) + kv_c * E::PER_CHUNK;
         const T *v_next = v.row(first_key + kv_r) + kv_c * E::PER_CHUNK;
-        if (tiles > 0) {
+        if (PAGED && tiles > 0) {
+            load_paged(k_smem, v_smem, first_key, sequence_len_k<VARLEN>(args));
+        } else if (tiles > 0) {
             if (ROW_TILED) {
                 const unsigned to = kv_copy_offset(threadIdx.x);
                 load_rows<BLOCK_N, KV_PITCH>(k_smem + to, k_next, k.stride(), sequence_len_k<VARLEN>(args) - first_key - kv_r);
@@ -308,7 +345,10 @@ struct Sm80Forward {
             const int stage = t % STAGES, key0 = first_key + t * BLOCK_N;
             if (t + 1 < tiles) {   // prefetch the next tile into the other stage
                 const int next = (t + 1) % STAGES;
-                if (ROW_TILED) {
+                if (PAGED) {
+                    load_paged(k_smem + next * KV_BYTES, v_smem + next * KV_BYTES, key0 + BLOCK_N,
+                               sequence_len_k<VARLEN>(args));
+                } else if (ROW_TILED) {
                     k_next += BLOCK_N * k.stride();
                     v_next += BLOCK_N * v.stride();
                     const int tid = fresh_thread_index(), r = tid / CHUNKS;
@@ -358,7 +398,7 @@ struct Sm80Forward {
         // pointers computed from them would hold registers through the tile loop.
         const BlockCoordinates c = block_coordinates<CAUSAL>(args, BLOCK_M, fresh_block_index());
         if constexpr (VARLEN)   // NOTE: the sequence again, from fresh reads, like the coordinates
-            store_sequence_output<T>(args, sequence_of(args, seqlens_of(args), c.batch), c.batch, c.head,
+            store_sequence_output<T>(args, sequence_of<PAGED>(args, seqlens_of(args), c.batch), c.batch, c.head,
                                      c.row0 + fresh_thread_index() / WARP_SIZE * M_TILES * 16, o, softmax);
         else
             store_output<T>(args, c.batch, c.head, c.row0 + fresh_thread_index() / WARP_SIZE * M_TILES * 16, o,

@@ -26,6 +26,11 @@
 // sequence's keys (other tokens, NaN allowed) are masked in S and zeroed in V before P V; rows
 // past the sequence's queries are computed and never written.
 //
+// With PAGED (a paged K/V cache; VARLEN too), K and V come through maps of the paged tensors
+// (head_dim, page_size, head, page): each key tile is one box at its page's coordinate, page_size
+// being a multiple of the tile (kv_source.cuh's PagedTmaRows: one table read per tile). The tail of
+// the last tile (the page's slots past the sequence's keys) is masked and zeroed as VARLEN's.
+//
 // Not yet: TMA stores of O, a persistent grid.
 #pragma once
 
@@ -68,7 +73,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
 }
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
-          bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false, bool VARLEN = false>
+          bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false>
 struct Sm90Forward {
     using E = Element<T>;
     static constexpr int CONSUMERS = BLOCK_M / 64;                   // warpgroups, 64 rows each
@@ -103,6 +108,7 @@ struct Sm90Forward {
     static_assert(WARPS == 4 * CONSUMERS || SPECIALIZED, "4 warps per consumer warpgroup, plus 4 for a producer");
     static_assert(SPECIALIZED ? STAGES >= 2 && STAGES <= 4 : STAGES == 2, "2 stages (plain) or 2-4 (specialized)");
     static_assert(!PINGPONG || (SPECIALIZED && CONSUMERS >= 2), "ping-pong takes turns between consumers");
+    static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
     static constexpr int TURN_BARRIER = 1;   // named barriers TURN_BARRIER + consumer: "your turn"
 
     const fc_sm90_args &args;
@@ -126,11 +132,18 @@ struct Sm90Forward {
 
     // VARLEN: the same argument followed by the per-sequence lengths (fc_args.h).
     __device__ Sm90Forward(const fc_sm90_varlen_args &a, char *shared) : Sm90Forward(a.sm90, shared) {}
+    // PAGED: ... and the page table (fc_args.h).
+    __device__ Sm90Forward(const fc_sm90_paged_args &a, char *shared) : Sm90Forward(a.varlen.sm90, shared) {}
 
     // VARLEN: the argument's per-sequence lengths (args is the first member of a fc_sm90_varlen_args).
     __device__ __forceinline__ const fc_seqlens &seqlens() const
     {
         return reinterpret_cast<const fc_sm90_varlen_args &>(args).seqlens;
+    }
+    // PAGED: the argument's page table (args is the first member of a fc_sm90_paged_args).
+    __device__ __forceinline__ const fc_pages &pages() const
+    {
+        return reinterpret_cast<const fc_sm90_paged_args &>(args).pages;
     }
 
     __device__ __forceinline__ unsigned q_tile(int g = 0) const
@@ -179,6 +192,13 @@ struct Sm90Forward {
     __device__ __forceinline__ void load_tile(const fc_tensor_map &map, unsigned dst, int t, unsigned bar,
                                               const SequenceTmaOrigin &origin = {})
     {
+        if constexpr (PAGED) {
+            const PagedTmaRows rows{kv_head, batch};
+            for (int j = 0; j < COLUMN_BLOCKS; j++)
+                rows.load(dst + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), pages(), COLUMNS * j,
+                          WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
+            return;
+        }
         if constexpr (VARLEN) {
             const SequenceTmaRows rows{kv_head, origin.batch, origin.k_row0};
             for (int j = 0; j < COLUMN_BLOCKS; j++)
@@ -235,7 +255,7 @@ struct Sm90Forward {
     __device__ __forceinline__ void store(const float (&o)[1][D_TILES][4], const OnlineSoftmax<1, N_TILES> &softmax)
     {
         if constexpr (VARLEN)
-            store_sequence_output<T>(base, sequence_of(base, seqlens(), batch), batch, head, row0 + warp * 16, o,
+            store_sequence_output<T>(base, sequence_of<PAGED>(base, seqlens(), batch), batch, head, row0 + warp * 16, o,
                                      softmax);
         else
             store_output<T>(base, batch, head, row0 + warp * 16, o, softmax);
@@ -329,7 +349,7 @@ struct Sm90Forward {
             // for the mask (with a CTA-wide sync). A block of the longest sequence's rows past this
             // one's end leaves here, before any mbarrier or copy exists: the test is the CTA's, so
             // the producer and every consumer leave together, and no TMA write can outlive the CTA.
-            const Sequence seq = sequence_of(base, seqlens(), batch);
+            const Sequence seq = sequence_of<PAGED>(base, seqlens(), batch);
             publish_sequence_lengths(seq.len_q, seq.len_k);
             if (row0 >= seq.len_q)
                 return;
@@ -355,7 +375,7 @@ struct Sm90Forward {
         __syncthreads();
         SequenceTmaOrigin origin{};   // VARLEN: where the sequence's rows start (thread 0 loads)
         if constexpr (VARLEN)
-            origin = sequence_tma_origin(seqlens(), batch);
+            origin = sequence_tma_origin<PAGED>(seqlens(), batch);
         if (threadIdx.x == 0) {
             load_q(q_bar, origin);
             if (tiles > 0)
@@ -405,7 +425,7 @@ struct Sm90Forward {
     {
         SequenceTmaOrigin origin{};   // VARLEN: where the sequence's rows start
         if constexpr (VARLEN)
-            origin = sequence_tma_origin(seqlens(), batch);
+            origin = sequence_tma_origin<PAGED>(seqlens(), batch);
         load_q(b.q, origin);
         for (int t = 0; t < tiles; t++) {
             const int stage = t % STAGES, round = t / STAGES;

@@ -1,6 +1,6 @@
-// Where the K and V rows of one (batch, K/V head) come from. Strided today: row `key` of the
-// caller's [batch, seq, head, head_dim] tensor. A paged cache is a second source beside these
-// (key -> page table -> page and row in it) with the same methods; kernels only ask for rows.
+// Where the K and V rows of one (batch, K/V head) come from: row `key` of the caller's [batch, seq,
+// head, head_dim] tensor (StridedRows, StridedTmaRows), or of a paged cache's [pages, page_size,
+// head, head_dim] through the sequence's row of the page table (PagedRows).
 #pragma once
 
 #include "fc_args.h"
@@ -36,23 +36,26 @@ struct StridedRows {
 // One sequence of a batch, for variants with per-sequence lengths (VARLEN): where its rows start
 // and how many it has. Dense (no cu_seqlens): every sequence starts at its batch's row 0 and has
 // the argument's lengths; seqused_k, if given, replaces the key count. NOTE: the values are the
-// caller's contract (src/flashcore.h); a negative length counts as 0.
+// caller's contract (src/flashcore.h); a negative length counts as 0. PAGED: keys come from the page
+// table (cu_seqlens_k is NULL), so a sequence has the argument's seqlen_k keys unless seqused_k
+// says otherwise, and its key rows start at key 0 of its table row.
 struct Sequence {
     long long q_row0, k_row0;   // the tensors' token index of the sequence's first query / key
     long long lse_row0;         // LSE index of (head 0, row 0): [heads_q, tokens] varlen, else [batch, heads_q, seqlen_q]
     int len_q, len_k;
 };
 
+template <bool PAGED = false>
 __device__ __forceinline__ Sequence sequence_of(const fc_kernel_args &args, const fc_seqlens &s, int batch)
 {
     Sequence seq;
     if (s.cu_seqlens_q) {
-        const int q0 = s.cu_seqlens_q[batch], k0 = s.cu_seqlens_k[batch];
+        const int q0 = s.cu_seqlens_q[batch], k0 = PAGED ? 0 : s.cu_seqlens_k[batch];
         seq.q_row0 = q0;
         seq.k_row0 = k0;
         seq.lse_row0 = q0;
         seq.len_q = s.cu_seqlens_q[batch + 1] - q0;
-        seq.len_k = s.cu_seqlens_k[batch + 1] - k0;
+        seq.len_k = PAGED ? args.seqlen_k : s.cu_seqlens_k[batch + 1] - k0;
     } else {
         seq.q_row0 = seq.k_row0 = 0;
         seq.lse_row0 = static_cast<long long>(batch) * args.heads_q * args.seqlen_q;
@@ -94,6 +97,44 @@ __device__ __forceinline__ const fc_seqlens &seqlens_of(const fc_kernel_args &ar
     return reinterpret_cast<const fc_varlen_args &>(args).seqlens;
 }
 
+// The page table of a PAGED kernel's argument: its prefixes are the VARLEN argument and the dense one.
+__device__ __forceinline__ const fc_pages &pages_of(const fc_kernel_args &args)
+{
+    return reinterpret_cast<const fc_paged_args &>(args).pages;
+}
+
+// Where key `key` of sequence `batch` lives in a paged cache: its page id (one read of the table)
+// and its slot in the page. NOTE: the id is the caller's contract (src/flashcore.h); only keys below
+// the sequence's count may be asked for (the table's entries past them may hold anything).
+struct PageSlot {
+    int page, slot;
+};
+
+__device__ __forceinline__ PageSlot page_slot(const fc_pages &pages, int batch, int key)
+{
+    const int index = key / pages.page_size;
+    return PageSlot{pages.page_table[static_cast<long long>(batch) * pages.page_table_stride + index],
+                    key - index * pages.page_size};
+}
+
+// Rows of one K/V head of a paged cache [pages, page_size, head, head_dim], strides {page, slot,
+// head}: the kernel looks up a row's PageSlot once (page_slot) and takes it for K and V alike.
+template <typename T>
+struct PagedRows {
+    const T *base;                   // (page 0, slot 0) of this head
+    const long long (&strides)[3];   // the kernel argument's {page, slot, head} strides
+
+    __device__ __forceinline__ PagedRows(const void *tensor, const long long (&s)[3], int head)
+        : base(static_cast<const T *>(tensor) + head * s[2]), strides(s)
+    {
+    }
+
+    __device__ __forceinline__ const T *row(PageSlot at) const
+    {
+        return base + at.page * strides[0] + at.slot * strides[1];
+    }
+};
+
 // Rows through TMA: the caller's tensor as a 4-D map (head_dim, seq, head, batch), boxes of
 // (columns, rows, 1, 1) (src/family_sm90.c encodes it).
 struct StridedTmaRows {
@@ -114,12 +155,30 @@ struct SequenceTmaOrigin {
     int q_row0, k_row0, batch;
 };
 
+// PAGED: keys come from the page table (cu_seqlens_k is NULL): the key origin is 0.
+template <bool PAGED = false>
 __device__ __forceinline__ SequenceTmaOrigin sequence_tma_origin(const fc_seqlens &s, int batch)
 {
     if (s.cu_seqlens_q)
-        return SequenceTmaOrigin{s.cu_seqlens_q[batch], s.cu_seqlens_k[batch], 0};
+        return SequenceTmaOrigin{s.cu_seqlens_q[batch], PAGED ? 0 : s.cu_seqlens_k[batch], 0};
     return SequenceTmaOrigin{0, 0, batch};
 }
+
+// One sequence's K or V tiles through TMA maps of a paged cache (head_dim, page_size, head, page):
+// the tile whose first key is `key` (a multiple of the tile, and page_size a multiple of the tile,
+// so the box lies inside one page) is the box at (column, key's slot, head, key's page). One table
+// read per tile. NOTE: rows of the box past the sequence's keys are the page's other slots (maybe
+// NaN): the kernel masks them as it masks a varlen box's (fwd_sm90.cuh zeroes V's).
+struct PagedTmaRows {
+    int head, batch;
+
+    __device__ __forceinline__ void load(unsigned dst, const TensorMap &map, const fc_pages &pages, int column,
+                                         int key, unsigned bar) const
+    {
+        const PageSlot at = page_slot(pages, batch, key);
+        tma_load_4d(dst, map, column, at.slot, head, at.page, bar);
+    }
+};
 
 // One sequence's K or V rows through TMA (VARLEN): its key `key` is the map's row first_row + key.
 // NOTE: a box that runs past the sequence's end brings whatever follows it (the next sequence's

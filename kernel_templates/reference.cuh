@@ -17,8 +17,9 @@
 namespace fc {
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int WARPS, bool WINDOW = false, bool SOFTCAP = false,
-          bool VARLEN = false>
+          bool VARLEN = false, bool PAGED = false>
 struct ReferenceKernel : SequenceState<VARLEN> {
+    static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
     static constexpr int BLOCK_N = WARP_SIZE;                    // one key per lane
     static constexpr int THREADS = WARPS * WARP_SIZE;
     static constexpr int ROWS = BLOCK_M / WARPS;                 // query rows per warp
@@ -57,6 +58,12 @@ struct ReferenceKernel : SequenceState<VARLEN> {
     __device__ ReferenceKernel(const fc_varlen_args &a, char *shared) : ReferenceKernel(a.base, shared)
     {
         this->seq = sequence_of(args, a.seqlens, batch);
+    }
+
+    // PAGED: the sequence's keys through its row of the page table.
+    __device__ ReferenceKernel(const fc_paged_args &a, char *shared) : ReferenceKernel(a.base, shared)
+    {
+        this->seq = sequence_of<true>(args, a.seqlens, batch);
     }
 
     // The sequence's query and key counts, and where its rows start (dense: the argument's, row 0).
@@ -121,6 +128,10 @@ struct ReferenceKernel : SequenceState<VARLEN> {
     // NaN bit patterns (VARLEN: they are another sequence's, or unused slots of a KV cache).
     __device__ void load_kv(int key0)
     {
+        if constexpr (PAGED) {
+            load_kv_paged(key0);
+            return;
+        }
         const StridedRows<T> k = VARLEN ? StridedRows<T>(args.k, args.k_stride, batch, kv_head, this->k_row0())
                                         : StridedRows<T>(args.k, args.k_stride, batch, kv_head);
         const StridedRows<T> v = VARLEN ? StridedRows<T>(args.v, args.v_stride, batch, kv_head, this->k_row0())
@@ -131,6 +142,24 @@ struct ReferenceKernel : SequenceState<VARLEN> {
             if (key < len_k()) {
                 kw = reinterpret_cast<const unsigned *>(k.row(key))[w];
                 vw = reinterpret_cast<const unsigned *>(v.row(key))[w];
+            }
+            smem.k[j * PITCH_WORDS + w] = kw;
+            smem.v[j * PITCH_WORDS + w] = vw;
+        }
+    }
+
+    // PAGED: the tile's rows through the page table (the oracle: a lookup per word, shared by K and V;
+    // the table is a few cached lines). Rows past the sequence's keys are zeros, as above.
+    __device__ void load_kv_paged(int key0)
+    {
+        const PagedRows<T> k(args.k, args.k_stride, kv_head), v(args.v, args.v_stride, kv_head);
+        for (int i = threadIdx.x; i < BLOCK_N * WORDS_PER_ROW; i += THREADS) {
+            const int j = i / WORDS_PER_ROW, w = i % WORDS_PER_ROW, key = key0 + j;
+            unsigned kw = 0, vw = 0;
+            if (key < len_k()) {
+                const PageSlot at = page_slot(pages_of(args), batch, key);
+                kw = reinterpret_cast<const unsigned *>(k.row(at))[w];
+                vw = reinterpret_cast<const unsigned *>(v.row(at))[w];
             }
             smem.k[j * PITCH_WORDS + w] = kw;
             smem.v[j * PITCH_WORDS + w] = vw;

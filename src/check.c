@@ -46,7 +46,8 @@ static enum fc_status cuda_fail(const struct fc_check_run *run, CUresult r, cons
 }
 
 static enum fc_status upload(struct fc_check_run *run, CUdeviceptr *device, const uint16_t *packed,
-                             const int64_t stride[3], int seqlen, int heads, size_t elements, char *msg, size_t size)
+                             const int64_t stride[3], int batch, int seqlen, int heads, size_t elements, char *msg,
+                             size_t size)
 {
     const struct fc_attention_params *p = &run->params;
     CUresult r = run->cuda->cuMemAlloc(device, elements * 2);
@@ -54,7 +55,7 @@ static enum fc_status upload(struct fc_check_run *run, CUdeviceptr *device, cons
         return cuda_fail(run, r, "cuMemAlloc", msg, size);
     for (size_t i = 0; i < elements; i++)   /* padding holds NaN: reading it would show */
         run->staging[i] = POISON_16;
-    restride((uint16_t *)packed, run->staging, stride, run->layout_batch, seqlen, heads, p->head_dim, 1);
+    restride((uint16_t *)packed, run->staging, stride, batch, seqlen, heads, p->head_dim, 1);
     r = run->cuda->cuMemcpyHtoD(*device, run->staging, elements * 2);
     return r == CUDA_SUCCESS ? FC_OK : cuda_fail(run, r, "cuMemcpyHtoD", msg, size);
 }
@@ -63,7 +64,7 @@ static enum fc_status allocate_host(struct fc_check_run *run, char *msg, size_t 
 {
     const struct fc_attention_params *p = &run->params;
     size_t q = (size_t)run->layout_batch * p->seqlen_q * p->heads_q * p->head_dim;
-    size_t kv = (size_t)run->layout_batch * p->seqlen_k * p->heads_kv * p->head_dim;
+    size_t kv = (size_t)run->kv_batch * run->kv_seqlen * p->heads_kv * p->head_dim;
     size_t staging = run->q_elements > run->kv_elements ? run->q_elements : run->kv_elements;
     run->host_q = malloc(q * 2);
     run->host_k = malloc(kv * 2);
@@ -103,7 +104,8 @@ static enum fc_status host_problem(struct fc_check_run *run, char *msg, size_t s
                                          problem.heads_q, problem.heads_kv, problem.head_dim, problem.mask,
                                          problem.softmax_scale, run->host_q, run->host_k, run->host_v,
                                          run->host_sinks, problem.softcap, run->host_cu_q, run->host_cu_k,
-                                         run->host_used_k};
+                                         run->host_used_k, run->params.page_size, run->params.page_table_stride,
+                                         run->host_page_table};
     return FC_OK;
 }
 
@@ -122,16 +124,25 @@ static enum fc_status make_sequences(struct fc_check_run *run, char *msg, size_t
             snprintf(msg, size, "out of host memory for %d sequences", p->batch);
             return FC_ERR_NOMEM;
         }
-        const int *lens_k = c->lens_k ? c->lens_k : c->lens_q;
+        /* paged: no cu_seqlens_k; every sequence may have seqlen_k keys (used_k says how many it has) */
+        const int *lens_k = c->page_size > 0 ? NULL : c->lens_k ? c->lens_k : c->lens_q;
         p->max_seqlen_q = p->max_seqlen_k = 1;   /* varlen needs both positive, even if every sequence is empty */
         for (int b = 0; b < p->batch; b++) {
             run->host_cu_q[b + 1] = run->host_cu_q[b] + c->lens_q[b];
-            run->host_cu_k[b + 1] = run->host_cu_k[b] + lens_k[b];
             p->max_seqlen_q = c->lens_q[b] > p->max_seqlen_q ? c->lens_q[b] : p->max_seqlen_q;
+            if (!lens_k)
+                continue;
+            run->host_cu_k[b + 1] = run->host_cu_k[b] + lens_k[b];
             p->max_seqlen_k = lens_k[b] > p->max_seqlen_k ? lens_k[b] : p->max_seqlen_k;
         }
         p->seqlen_q = run->host_cu_q[p->batch] + FC_CHECK_PAD_TOKENS;
-        p->seqlen_k = run->host_cu_k[p->batch] + FC_CHECK_PAD_TOKENS;
+        if (lens_k) {
+            p->seqlen_k = run->host_cu_k[p->batch] + FC_CHECK_PAD_TOKENS;
+        } else {   /* paged: the keys' capacity stays the shape's */
+            p->max_seqlen_k = p->seqlen_k;
+            free(run->host_cu_k);
+            run->host_cu_k = NULL;
+        }
         run->layout_batch = 1;
         run->c.layout = FC_LAYOUT_PACKED;
     }
@@ -156,15 +167,82 @@ static void poison_unused_rows(struct fc_check_run *run)
     if (run->host_cu_q) {
         for (size_t i = (size_t)run->host_cu_q[p->batch] * q_row; i < (size_t)p->seqlen_q * q_row; i++)
             run->host_q[i] = POISON_16;
-        for (size_t i = (size_t)run->host_cu_k[p->batch] * kv_row; i < (size_t)p->seqlen_k * kv_row; i++)
+        for (size_t i = run->host_cu_k ? (size_t)run->host_cu_k[p->batch] * kv_row : 0;
+             run->host_cu_k && i < (size_t)p->seqlen_k * kv_row; i++)
             run->host_k[i] = run->host_v[i] = POISON_16;
     }
-    for (int b = 0; run->host_used_k && b < p->batch; b++) {
+    for (int b = 0; !run->host_page_table && run->host_used_k && b < p->batch; b++) {
         const size_t first = run->host_cu_k ? (size_t)run->host_cu_k[b] : (size_t)b * p->seqlen_k;
         const size_t end = run->host_cu_k ? (size_t)run->host_cu_k[b + 1] : first + (size_t)p->seqlen_k;
         for (size_t i = (first + (size_t)run->host_used_k[b]) * kv_row; i < end * kv_row; i++)
             run->host_k[i] = run->host_v[i] = POISON_16;
     }
+}
+
+/* Paged: the key count of sequence b (used_k, else the capacity seqlen_k). */
+static int paged_keys(const struct fc_check_run *run, int b)
+{
+    const int used = run->host_used_k ? run->host_used_k[b] : run->params.seqlen_k;
+    return used < run->params.seqlen_k ? used : run->params.seqlen_k;
+}
+
+/* Paged: the table's shape (every sequence's row has room for seqlen_k keys, plus one entry of
+ * slack) and the pool of pages (FC_CHECK_SPARE_PAGES unused). Sets the K/V tensors' dimensions. */
+static void paged_shape(struct fc_check_run *run)
+{
+    struct fc_attention_params *p = &run->params;
+    const int per_sequence = (p->seqlen_k + run->c.page_size - 1) / run->c.page_size;
+    p->page_size = run->c.page_size;
+    p->page_table_stride = per_sequence + 1;
+    p->num_pages = p->batch * per_sequence + FC_CHECK_SPARE_PAGES;
+    run->kv_batch = p->num_pages;
+    run->kv_seqlen = p->page_size;
+}
+
+/* Paged: a random page table (Fisher-Yates over the pool; sequence b takes the next ids for the
+ * pages its keys fill, so its pages are in no order), and NaN in every slot no used key owns. The
+ * entries past a sequence's pages name the first spare page, all NaN: a kernel reading them shows. */
+static enum fc_status make_page_table(struct fc_check_run *run, char *msg, size_t size)
+{
+    struct fc_attention_params *p = &run->params;
+    const int pages = p->num_pages, page_size = p->page_size;
+    int32_t *pool = malloc((size_t)pages * sizeof(int32_t));
+    unsigned char *used = calloc((size_t)pages * (size_t)page_size, 1);
+    run->host_page_table = malloc((size_t)p->batch * (size_t)p->page_table_stride * sizeof(int32_t));
+    if (!pool || !used || !run->host_page_table) {
+        free(pool);
+        free(used);
+        snprintf(msg, size, "out of host memory for %d pages", pages);
+        return FC_ERR_NOMEM;
+    }
+    struct fc_random random;
+    fc_random_seed(&random, run->c.seed ^ 0x9a6e5ull);
+    for (int i = 0; i < pages; i++)
+        pool[i] = i;
+    for (int i = pages - 1; i > 0; i--) {
+        const int j = (int)fc_random_below(&random, (uint64_t)i + 1);
+        const int32_t t = pool[i];
+        pool[i] = pool[j];
+        pool[j] = t;
+    }
+    int next = 0;
+    const int32_t nan_page = pool[pages - 1];   /* a spare: never given to a sequence */
+    for (int b = 0; b < p->batch; b++) {
+        const int keys = paged_keys(run, b), filled = (keys + page_size - 1) / page_size;
+        int32_t *row = run->host_page_table + (size_t)b * (size_t)p->page_table_stride;
+        for (int e = 0; e < p->page_table_stride; e++)
+            row[e] = e < filled ? pool[next++] : nan_page;
+        for (int j = 0; j < keys; j++)
+            used[(size_t)row[j / page_size] * (size_t)page_size + (size_t)(j % page_size)] = 1;
+    }
+    const size_t kv_row = (size_t)p->heads_kv * p->head_dim;
+    for (size_t slot = 0; slot < (size_t)pages * (size_t)page_size; slot++)
+        if (!used[slot])
+            for (size_t i = slot * kv_row; i < (slot + 1) * kv_row; i++)
+                run->host_k[i] = run->host_v[i] = POISON_16;
+    free(pool);
+    free(used);
+    return FC_OK;
 }
 
 static enum fc_status upload_ints(struct fc_check_run *run, CUdeviceptr *device, const int32_t *host, size_t count,
@@ -212,31 +290,46 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
     }
     struct fc_attention_params *p = &run->params;
     *p = c->shape;
+    if (c->page_size < 0 || (c->page_size > 0 && c->lens_k)) {
+        snprintf(msg, size, "a paged check takes page_size > 0 and no lens_k (the key counts are used_k)");
+        return FC_ERR_INVALID_ARG;
+    }
     enum fc_status status = make_sequences(run, msg, size);
     if (status != FC_OK)
         return status;
+    run->kv_batch = run->layout_batch;
+    run->kv_seqlen = p->seqlen_k;
+    if (c->page_size > 0)
+        paged_shape(run);
     layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, p->q_stride);
-    layout_strides(run->c.layout, p->seqlen_k, p->heads_kv, p->head_dim, p->k_stride);
-    layout_strides(run->c.layout, p->seqlen_k, p->heads_kv, p->head_dim, p->v_stride);
+    layout_strides(run->c.layout, run->kv_seqlen, p->heads_kv, p->head_dim, p->k_stride);
+    layout_strides(run->c.layout, run->kv_seqlen, p->heads_kv, p->head_dim, p->v_stride);
     layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, p->o_stride);
     run->q_elements = run->o_elements = (size_t)run->layout_batch * (size_t)p->q_stride[0];
-    run->kv_elements = (size_t)run->layout_batch * (size_t)p->k_stride[0];
+    run->kv_elements = (size_t)run->kv_batch * (size_t)p->k_stride[0];
     run->lse_count = (size_t)run->layout_batch * p->heads_q * p->seqlen_q;
     status = allocate_host(run, msg, size);
     if (status == FC_OK)
         status = make_sinks(run, msg, size);
     if (status != FC_OK)
         return status;
+    if (c->page_size > 0 && (status = make_page_table(run, msg, size)) != FC_OK)
+        return status;
     if ((status = host_problem(run, msg, size)) != FC_OK)
         return status;
     poison_unused_rows(run);
     if ((status = upload_ints(run, &run->cu_q, run->host_cu_q, (size_t)p->batch + 1, msg, size)) ||
         (status = upload_ints(run, &run->cu_k, run->host_cu_k, (size_t)p->batch + 1, msg, size)) ||
-        (status = upload_ints(run, &run->used_k, run->host_used_k, (size_t)p->batch, msg, size)))
+        (status = upload_ints(run, &run->used_k, run->host_used_k, (size_t)p->batch, msg, size)) ||
+        (status = upload_ints(run, &run->page_table, run->host_page_table,
+                              (size_t)p->batch * (size_t)p->page_table_stride, msg, size)))
         return status;
-    if ((status = upload(run, &run->q, run->host_q, p->q_stride, p->seqlen_q, p->heads_q, run->q_elements, msg, size)) ||
-        (status = upload(run, &run->k, run->host_k, p->k_stride, p->seqlen_k, p->heads_kv, run->kv_elements, msg, size)) ||
-        (status = upload(run, &run->v, run->host_v, p->v_stride, p->seqlen_k, p->heads_kv, run->kv_elements, msg, size)))
+    if ((status = upload(run, &run->q, run->host_q, p->q_stride, run->layout_batch, p->seqlen_q, p->heads_q,
+                         run->q_elements, msg, size)) ||
+        (status = upload(run, &run->k, run->host_k, p->k_stride, run->kv_batch, run->kv_seqlen, p->heads_kv,
+                         run->kv_elements, msg, size)) ||
+        (status = upload(run, &run->v, run->host_v, p->v_stride, run->kv_batch, run->kv_seqlen, p->heads_kv,
+                         run->kv_elements, msg, size)))
         return status;
     CUresult r;
     if ((r = run->cuda->cuMemAlloc(&run->out, run->o_elements * 2)) ||
@@ -257,6 +350,7 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
     p->cu_seqlens_q = (const int32_t *)run->cu_q;
     p->cu_seqlens_k = (const int32_t *)run->cu_k;
     p->seqused_k = (const int32_t *)run->used_k;
+    p->page_table = (const int32_t *)run->page_table;   /* NULL (0) unless paged */
     return fc_check_poison(run, msg, size);
 }
 
@@ -387,7 +481,8 @@ int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats
 
 void fc_check_release(struct fc_check_run *run)
 {
-    CUdeviceptr device[] = {run->q, run->k, run->v, run->out, run->lse, run->sinks, run->cu_q, run->cu_k, run->used_k};
+    CUdeviceptr device[] = {run->q, run->k, run->v, run->out, run->lse, run->sinks, run->cu_q, run->cu_k, run->used_k,
+                            run->page_table};
     for (size_t i = 0; i < sizeof device / sizeof device[0]; i++)
         if (device[i])
             run->cuda->cuMemFree(device[i]);
@@ -401,5 +496,6 @@ void fc_check_release(struct fc_check_run *run)
     free(run->host_cu_q);
     free(run->host_cu_k);
     free(run->host_used_k);
+    free(run->host_page_table);
     memset(run, 0, sizeof *run);
 }

@@ -27,7 +27,18 @@ struct fc_check_case {
      * (lens_k NULL: the same as lens_q), and FC_CHECK_PAD_TOKENS tokens of no sequence follow the
      * last one, whose output must stay untouched. used_k: seqused_k (varlen or dense). */
     const int *lens_q, *lens_k, *used_k;
+    /* A paged K/V cache, 0: none. Else k and v are [num_pages, page_size, heads_kv, head_dim] (in the
+     * case's layout), shape.seqlen_k is every sequence's key capacity (lens_k must be NULL: with
+     * lens_q, cu_seqlens_k is NULL and used_k gives the key counts), and the check draws a random
+     * page table: each sequence's pages in a random order from a shuffled pool with
+     * FC_CHECK_SPARE_PAGES more pages than needed; every slot no sequence's used key owns (unused
+     * pages, a last page's tail, keys past used_k) holds NaN, and so do the table entries' targets
+     * past a sequence's pages (a page of NaN). */
+    int page_size;
 };
+
+/** Pages a paged check allocates beyond its sequences': unused, NaN. */
+#define FC_CHECK_SPARE_PAGES 3
 
 /** Tokens after a varlen batch's last sequence in the check's tensors: never written. */
 #define FC_CHECK_PAD_TOKENS 5
@@ -42,6 +53,9 @@ struct fc_check_run {
     CUdeviceptr q, k, v, out, lse, sinks;
     int32_t *host_cu_q, *host_cu_k, *host_used_k;   /* per-sequence inputs (NULL: none) */
     CUdeviceptr cu_q, cu_k, used_k;
+    int32_t *host_page_table;           /* paged: [batch, page_table_stride] (NULL: not paged) */
+    CUdeviceptr page_table;
+    int kv_batch, kv_seqlen;            /* the K/V tensors' first two dimensions: paged, pages and page_size */
     int layout_batch;                   /* batches of the device tensors' layout: 1 for varlen */
     size_t q_elements, kv_elements, o_elements, lse_count;   /* device buffers, in elements */
 };

@@ -84,6 +84,9 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     defaults(v);
     if (fc_variant_check(v, NULL, 0))
         return NULL;
+    if (problem->paged)
+        return "decode kernel: a K/V head's query rows fit one 16-row tile, keys split across CTAs; paged K/V "
+               "gathered (one table read per key row, rows copied by cp.async)";
     return "decode kernel: the query heads of a K/V head and their rows fit one 16-row tile, so each K/V "
            "element read serves them all; keys split across CTAs to fill the GPU";
 }
@@ -148,23 +151,24 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
     /* the VARLEN argument only where it is set: the other variants' source (and cache key) stays */
-    return snprintf(out, size, "fc::DecodeForward<%s, %d, %s, %d, %d, %d, %s, %s%s>",
+    return snprintf(out, size, "fc::DecodeForward<%s, %d, %s, %d, %d, %d, %s, %s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_n,
                     v->stages, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
-                    v->varlen ? ", true" : "");
+                    v->varlen ? ", true" : "", v->paged ? ", true" : "");
 }
 
 /* The module's second kernel: merges the splits' partials into out and lse. */
 static int second_source(const struct fc_variant *v, char *out, size_t size)
 {
-    if (v->varlen)   /* the argument of VARLEN variants: its base is the dense one */
+    if (v->varlen)   /* the argument of VARLEN (and PAGED) variants: its base is the dense one */
         return snprintf(out, size,
             "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-            "fc_combine_kernel(const __grid_constant__ fc_varlen_args args)\n"
+            "fc_combine_kernel(const __grid_constant__ %s args)\n"
             "{\n"
             "    fc::combine_splits<%s, %d, true>(args.base);\n"
             "}\n",
-            COMBINE_THREADS, fc_dtype_traits(v->dtype)->device_type, v->head_dim);
+            COMBINE_THREADS, v->paged ? "fc_paged_args" : "fc_varlen_args", fc_dtype_traits(v->dtype)->device_type,
+            v->head_dim);
     return snprintf(out, size,
         "extern \"C\" __global__ void __launch_bounds__(%d)\n"
         "fc_combine_kernel(const __grid_constant__ fc_kernel_args args)\n"
@@ -221,6 +225,7 @@ const struct fc_family fc_family_decode = {
     .template_file = "fwd_decode.cuh",
     .args_type = "fc_kernel_args",
     .varlen_args_type = "fc_varlen_args",
+    .paged_args_type = "fc_paged_args",
     .second_entry = "fc_combine_kernel",
     .tuned = 0,   /* not tuned: its splits follow the GPU's size, not a bucket */
     .splits_option = 1,

@@ -15,6 +15,7 @@ struct fc_family {
     const char *template_file;   /* what the generated translation unit includes */
     const char *args_type;       /* the kernel's argument type (kernel_templates/fc_args.h) */
     const char *varlen_args_type;   /* ... of its VARLEN variants (per-sequence lengths); NULL: it has none */
+    const char *paged_args_type;    /* ... of its PAGED variants (a page table); NULL: it has none */
     const char *second_entry;    /* a second kernel in the module (decode: the combine), or NULL */
     int tuned;                   /* a tuned winner may replace the heuristic's choice of it */
     int splits_option;           /* FC_FORCE_VARIANT's `k` (CTAs along the keys) applies */

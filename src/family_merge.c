@@ -36,7 +36,7 @@ static int check(const struct fc_variant *v, char *why, size_t size)
     if (v->head_dim % per_chunk || v->head_dim / per_chunk > 32)
         return fc_variant_fail(why, size, "the merge kernel takes head_dim in whole 16-byte chunks, up to 32 of them, "
                                "not %d", v->head_dim);
-    if (v->causal || v->window || v->softcap || v->varlen || v->block_n != 1 || v->stages != 1 || v->block_m != v->warps)
+    if (v->causal || v->window || v->softcap || v->varlen || v->paged || v->block_n != 1 || v->stages != 1 || v->block_m != v->warps)
         return fc_variant_fail(why, size, "the merge kernel takes one row per warp, no mask, no tiles");
     return 0;
 }

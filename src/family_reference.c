@@ -50,10 +50,10 @@ static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
     /* NOTE: the VARLEN argument only where it is set, so that the other variants' source (and cache
      * key) is what it was */
-    return snprintf(out, size, "fc::ReferenceKernel<%s, %d, %s, %d, %d, %s, %s%s>",
+    return snprintf(out, size, "fc::ReferenceKernel<%s, %d, %s, %d, %d, %s, %s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
-                    v->varlen ? ", true" : "");
+                    v->varlen ? ", true" : "", v->paged ? ", true" : "");
 }
 
 const struct fc_family fc_family_reference = {
@@ -62,6 +62,7 @@ const struct fc_family fc_family_reference = {
     .template_file = "reference.cuh",
     .args_type = "fc_kernel_args",
     .varlen_args_type = "fc_varlen_args",
+    .paged_args_type = "fc_paged_args",
     .tuned = 1,
     .defaults = defaults,
     .check = check,

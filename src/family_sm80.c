@@ -25,8 +25,9 @@ static void defaults(struct fc_variant *v)
         /* 64: 128-key tiles (Q then read from shared memory per k-step), half the barriers per key,
          * +3% over 64 keys on an H100 (v1.5); only where two such CTAs fit in an SM's shared
          * memory (not in sm_80's 164 KB, where it would run one CTA an SM: not measured), and not
-         * with a softcap, whose tanh pass leaves ptxas a register short there (a 4-byte spill). */
-        if (v->head_dim == 64 && !v->softcap) {
+         * with a softcap, whose tanh pass leaves ptxas a register short there (a 4-byte spill), nor
+         * with a window and a page table together, whose row lookups do the same (20 bytes). */
+        if (v->head_dim == 64 && !v->softcap && !(v->window && v->paged)) {
             v->block_n = 128;
             if (2 * smem_bytes(v) > fc_arch_smem_limit(v->arch))
                 v->block_n = 64;
@@ -81,16 +82,19 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         *why_not = "no sm80 tile configuration fits this arch's shared memory";
         return NULL;
     }
+    if (problem->paged)
+        return "sm80 kernel: mma.sync tensor cores; paged K/V gathered (one table read per key row, rows copied "
+               "by cp.async)";
     return "sm80 kernel: mma.sync tensor cores, cp.async double-buffered K/V";
 }
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
     /* the VARLEN argument only where it is set: the other variants' source (and cache key) stays */
-    return snprintf(out, size, "fc::Sm80Forward<%s, %d, %s, %d, %d, %d, %s, %s%s>",
+    return snprintf(out, size, "fc::Sm80Forward<%s, %d, %s, %d, %d, %d, %s, %s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
-                    v->varlen ? ", true" : "");
+                    v->varlen ? ", true" : "", v->paged ? ", true" : "");
 }
 
 const struct fc_family fc_family_sm80 = {
@@ -99,6 +103,7 @@ const struct fc_family fc_family_sm80 = {
     .template_file = "fwd_sm80.cuh",
     .args_type = "fc_kernel_args",
     .varlen_args_type = "fc_varlen_args",
+    .paged_args_type = "fc_paged_args",
     .tuned = 1,
     .defaults = defaults,
     .check = check,

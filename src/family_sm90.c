@@ -103,6 +103,16 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     }
     if (fc_variant_check(v, NULL, 0))
         return NULL;
+    if (problem->paged) {
+        /* NOTE: the TMA page path is built (PagedTmaRows) but declined until gpu-host.sh paged has run
+         * it on an H100; FC_FORCE_VARIANT=sm90 runs it where page_size is a multiple of the key tile */
+        *why_not = problem->page_size % v->block_n
+                       ? "the Hopper kernel's paged path needs pages of whole key tiles (page_size a multiple of "
+                         "its block_n), and it has no gather path yet"
+                       : "the Hopper kernel's TMA page path (a box per key tile at its page) is not yet verified on "
+                         "a GPU: only FC_FORCE_VARIANT=sm90 runs it";
+        return NULL;
+    }
     if (v->varlen)
         return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128, with per-sequence lengths (each "
                "sequence's rows from its first token; keys past its end masked and their V rows zeroed)";
@@ -118,11 +128,11 @@ static void fit_forced(struct fc_variant *v)
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
-    /* the VARLEN argument only where it is set: the other variants' source (and cache key) stays */
-    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s>",
+    /* the VARLEN and PAGED arguments only where set: the other variants' source (and cache key) stays */
+    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
-                    v->softcap ? "true" : "false", v->varlen ? ", true" : "");
+                    v->softcap ? "true" : "false", v->varlen ? ", true" : "", v->paged ? ", true" : "");
 }
 
 /* A 4-D view (head_dim, seq, head, batch) of one tensor, boxes of one swizzle row x box_rows. A
@@ -146,19 +156,53 @@ static enum fc_status encode(const struct fc_launch *l, struct fc_tensor_map *ma
     return fc_tma_encode(l->cuda, (CUtensorMap *)map, base, p->dtype, &desc, l->msg, l->msg_size);
 }
 
-_Static_assert(sizeof(struct fc_sm90_varlen_args) <= FC_LAUNCH_ARGS_BYTES,
-               "fc_launch_args holds fc_sm90_varlen_args");
+/* A paged cache's K or V as a 4-D view (head_dim, page_size, head, page), strides {token, head,
+ * page}: boxes of one swizzle row x box_rows slots, inside one page (page_size a multiple of them). */
+static enum fc_status encode_pages(const struct fc_launch *l, struct fc_tensor_map *map, const void *base,
+                                   const int64_t stride[3], int box_rows)
+{
+    const struct fc_problem *p = l->problem;
+    const uint64_t bytes = (uint64_t)fc_dtype_bytes(p->dtype);
+    struct fc_tma_desc desc = {
+        4,
+        {(uint64_t)p->head_dim, (uint64_t)p->page_size, (uint64_t)p->heads_kv, (uint64_t)p->num_pages},
+        {(uint64_t)stride[1] * bytes, (uint64_t)stride[2] * bytes, (uint64_t)stride[0] * bytes},
+        {(uint32_t)(SWIZZLE_BYTES / bytes), (uint32_t)box_rows, 1, 1},
+        SWIZZLE_BYTES,
+    };
+    return fc_tma_encode(l->cuda, (CUtensorMap *)map, base, p->dtype, &desc, l->msg, l->msg_size);
+}
+
+_Static_assert(sizeof(struct fc_sm90_paged_args) <= FC_LAUNCH_ARGS_BYTES,
+               "fc_launch_args holds fc_sm90_paged_args");
 
 static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_args *args)
 {
     const struct fc_problem *p = l->problem;
-    struct fc_sm90_varlen_args *varlen = (struct fc_sm90_varlen_args *)args->bytes;   /* dense: its first member */
+    /* dense: its first member's first member; VARLEN: its first member */
+    struct fc_sm90_paged_args *paged = (struct fc_sm90_paged_args *)args->bytes;
+    struct fc_sm90_varlen_args *varlen = &paged->varlen;
     struct fc_sm90_args *a = &varlen->sm90;
     fc_launch_common_args(p, l->plan, &a->base);
     if (l->plan->variant.varlen)
         fc_launch_seqlens(p, &varlen->seqlens);
     const int block_n = l->plan->variant.block_n;
     enum fc_status status;
+    if (l->plan->variant.paged) {
+        if (p->page_size % block_n) {   /* a forced variant: the selector declines these */
+            snprintf(l->msg, l->msg_size, "the sm90 kernel's paged path takes pages of whole key tiles: page_size "
+                     "%d is not a multiple of its block_n %d (the sm80 and decode kernels take any page size)",
+                     p->page_size, block_n);
+            return FC_ERR_UNSUPPORTED;
+        }
+        fc_launch_pages(p, &paged->pages);
+        if ((status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS)) ||
+            (status = encode_pages(l, &a->k_map, p->k, p->k_stride, block_n)) ||
+            (status = encode_pages(l, &a->v_map, p->v, p->v_stride, block_n)))
+            return status;
+        args->params[0] = a;
+        return FC_OK;
+    }
     if ((status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS)) ||
         (status = encode(l, &a->k_map, p->k, p->k_stride, p->seqlen_k, p->heads_kv, block_n)) ||
         (status = encode(l, &a->v_map, p->v, p->v_stride, p->seqlen_k, p->heads_kv, block_n)))
@@ -173,6 +217,7 @@ const struct fc_family fc_family_sm90 = {
     .template_file = "fwd_sm90.cuh",
     .args_type = "fc_sm90_args",
     .varlen_args_type = "fc_sm90_varlen_args",
+    .paged_args_type = "fc_sm90_paged_args",
     .tuned = 1,
     .pingpong_option = 1,
     .defaults = defaults,

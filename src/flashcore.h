@@ -154,6 +154,26 @@ struct fc_attention_params {
      *  caller's contract, as cu_seqlens'. When planning (fc_attention_plan), any non-NULL value says
      *  that it will be given: it selects the kernels' per-sequence form. */
     const int32_t *seqused_k;
+    /* Fields below were added after the varlen fields (read only where struct_size covers them). */
+    /** A paged K/V cache (vLLM's, SGLang's, FA3's page_table), off by default (page_size 0). page_size
+     *  > 0 turns it on (a host int: planning needs no pointers): k and v are then
+     *  [num_pages, page_size, heads_kv, head_dim], and k_stride / v_stride mean {page, token, head}
+     *  (all 0: packed; multiples of 8 elements as always). Key j of sequence b is slot j % page_size of
+     *  page page_table[b * page_table_stride + j / page_size]. Sequence b has seqused_k[b] keys if
+     *  seqused_k is given, else seqlen_k; in paged mode seqlen_k is the most keys any sequence may
+     *  have, at most page_table_stride * page_size. Any page size >= 1 works. With varlen queries
+     *  (max_seqlen_q > 0: FA3's flash_attn_varlen_func / flash_attn_with_kvcache with a page
+     *  table), cu_seqlens_q is required, cu_seqlens_k must be NULL (keys come from the page table)
+     *  and max_seqlen_k must equal seqlen_k; dense queries stay [batch, seqlen_q, heads_q, head_dim].
+     *  Masks, sinks, softcap, GQA and the LSE are as without paging (causal: bottom-right aligned on
+     *  each sequence's key count). NOTE: page ids are device contents, never read on the host: ids in
+     *  [0, num_pages) for every page a sequence's keys touch are the caller's contract, as
+     *  cu_seqlens' contents are; table entries past them are never read. */
+    int page_size;                /**< tokens per page, >= 1; 0 = K/V not paged (the default) */
+    /** paged: device int32 [batch, page_table_stride], 4-byte aligned; required iff page_size > 0 */
+    const int32_t *page_table;
+    int page_table_stride;        /**< paged: elements between sequences' rows of page_table, >= ceil(seqlen_k / page_size) */
+    int num_pages;                /**< paged: pages in k and v, >= 1 */
 };
 
 /** What the selector chose for a problem (fc_attention_plan). */

@@ -219,7 +219,8 @@ int fc_jit_generate_source(const struct fc_variant *v, char *out, size_t size)
         "    FcKernel(args, fc_shared).run();\n"
         "}\n",
         name, family->template_file, type, threads, threads, smem, smem, FC_KERNEL_ENTRY,
-        v->varlen && family->varlen_args_type ? family->varlen_args_type : family->args_type);
+        v->paged && family->paged_args_type ? family->paged_args_type
+        : v->varlen && family->varlen_args_type ? family->varlen_args_type : family->args_type);
     if (n < 0 || (size_t)n >= size)
         return -1;
     if (family->second_source) {

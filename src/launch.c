@@ -45,14 +45,24 @@ void fc_launch_seqlens(const struct fc_problem *p, struct fc_seqlens *s)
     s->seqused_k = p->seqused_k;
 }
 
-_Static_assert(sizeof(struct fc_varlen_args) <= FC_LAUNCH_ARGS_BYTES, "fc_launch_args holds fc_varlen_args");
+void fc_launch_pages(const struct fc_problem *p, struct fc_pages *pages)
+{
+    pages->page_table = p->page_table;
+    pages->page_size = p->page_size;
+    pages->page_table_stride = p->page_table_stride;
+}
+
+_Static_assert(sizeof(struct fc_paged_args) <= FC_LAUNCH_ARGS_BYTES, "fc_launch_args holds fc_paged_args");
 
 enum fc_status fc_launch_plain_args(const struct fc_launch *l, struct fc_launch_args *args)
 {
-    struct fc_varlen_args *a = (struct fc_varlen_args *)args->bytes;   /* its base is the dense argument */
+    /* the PAGED argument's prefixes are the VARLEN one and the dense one */
+    struct fc_paged_args *a = (struct fc_paged_args *)args->bytes;
     fc_launch_common_args(l->problem, l->plan, &a->base);
     if (l->plan->variant.varlen)
         fc_launch_seqlens(l->problem, &a->seqlens);
+    if (l->plan->variant.paged)
+        fc_launch_pages(l->problem, &a->pages);
     args->params[0] = a;
     return FC_OK;
 }

@@ -46,8 +46,11 @@ void fc_launch_common_args(const struct fc_problem *problem, const struct fc_pla
 /** The per-sequence lengths of a VARLEN variant's argument (struct fc_varlen_args). */
 void fc_launch_seqlens(const struct fc_problem *problem, struct fc_seqlens *seqlens);
 
+/** The page table of a PAGED variant's argument (struct fc_paged_args). */
+void fc_launch_pages(const struct fc_problem *problem, struct fc_pages *pages);
+
 /** A family's kernel_args for kernels that take fc_kernel_args alone (fc_varlen_args for a VARLEN
- *  variant). */
+ *  variant, fc_paged_args for a PAGED one). */
 enum fc_status fc_launch_plain_args(const struct fc_launch *launch, struct fc_launch_args *args);
 
 /** Builds the plan's kernel argument (the family's kernel_args); for the Hopper kernel this

@@ -59,6 +59,7 @@ static void base_variant(const struct fc_problem *problem, const struct fc_targe
     v->window = problem->mask.window;
     v->softcap = problem->softcap > 0.f;
     v->varlen = fc_problem_per_sequence(problem);
+    v->paged = problem->paged;
     v->arch = target->arch;
     v->arch_specific = target->arch_specific;
 }
@@ -157,6 +158,7 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
     replaced.variant.window = plan->variant.window;
     replaced.variant.softcap = plan->variant.softcap;
     replaced.variant.varlen = plan->variant.varlen;
+    replaced.variant.paged = plan->variant.paged;
     char why[256];
     if (launch_shape(problem, target, &replaced, why, sizeof why) != FC_OK)
         return;   /* a winner this problem's launch cannot take: the heuristic's choice stays */

@@ -169,6 +169,40 @@ static enum fc_status check_varlen(const struct fc_attention_params *p, char *ms
     return FC_OK;
 }
 
+/* A paged cache's size rules (page_size > 0 turns it on): the page count and the table's row stride
+ * (every sequence's seqlen_k keys have a table entry; the table's size fits 64 bits), and the
+ * varlen+paged form's (max_seqlen_k is the cache's seqlen_k). The page ids are on the device: the
+ * caller's contract. Without paging the other fields must stay 0. */
+static enum fc_status check_paged(const struct fc_attention_params *p, char *msg, size_t size)
+{
+    if (p->page_size < 0)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "page_size must be >= 1 (tokens per page), or 0 for K/V that are "
+                    "not paged (got %d)", p->page_size);
+    if (p->page_size == 0) {
+        if (p->num_pages || p->page_table_stride)
+            return fail(FC_ERR_INVALID_ARG, msg, size, "num_pages (%d) and page_table_stride (%d) are set but "
+                        "page_size is 0: a paged K/V cache needs page_size > 0", p->num_pages, p->page_table_stride);
+        return FC_OK;
+    }
+    if (p->num_pages < 1)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "paged: num_pages must be >= 1, the pages in k and v (got %d)",
+                    p->num_pages);
+    const int64_t pages_needed = ((int64_t)p->seqlen_k + p->page_size - 1) / p->page_size;
+    if (p->page_table_stride < pages_needed)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "paged: page_table_stride (%d) must be at least ceil(seqlen_k / "
+                    "page_size) = ceil(%d / %d) = %lld, the pages of a sequence of seqlen_k keys",
+                    p->page_table_stride, p->seqlen_k, p->page_size, (long long)pages_needed);
+    int64_t table;
+    if (__builtin_mul_overflow((int64_t)p->batch, (int64_t)p->page_table_stride, &table) ||
+        __builtin_mul_overflow(table, (int64_t)sizeof(int32_t), &table))
+        return fail(FC_ERR_INVALID_ARG, msg, size, "paged: batch * page_table_stride overflows 64-bit offsets");
+    if (p->max_seqlen_q > 0 && p->max_seqlen_k != p->seqlen_k)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "varlen with a paged cache: max_seqlen_k (%d) must equal seqlen_k "
+                    "(%d), the most keys a sequence may have (keys come from the page table, not cu_seqlens_k)",
+                    p->max_seqlen_k, p->seqlen_k);
+    return FC_OK;
+}
+
 /* A varlen tensor's strides: stride[0] 0 (sequences are found through cu_seqlens), stride[1] (token)
  * and stride[2] (head) both 0 (packed) or both valid; checked as one batch of `tokens` rows. */
 static enum fc_status varlen_strides(const char *name, const int64_t given[3], int tokens, int heads, int head_dim,
@@ -209,8 +243,13 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
     if (!(p->softcap >= 0.f) || !isfinite(p->softcap))
         return fail(FC_ERR_INVALID_ARG, msg, size, "softcap must be 0 (none) or finite and positive (got %g)",
                     (double)p->softcap);
-    if ((status = check_sizes(p, msg, size)) != FC_OK || (status = check_varlen(p, msg, size)) != FC_OK)
+    if ((status = check_sizes(p, msg, size)) != FC_OK || (status = check_varlen(p, msg, size)) != FC_OK ||
+        (status = check_paged(p, msg, size)) != FC_OK)
         return status;
+    out->paged = p->page_size > 0;
+    out->page_size = p->page_size;
+    out->page_table_stride = p->page_table_stride;
+    out->num_pages = p->num_pages;
     out->varlen = p->max_seqlen_q > 0;
     out->seqused = p->seqused_k != NULL;   /* its NULL-ness only: the variant's switch */
     out->max_seqlen_q = out->varlen ? p->max_seqlen_q : p->seqlen_q;
@@ -218,7 +257,21 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
     if ((status = resolve_mask(p, out->max_seqlen_q, out->max_seqlen_k, &out->mask, msg, size)) != FC_OK)
         return status;
     const int bytes = dtype->bytes, d = p->head_dim;
-    if (out->varlen) {
+    if (out->paged) {   /* [num_pages, page_size, heads_kv, head_dim]: strides {page, token, head} */
+        if ((status = fc_problem_strides("k", p->k_stride, p->num_pages, p->page_size, p->heads_kv, d, bytes,
+                                         out->k_stride, msg, size)) ||
+            (status = fc_problem_strides("v", p->v_stride, p->num_pages, p->page_size, p->heads_kv, d, bytes,
+                                         out->v_stride, msg, size)))
+            return status;
+        if (out->varlen) {
+            if ((status = varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
+                (status = varlen_strides("out", p->o_stride, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
+                return status;
+        } else if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
+                   (status = fc_problem_strides("out", p->o_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size))) {
+            return status;
+        }
+    } else if (out->varlen) {
         if ((status = varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
             (status = varlen_strides("k", p->k_stride, p->seqlen_k, p->heads_kv, d, bytes, out->k_stride, msg, size)) ||
             (status = varlen_strides("v", p->v_stride, p->seqlen_k, p->heads_kv, d, bytes, out->v_stride, msg, size)) ||
@@ -259,7 +312,15 @@ enum fc_status fc_problem_pointer(const char *name, const void *pointer, unsigne
 static enum fc_status check_sequence_pointers(const struct fc_attention_params *p, char *msg, size_t size)
 {
     enum fc_status status;
-    if (p->max_seqlen_q > 0) {
+    if (p->max_seqlen_q > 0 && p->page_size > 0) {   /* varlen queries against a paged cache */
+        if ((status = fc_problem_pointer("cu_seqlens_q (varlen: max_seqlen_q > 0)", p->cu_seqlens_q,
+                                         sizeof(int32_t), msg, size)))
+            return status;
+        if (p->cu_seqlens_k)
+            return fail(FC_ERR_INVALID_ARG, msg, size, "cu_seqlens_k must be NULL with a paged cache (page_size > 0): "
+                        "each sequence's keys come from its page table row, and its key count from seqused_k (or "
+                        "seqlen_k)");
+    } else if (p->max_seqlen_q > 0) {
         if ((status = fc_problem_pointer("cu_seqlens_q (varlen: max_seqlen_q > 0)", p->cu_seqlens_q,
                                          sizeof(int32_t), msg, size)) ||
             (status = fc_problem_pointer("cu_seqlens_k (varlen: max_seqlen_q > 0)", p->cu_seqlens_k,
@@ -271,6 +332,11 @@ static enum fc_status check_sequence_pointers(const struct fc_attention_params *
     }
     if (p->seqused_k && (status = fc_problem_pointer("seqused_k", p->seqused_k, sizeof(int32_t), msg, size)))
         return status;
+    if (p->page_size > 0)
+        return fc_problem_pointer("page_table (paged: page_size > 0)", p->page_table, sizeof(int32_t), msg, size);
+    if (p->page_table)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "page_table is set but page_size is 0: a paged K/V cache needs "
+                    "page_size (tokens per page), num_pages and page_table_stride");
     return FC_OK;
 }
 
@@ -308,6 +374,7 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
     out->cu_seqlens_q = p->cu_seqlens_q;
     out->cu_seqlens_k = p->cu_seqlens_k;
     out->seqused_k = p->seqused_k;
+    out->page_table = p->page_table;
     return FC_OK;
 }
 

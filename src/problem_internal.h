@@ -32,12 +32,18 @@ struct fc_problem {
     int seqused;             /* seqused_k given (non-NULL): keys per sequence */
     int max_seqlen_q, max_seqlen_k;   /* the longest sequence's lengths: varlen's, else seqlen_q/_k */
     const int32_t *cu_seqlens_q, *cu_seqlens_k, *seqused_k;   /* NULL until the tensor rules */
+    /* A paged K/V cache (the kernels' PAGED switch, which takes the per-sequence form too): k and v
+     * are [num_pages, page_size, heads_kv, head_dim], k_stride / v_stride {page, token, head}. */
+    int paged;               /* page_size > 0 */
+    int page_size, page_table_stride, num_pages;
+    const int32_t *page_table;   /* NULL until the tensor rules */
 };
 
-/** Whether the problem takes the kernels' per-sequence form (varlen or seqused_k). */
+/** Whether the problem takes the kernels' per-sequence form (varlen, seqused_k, or a paged cache,
+ *  whose kernels find each sequence's keys through its row of the page table). */
 static inline int fc_problem_per_sequence(const struct fc_problem *p)
 {
-    return p->varlen || p->seqused;
+    return p->varlen || p->seqused || p->paged;
 }
 
 /**

@@ -121,8 +121,10 @@ struct fc_host_sequence fc_host_sequence_of(const struct fc_host_problem *p, int
     struct fc_host_sequence seq = {0, 0, p->seqlen_q, p->seqlen_k};
     if (p->cu_seqlens_q) {
         seq.q_row0 = p->cu_seqlens_q[b];
-        seq.k_row0 = p->cu_seqlens_k[b];
         seq.len_q = p->cu_seqlens_q[b + 1] - seq.q_row0;
+    }
+    if (p->cu_seqlens_k) {   /* NULL with a paged cache: keys come from the page table */
+        seq.k_row0 = p->cu_seqlens_k[b];
         seq.len_k = p->cu_seqlens_k[b + 1] - seq.k_row0;
     }
     if (p->seqused_k)
@@ -140,6 +142,10 @@ static float q_element(const struct fc_host_problem *p, const struct fc_host_seq
 static float kv_element(const struct fc_host_problem *p, const uint16_t *t, const struct fc_host_sequence *seq, int b,
                         int s, int h, int d)
 {
+    if (p->page_size > 0) {   /* [num_pages, page_size, heads_kv, head_dim] through the table */
+        const int page = p->page_table[(size_t)b * (size_t)p->page_table_stride + (size_t)(s / p->page_size)];
+        return element(p, t, p->heads_kv, p->page_size, page, s % p->page_size, h, d);
+    }
     return p->cu_seqlens_q ? element(p, t, p->heads_kv, p->seqlen_k, 0, seq->k_row0 + s, h, d)
                            : element(p, t, p->heads_kv, p->seqlen_k, b, s, h, d);
 }

@@ -42,6 +42,12 @@ struct fc_host_problem {
      * set): q/out are packed [seqlen_q tokens, heads_q, head_dim], k/v [seqlen_k tokens, ...], and
      * batch is the sequence count; seqused_k replaces a sequence's key count. */
     const int32_t *cu_seqlens_q, *cu_seqlens_k, *seqused_k;
+    /* A paged K/V cache (page_size > 0): k and v are packed [num_pages, page_size, heads_kv,
+     * head_dim], and key j of sequence b is slot j % page_size of page page_table[b *
+     * page_table_stride + j / page_size]; cu_seqlens_k is NULL, and a sequence has seqused_k[b] keys,
+     * or seqlen_k. page_size 0: not paged. */
+    int page_size, page_table_stride;
+    const int32_t *page_table;
 };
 
 /** One sequence of a host problem: its first query and key tokens and its lengths. */

@@ -39,9 +39,11 @@
  * causal or not */
 #define PRECOMPILE_VARLEN_SM90 (2 * 3 * 2 + 2)
 #define PRECOMPILE_VARLEN (PRECOMPILE_VARLEN_SM90 + 2 * 2 * 2 * 3 * 2)
+/* a paged cache: sm80 and decode, two archs, two dtypes, three head dims, causal or not */
+#define PRECOMPILE_PAGED (2 * 2 * 2 * 3 * 2)
 #define PRECOMPILE_VARIANTS                                                                                   \
     (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90 + PRECOMPILE_MERGE +          \
-     PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP + PRECOMPILE_VARLEN)
+     PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP + PRECOMPILE_VARLEN + PRECOMPILE_PAGED)
 
 static const char *precompile_path;
 
@@ -147,7 +149,8 @@ static void test_precompile_spec(void **state)
     last_window.window = 1;
     struct fc_variant last = last_window;
     last.softcap = 1;
-    const size_t merge_end = list.count - PRECOMPILE_WINDOW - PRECOMPILE_SOFTCAP - PRECOMPILE_VARLEN;
+    const size_t varlen_end = list.count - PRECOMPILE_PAGED;
+    const size_t merge_end = varlen_end - PRECOMPILE_WINDOW - PRECOMPILE_SOFTCAP - PRECOMPILE_VARLEN;
     struct fc_variant last_varlen = expected_family_variant(FC_KERNEL_DECODE, FC_BF16, 256, 1, 80, 0);
     last_varlen.varlen = 1;
     assert_variant_equal(&list.items[0], &first);
@@ -158,8 +161,14 @@ static void test_precompile_spec(void **state)
     assert_variant_equal(&list.items[merge_end - 1], &last_merge);
     assert_variant_equal(&list.items[merge_end], &first_window);
     assert_variant_equal(&list.items[merge_end + PRECOMPILE_WINDOW - 1], &last_window);
-    assert_variant_equal(&list.items[list.count - PRECOMPILE_VARLEN - 1], &last);
-    assert_variant_equal(&list.items[list.count - 1], &last_varlen);
+    assert_variant_equal(&list.items[varlen_end - PRECOMPILE_VARLEN - 1], &last);
+    assert_variant_equal(&list.items[varlen_end - 1], &last_varlen);
+    struct fc_variant first_paged = expected_family_variant(FC_KERNEL_SM80, FC_F16, 64, 0, 90, 1);
+    first_paged.varlen = first_paged.paged = 1;   /* paged implies the per-sequence form */
+    struct fc_variant last_paged = last_varlen;
+    last_paged.paged = 1;
+    assert_variant_equal(&list.items[varlen_end], &first_paged);
+    assert_variant_equal(&list.items[list.count - 1], &last_paged);
     struct fc_variant first_varlen = expected_family_variant(FC_KERNEL_SM90, FC_F16, 64, 0, 90, 1);
     first_varlen.varlen = 1;
     struct fc_variant last_sm90_varlen = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 128, 1, 90, 1);
@@ -168,8 +177,8 @@ static void test_precompile_spec(void **state)
     last_sm90_varlen.block_n = 64;
     last_sm90_varlen.warps = 8;
     last_sm90_varlen.pingpong = 0;
-    assert_variant_equal(&list.items[list.count - PRECOMPILE_VARLEN], &first_varlen);
-    assert_variant_equal(&list.items[list.count - PRECOMPILE_VARLEN + PRECOMPILE_VARLEN_SM90 - 1], &last_sm90_varlen);
+    assert_variant_equal(&list.items[varlen_end - PRECOMPILE_VARLEN], &first_varlen);
+    assert_variant_equal(&list.items[varlen_end - PRECOMPILE_VARLEN + PRECOMPILE_VARLEN_SM90 - 1], &last_sm90_varlen);
     size_t hopper = 0;
     for (size_t i = 0; i < list.count; i++) {
         char why[256];
@@ -179,7 +188,7 @@ static void test_precompile_spec(void **state)
     }
     assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_DECODE / 4 + PRECOMPILE_SM90 +
                                  PRECOMPILE_MERGE / 4 + 6 + 6 + 8 + 8 + PRECOMPILE_VARLEN_SM90 +
-                                 (PRECOMPILE_VARLEN - PRECOMPILE_VARLEN_SM90) / 2);
+                                 (PRECOMPILE_VARLEN - PRECOMPILE_VARLEN_SM90) / 2 + PRECOMPILE_PAGED / 2);
     fc_variant_list_free(&list);
     assert_list_empty(&list);
 }

@@ -460,6 +460,31 @@ def test_varlen_and_seqused_k_plan_and_explain(cli):
         assert code == EXIT_USAGE and err.strip(), (args, code, err)
 
 
+def test_page_size_plan_and_explain(cli):
+    code, out, _ = cli.run("--json", "plan", "--batch", "64", "--heads-q", "32", "--heads-kv", "8", "--seqlen-q", "1",
+                           "--seqlen-k", "8192", "--page-size", "16", "--dtype", "bf16")
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("decode_bf16_d128_var_pg_"), out
+    assert "paged K/V gathered" in json.loads(out)["reason"], out
+    code, out, _ = cli.run("--json", "plan", "--varlen", "100,0,300", "--seqlen-k", "4096", "--seqused-k",
+                           "50,0,4000", "--page-size", "1", "--causal")
+    reason = json.loads(out)["reason"]
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm80_f16_d128_causal_var_pg_"), out
+    assert "pages of whole key tiles" in reason, out   # why the Hopper kernel did not take it
+    code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "128")
+    assert code == EXIT_OK and "not yet verified" in json.loads(out)["reason"], out
+    code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "128", "--arch", "sm_90a")
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm80_"), out
+    code, out, err = cli.run("explain", "--batch", "2", "--seqlen", "300", "--page-size", "7")
+    assert code == EXIT_OK and "paged (page 7" in out and "gather path" in out, (out, err)
+    code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300")
+    assert code == EXIT_OK and "_pg_" not in json.loads(out)["kernel"], out
+    for args in (["plan", "--page-size", "0"], ["plan", "--page-size", "x"],
+                 ["plan", "--varlen", "1,2", "--varlen-k", "3,4", "--page-size", "16"],
+                 ["run", "--page-size", "-4"]):
+        code, _, err = cli.run(*args)
+        assert code == EXIT_USAGE and err.strip(), (args, code, err)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -489,6 +514,7 @@ def main():
             (test_one_exit_code_rule, (cli, directory)),
             (test_warm_precompile_says_nothing_compiled, (cli, directory)),
             (test_varlen_and_seqused_k_plan_and_explain, (cli,)),
+            (test_page_size_plan_and_explain, (cli,)),
         ]
         for test, args in tests:
             try:

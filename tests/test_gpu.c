@@ -482,6 +482,166 @@ static void test_varlen_matches_reference_in_every_family(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* A paged K/V cache (issue 13): page sizes that do and do not divide the key tiles (1, 7, 16, 64,
+ * 128, 256), dense queries and varlen ones (cu_seqlens_k NULL), with and without seqused_k, GQA
+ * 1/4/8, causal and not, a window, fp16 and bf16, every head dim 64..256 in turn, packed pages and
+ * padded ones (BHSD rows inside each page); on the selector's choice and each family forced that
+ * takes paging (decode only where its rows fit; sm90, forced, on pages of whole tiles). check.c shuffles the pages, fills every slot no
+ * used key owns with NaN (unused pages, a last page's tail, keys past seqused_k) and points the
+ * table's entries past a sequence's pages at a page of NaN; out is poisoned. */
+static const int PAGE_SIZES[] = {1, 7, 16, 64, 128, 256};
+static const int PAGED_HEAD_DIMS[] = {64, 96, 128, 192, 256};
+#define PAGED_KEYS 1000   /* varlen: every sequence's capacity (VARLEN_USED's keys fit) */
+
+static struct fc_check_case make_paged_case(int page_size, enum fc_dtype dtype, int form, int head_dim,
+                                            int decode_only)
+{
+    static const int DENSE_USED[] = {300, 0, 129};
+    struct fc_check_case c = make_case(0, head_dim, dtype, form % 2);
+    c.page_size = page_size;
+    c.shape.heads_q = 8;
+    switch (form) {
+    case 0:   /* dense, GQA 1, every key of the capacity */
+    case 1:   /* dense, GQA 4, causal, seqused_k, pages with padded rows */
+        c.shape.batch = 3;
+        c.shape.seqlen_q = decode_only ? (form ? 4 : 1) : 17;
+        c.shape.seqlen_k = 300;
+        c.shape.heads_kv = form ? 2 : (decode_only ? 1 : 8);
+        c.used_k = form ? DENSE_USED : NULL;
+        c.layout = form ? FC_LAYOUT_BHSD : FC_LAYOUT_PACKED;
+        break;
+    case 2:   /* varlen, GQA 8, seqused_k (0 and 1 keys among them) */
+    case 3:   /* varlen, GQA 4, causal, every sequence at the capacity, a window */
+    default:
+        c.shape.batch = VARLEN_SEQUENCES;
+        c.shape.seqlen_k = PAGED_KEYS;
+        c.shape.heads_kv = form == 2 ? 1 : 2;
+        c.lens_q = decode_only ? DECODE_Q : VARLEN_Q;
+        c.used_k = form == 2 ? VARLEN_USED : NULL;
+        c.shape.window_left = form == 3 ? 300 : -1;
+        break;
+    }
+    return c;
+}
+
+static int run_paged_on(struct fc_context *context, int decode_only)
+{
+    int failures = 0, cases = 0;
+    for (size_t page = 0; page < sizeof PAGE_SIZES / sizeof PAGE_SIZES[0]; page++)
+        for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
+            for (int form = 0; form < 4; form++) {
+                const int d = PAGED_HEAD_DIMS[(page + (size_t)dtype * 2 + (size_t)form) %
+                                              (sizeof PAGED_HEAD_DIMS / sizeof PAGED_HEAD_DIMS[0])];
+                struct fc_check_case c = make_paged_case(PAGE_SIZES[page], (enum fc_dtype)dtype, form, d, decode_only);
+                print_message("page %d: ", PAGE_SIZES[page]);
+                failures += run_and_report(context, &c);
+                cases++;
+            }
+    /* chunked prefill against long cached prefixes: long ragged sequences, causal, pages of 16 and 64
+     * (and 7: rows straddle pages inside every tile) */
+    static const int CHUNK_PAGES[] = {7, 16, 64};
+    for (size_t page = 0; !decode_only && page < sizeof CHUNK_PAGES / sizeof CHUNK_PAGES[0]; page++) {
+        struct fc_check_case c = make_case(0, 128, page % 2 ? FC_BF16 : FC_F16, 1);
+        c.page_size = CHUNK_PAGES[page];
+        c.shape.batch = LONG_SEQUENCES;
+        c.shape.heads_q = 8;
+        c.shape.heads_kv = 2;
+        c.shape.seqlen_k = 5000;
+        c.lens_q = LONG_Q;
+        c.used_k = LONG_USED;
+        print_message("page %d: ", CHUNK_PAGES[page]);
+        failures += run_and_report(context, &c);
+        cases++;
+    }
+    /* decode against a long cache: many splits, page 1 and 16 */
+    for (int page = 1; page <= 16; page += 15) {
+        struct fc_check_case c = make_case(11, 128, FC_BF16, 0);   /* B=1, Sq=1, Sk=20000, 16/2 heads */
+        c.page_size = page;
+        print_message("page %d: ", page);
+        failures += run_and_report(context, &c);
+        cases++;
+    }
+    print_message("%d paged cases, %d failed\n", cases, failures);
+    return failures;
+}
+
+/* The Hopper kernel's TMA page path, forced (the selector declines it until this has passed on a
+ * GPU): each schedule of SM90_VARLEN_FORCED on pages of 128 and 256 keys (whole tiles of 64 and
+ * 128), every form of make_paged_case and a long chunked prefill; a page size that is not a
+ * multiple of the tile is refused before any launch. */
+static int run_paged_sm90(void)
+{
+    int failures = 0;
+    for (size_t i = 0; i < SM90_VARLEN_FORCED_COUNT; i++) {
+        struct fc_context *sm90 = NULL;
+        if (create(&sm90, SM90_VARLEN_FORCED[i].variant))
+            fail_msg("fc_context_create for %s", SM90_VARLEN_FORCED[i].variant);
+        print_message("--- %s, paged\n", SM90_VARLEN_FORCED[i].variant);
+        int pushed;
+        assert_int_equal(fc_context_enter(sm90, &pushed), FC_OK);
+        const int dims = SM90_VARLEN_FORCED[i].max_head_dim / 64;
+        for (int page = 128, n = 0; page <= 256; page *= 2)
+            for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
+                for (int form = 0; form < 4; form++, n++) {
+                    struct fc_check_case c = make_paged_case(page, (enum fc_dtype)dtype, form, 64 * (1 + n % dims), 0);
+                    print_message("page %d: ", page);
+                    failures += run_and_report(sm90, &c);
+                }
+        struct fc_check_case c = make_case(0, 64, FC_BF16, 1);   /* chunked prefill, long prefixes */
+        c.page_size = 128;
+        c.shape.batch = LONG_SEQUENCES;
+        c.shape.heads_q = 8;
+        c.shape.heads_kv = 2;
+        c.shape.seqlen_k = 5000;
+        c.lens_q = LONG_Q;
+        c.used_k = LONG_USED;
+        print_message("page 128: ");
+        failures += run_and_report(sm90, &c);
+        /* a page of 16 keys holds no whole tile: refused, nothing launched */
+        c = make_paged_case(16, FC_BF16, 0, 64, 0);
+        struct fc_check_run run;
+        char msg[FC_MESSAGE_MAX] = "";
+        assert_int_equal(fc_check_prepare(sm90, &c, &run, msg, sizeof msg), FC_OK);
+        assert_int_equal(fc_attention_forward(sm90, &run.params, NULL), FC_ERR_UNSUPPORTED);
+        assert_non_null(strstr(fc_context_errmsg(sm90), "whole key tiles"));
+        fc_check_release(&run);
+        fc_context_leave(sm90, pushed);
+        fc_context_destroy(sm90);
+    }
+    return failures;
+}
+
+static void test_paged_matches_reference_in_every_family(void **state)
+{
+    (void)state;
+    static const char *const FAMILIES[] = {NULL, "reference", "sm80", "decode"};
+    int failures = 0;
+    for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++) {
+        const char *family = FAMILIES[i];
+        if (family && strcmp(family, "reference") && ctx->target.arch < 80)
+            continue;
+        struct fc_context *forced = ctx;
+        if (family && create(&forced, family))
+            fail_msg("fc_context_create for %s", family);
+        print_message("--- %s\n", family ? family : "the selector's choice");
+        int pushed;
+        assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
+        failures += run_paged_on(forced, family && !strcmp(family, "decode"));
+        fc_context_leave(forced, pushed);
+        if (forced != ctx)
+            fc_context_destroy(forced);
+    }
+    if (ctx->target.arch == 90 && ctx->target.arch_specific)
+        failures += run_paged_sm90();
+    /* bit-identical repeats: split-KV decode through pages of 1, and sm80-sized prefill through 7 */
+    struct fc_check_case c = make_case(11, 128, FC_BF16, 0);
+    c.page_size = 1;
+    assert_bit_identical(&c);
+    c = make_paged_case(7, FC_F16, 1, 128, 0);
+    assert_bit_identical(&c);
+    assert_int_equal(failures, 0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -538,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_misuse_on_a_real_context_launches_nothing),
         cmocka_unit_test(test_forward_is_graph_capturable),
         cmocka_unit_test(test_varlen_matches_reference_in_every_family),
+        cmocka_unit_test(test_paged_matches_reference_in_every_family),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

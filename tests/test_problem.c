@@ -864,6 +864,142 @@ static void test_varlen_plans(void **state)
     assert_non_null(strstr(msg, "16-row tile: this problem has 20"));
 }
 
+/* A paged cache: the shape rules (page_size, num_pages, the table's stride, the cache's strides and
+ * sizes, varlen's max_seqlen_k), the tensor rules (page_table iff paged, aligned; cu_seqlens_k NULL
+ * with varlen queries), and what the problem and plan become. */
+static struct fc_attention_params paged_params(void)
+{
+    struct fc_attention_params p = valid_params();   /* batch 2, seqlen_q 100, seqlen_k 300, heads 8/2 x 64 */
+    p.page_size = 16;
+    p.num_pages = 40;
+    p.page_table_stride = 19;   /* ceil(300 / 16) */
+    p.page_table = (const int32_t *)(device_memory + 64);
+    return p;
+}
+
+static void test_paged_rules(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = paged_params();
+    struct fc_problem problem;
+    char msg[512] = "";
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_true(problem.paged && fc_problem_per_sequence(&problem));
+    assert_int_equal(problem.page_size, 16);
+    assert_int_equal(problem.page_table_stride, 19);
+    assert_int_equal(problem.num_pages, 40);
+    assert_ptr_equal(problem.page_table, p.page_table);
+    assert_int_equal(problem.k_stride[0], 16 * 2 * 64);   /* {page, token, head} */
+    assert_int_equal(problem.k_stride[1], 2 * 64);
+    assert_int_equal(problem.q_stride[0], 100 * 8 * 64);   /* queries stay dense */
+
+    p = paged_params(); p.page_size = -1;
+    expect_status(&p, FC_ERR_INVALID_ARG, "page_size must be >= 1");
+    p = paged_params(); p.num_pages = 0;
+    expect_status(&p, FC_ERR_INVALID_ARG, "num_pages must be >= 1");
+    p = paged_params(); p.page_table_stride = 18;
+    expect_status(&p, FC_ERR_INVALID_ARG, "ceil(300 / 16) = 19");
+    p = paged_params(); p.page_size = 1; p.page_table_stride = 300;   /* page size 1: a page per key */
+    expect_status(&p, FC_OK, NULL);
+    p = paged_params(); p.page_size = 1; p.page_table_stride = 299;
+    expect_status(&p, FC_ERR_INVALID_ARG, "page_table_stride (299)");
+    p = paged_params(); p.page_size = 0;   /* not paged, yet the other fields are set */
+    expect_status(&p, FC_ERR_INVALID_ARG, "page_size is 0");
+    p = paged_params(); p.page_size = 0; p.num_pages = p.page_table_stride = 0;
+    expect_status(&p, FC_ERR_INVALID_ARG, "page_table is set but page_size is 0");
+    p = paged_params(); p.page_table = NULL;
+    expect_status(&p, FC_ERR_INVALID_ARG, "page_table");
+    p = paged_params(); p.page_table = (const int32_t *)(device_memory + 2);
+    expect_status(&p, FC_ERR_INVALID_ARG, "4-byte aligned");
+    p = paged_params(); p.k_stride[0] = 16 * 2 * 64 + 8; p.k_stride[1] = 2 * 64; p.k_stride[2] = 64;
+    expect_status(&p, FC_OK, NULL);   /* padded pages */
+    p = paged_params(); p.v_stride[0] = 16 * 2 * 64; p.v_stride[1] = 4; p.v_stride[2] = 64;
+    expect_status(&p, FC_ERR_INVALID_ARG, "v_stride[1]");
+    p = paged_params(); p.num_pages = INT_MAX; p.page_size = INT_MAX / 2; p.page_table_stride = 1;
+    p.k_stride[0] = (int64_t)1 << 40; p.k_stride[1] = (int64_t)1 << 20; p.k_stride[2] = 64;   /* past 64-bit offsets */
+    expect_status(&p, FC_ERR_INVALID_ARG, "overflow");
+    p = paged_params(); p.batch = INT_MAX; p.page_table_stride = INT_MAX;
+    expect_status(&p, FC_ERR_INVALID_ARG, "overflow");
+
+    /* varlen queries against the cache: cu_seqlens_k NULL, max_seqlen_k = seqlen_k */
+    p = paged_params();
+    p.seqlen_q = 150;   /* total query tokens */
+    p.max_seqlen_q = 100;
+    p.max_seqlen_k = 300;
+    p.cu_seqlens_q = (const int32_t *)device_memory;
+    p.seqused_k = (const int32_t *)(device_memory + 32);
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_true(problem.paged && problem.varlen && problem.q_stride[0] == 0);
+    assert_int_equal(problem.k_stride[0], 16 * 2 * 64);
+    struct fc_attention_params v = p;
+    v.cu_seqlens_k = (const int32_t *)(device_memory + 16);
+    expect_status(&v, FC_ERR_INVALID_ARG, "cu_seqlens_k must be NULL");
+    v = p; v.max_seqlen_k = 200;
+    expect_status(&v, FC_ERR_INVALID_ARG, "max_seqlen_k (200) must equal seqlen_k");
+    v = p; v.cu_seqlens_q = NULL;
+    expect_status(&v, FC_ERR_INVALID_ARG, "cu_seqlens_q");
+}
+
+/* The variant carries the switch (with the per-sequence form) and its name `_var_pg`; the sm90
+ * kernel declines with its reason (pages not of whole tiles; its TMA page path not yet verified),
+ * sm80 takes paged prefill, decode few query rows; forced sm90 plans its page path. */
+static void test_paged_plans(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = paged_params();
+    struct fc_problem problem;
+    struct fc_plan plan;
+    char msg[512] = "";
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM80);
+    assert_true(plan.variant.paged && plan.variant.varlen);
+    assert_non_null(strstr(plan.declined, "pages of whole key tiles"));   /* 16 keys: not sm90's tile */
+    char name[FC_VARIANT_NAME_MAX];
+    struct fc_variant parsed;
+    fc_variant_name(&plan.variant, name);
+    assert_non_null(strstr(name, "_var_pg_"));
+    assert_int_equal(fc_variant_parse_name(name, &parsed), 0);
+    assert_int_equal(fc_variant_compare(&parsed, &plan.variant), 0);
+    /* pages of whole sm90 key tiles: its TMA page path, still declined by the selector (not yet
+     * verified on a GPU), forced only */
+    p.page_size = 128;
+    p.page_table_stride = 3;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM80);
+    assert_non_null(strstr(plan.declined, "not yet verified"));
+    struct fc_plan_override forced;
+    assert_int_equal(fc_plan_override_parse("sm90", &forced), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
+    assert_true(plan.variant.paged && plan.variant.varlen);
+    fc_variant_name(&plan.variant, name);
+    assert_non_null(strstr(name, "_var_pg_"));
+    p = paged_params();
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_override_parse("reference", &forced), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_true(plan.variant.paged);
+    /* decode: one query row x GQA 4 against the cache */
+    p.seqlen_q = 1;
+    p.heads_kv = 2;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
+    assert_true(plan.variant.paged);
+    /* a variant that is paged without the per-sequence form is not one */
+    struct fc_variant v = plan.variant;
+    v.varlen = 0;
+    assert_int_not_equal(fc_variant_check(&v, msg, sizeof msg), 0);
+    /* without paging, nothing changes: no switch in the name */
+    p = valid_params();
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    fc_variant_name(&plan.variant, name);
+    assert_null(strstr(name, "_pg"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -886,6 +1022,8 @@ int main(void)
         cmocka_unit_test(test_window_resolves_into_the_mask),
         cmocka_unit_test(test_varlen_rules),
         cmocka_unit_test(test_varlen_plans),
+        cmocka_unit_test(test_paged_rules),
+        cmocka_unit_test(test_paged_plans),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };

@@ -61,7 +61,7 @@ static void make(struct setup *s, int seqlen_q, int seqlen_k, int causal, int le
         s->sinks[h] = (float)fc_random_normal(&random) * sink_scale;
     s->host = (struct fc_host_problem){p->dtype, p->batch, seqlen_q, seqlen_k, p->heads_q, p->heads_kv,
                                        p->head_dim, problem.mask, problem.softmax_scale, s->q, s->k, s->v,
-                                       sink_scale != 0.f ? s->sinks : NULL, p->softcap, NULL, NULL, NULL};
+                                       sink_scale != 0.f ? s->sinks : NULL, p->softcap, NULL, NULL, NULL, 0, 0, NULL};
 }
 
 /* Whether row i sees key j, from flashcore.h's words: around the diagonal d = i + Sk - Sq. */
@@ -243,7 +243,7 @@ static void check_varlen(int causal, int left)
     for (int used = 0; used < 2; used++) {
         const struct fc_host_problem varlen = {FC_BF16, p.batch, p.seqlen_q, p.seqlen_k, HQ, HKV, D, problem.mask,
                                                problem.softmax_scale, q, k, v, NULL, 0.f, cu_q, cu_k,
-                                               used ? used_k : NULL};
+                                               used ? used_k : NULL, 0, 0, NULL};
         for (int b = 0; b < VARLEN_SEQUENCES; b++) {
             const struct fc_host_sequence seq = fc_host_sequence_of(&varlen, b);
             assert_int_equal(seq.len_k, used ? used_k[b] : lens_k[b]);
@@ -258,7 +258,7 @@ static void check_varlen(int causal, int left)
             const struct fc_host_problem dense = {FC_BF16, 1, one.seqlen_q, one.seqlen_k, HQ, HKV, D, alone.mask,
                                                   alone.softmax_scale, q + (size_t)cu_q[b] * HQ * D,
                                                   k + (size_t)cu_k[b] * HKV * D, v + (size_t)cu_k[b] * HKV * D,
-                                                  NULL, 0.f, NULL, NULL, NULL};
+                                                  NULL, 0.f, NULL, NULL, NULL, 0, 0, NULL};
             for (int h = 0; h < HQ; h++)
                 for (int i = 0; i < lens_q[b]; i++) {
                     double scratch[2 * 128], values[4 * D];
@@ -290,12 +290,128 @@ static void test_varlen_is_each_sequence_alone(void **state)
     check_varlen(0, 2);
 }
 
+/* A paged cache: the rows the host problem computes through a page table (pages in a shuffled
+ * order, unused slots NaN) equal those of the same keys laid out contiguously, for page sizes
+ * that do and do not divide the keys, dense and varlen queries, with and without seqused_k. */
+#define PAGED_SEQUENCES 3
+#define PAGED_KEYS 37
+static void check_paged(int page_size, int causal, int varlen, int used)
+{
+    enum { HQ = 4, HKV = 2, D = 16, SQ = 5 };
+    static const int used_k[PAGED_SEQUENCES] = {37, 0, 20}, lens_q[PAGED_SEQUENCES] = {5, 1, 3};
+    const int per_sequence = (PAGED_KEYS + page_size - 1) / page_size, stride = per_sequence + 2;
+    const int pages = PAGED_SEQUENCES * per_sequence + 2;
+    const size_t row = (size_t)HKV * D;
+    static uint16_t q[PAGED_SEQUENCES * SQ * HQ * D], k[PAGED_SEQUENCES * PAGED_KEYS * HKV * D],
+        v[PAGED_SEQUENCES * PAGED_KEYS * HKV * D];
+    uint16_t *paged_k = malloc((size_t)pages * page_size * row * 2), *paged_v = malloc((size_t)pages * page_size * row * 2);
+    int32_t *table = malloc((size_t)PAGED_SEQUENCES * stride * sizeof(int32_t)), *pool = malloc((size_t)pages * sizeof(int32_t));
+    assert_non_null(paged_k);
+    assert_non_null(paged_v);
+    assert_non_null(table);
+    assert_non_null(pool);
+    struct fc_random random;
+    fc_random_seed(&random, 1234u + (unsigned)page_size);
+    for (size_t i = 0; i < sizeof q / 2; i++)
+        q[i] = fc_float_to_bf16((float)fc_random_normal(&random));
+    for (size_t i = 0; i < sizeof k / 2; i++) {
+        k[i] = fc_float_to_bf16((float)fc_random_normal(&random));
+        v[i] = fc_float_to_bf16((float)fc_random_normal(&random));
+    }
+    for (size_t i = 0; i < (size_t)pages * page_size * row; i++)
+        paged_k[i] = paged_v[i] = 0x7fff;   /* NaN: a slot no key owns */
+    for (int i = 0; i < pages; i++)
+        pool[i] = i;
+    for (int i = pages - 1; i > 0; i--) {
+        const int j = (int)fc_random_below(&random, (uint64_t)i + 1), t = pool[i];
+        pool[i] = pool[j];
+        pool[j] = t;
+    }
+    for (int b = 0, next = 0; b < PAGED_SEQUENCES; b++)
+        for (int e = 0; e < stride; e++) {
+            table[b * stride + e] = e < per_sequence ? pool[next++] : -1;   /* past its pages: never read */
+            for (int slot = 0; e < per_sequence && slot < page_size; slot++) {
+                const int key = e * page_size + slot;
+                if (key >= PAGED_KEYS)
+                    break;
+                const size_t from = ((size_t)b * PAGED_KEYS + key) * row;
+                const size_t to = ((size_t)table[b * stride + e] * page_size + slot) * row;
+                memcpy(paged_k + to, k + from, row * 2);
+                memcpy(paged_v + to, v + from, row * 2);
+            }
+        }
+    int32_t cu_q[PAGED_SEQUENCES + 1] = {0}, cu_k[PAGED_SEQUENCES + 1] = {0};
+    for (int b = 0; b < PAGED_SEQUENCES; b++) {
+        cu_q[b + 1] = cu_q[b] + lens_q[b];
+        cu_k[b + 1] = cu_k[b] + PAGED_KEYS;
+    }
+    struct fc_attention_params p;
+    fc_attention_params_init(&p);
+    p.dtype = FC_BF16;
+    p.batch = PAGED_SEQUENCES;
+    p.seqlen_q = varlen ? cu_q[PAGED_SEQUENCES] : SQ;
+    p.seqlen_k = PAGED_KEYS;
+    p.max_seqlen_q = varlen ? SQ : 0;
+    p.max_seqlen_k = varlen ? PAGED_KEYS : 0;
+    p.heads_q = HQ;
+    p.heads_kv = HKV;
+    p.head_dim = D;
+    p.causal = causal;
+    p.page_size = page_size;
+    p.page_table_stride = stride;
+    p.num_pages = pages;
+    struct fc_problem problem;
+    char msg[512];
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    const struct fc_host_problem paged = {FC_BF16, p.batch, p.seqlen_q, p.seqlen_k, HQ, HKV, D, problem.mask,
+                                          problem.softmax_scale, q, paged_k, paged_v, NULL, 0.f,
+                                          varlen ? cu_q : NULL, NULL, used ? used_k : NULL, page_size, stride, table};
+    /* the same keys contiguous: dense [batch, keys, ...], or varlen with cu_seqlens_k */
+    const struct fc_host_problem contiguous = {FC_BF16, p.batch, p.seqlen_q, varlen ? cu_k[PAGED_SEQUENCES] : p.seqlen_k,
+                                               HQ, HKV, D, problem.mask, problem.softmax_scale, q, k, v, NULL, 0.f,
+                                               varlen ? cu_q : NULL, varlen ? cu_k : NULL, used ? used_k : NULL,
+                                               0, 0, NULL};
+    for (int b = 0; b < PAGED_SEQUENCES; b++) {
+        assert_int_equal(fc_host_sequence_of(&paged, b).len_k, used ? used_k[b] : PAGED_KEYS);
+        for (int h = 0; h < HQ; h++)
+            for (int i = 0; i < (varlen ? lens_q[b] : SQ); i++) {
+                double scratch[2 * 128], values[4 * D];
+                struct fc_row_reference got = {0, 0, values, values + D}, want = {0, 0, values + 2 * D, values + 3 * D};
+                fc_reference_row(&paged, b, h, i, &got, scratch);
+                fc_reference_row(&contiguous, b, h, i, &want, scratch);
+                assert_int_equal(got.visible_keys, want.visible_keys);
+                assert_true(got.lse == want.lse || (isinf(got.lse) && isinf(want.lse)));
+                for (int d = 0; d < D; d++) {
+                    assert_false(isnan(got.out[d]));
+                    assert_true(got.out[d] == want.out[d]);
+                    assert_true(got.native[d] == want.native[d]);
+                }
+            }
+    }
+    free(paged_k);
+    free(paged_v);
+    free(table);
+    free(pool);
+}
+
+static void test_paged_is_the_same_keys_contiguous(void **state)
+{
+    (void)state;
+    static const int page_sizes[] = {1, 7, 16, 64};
+    for (size_t n = 0; n < sizeof page_sizes / sizeof page_sizes[0]; n++)
+        for (int causal = 0; causal < 2; causal++)
+            for (int varlen = 0; varlen < 2; varlen++)
+                for (int used = 0; used < 2; used++)
+                    check_paged(page_sizes[n], causal, varlen, used);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_follows_the_public_semantics),
         cmocka_unit_test(test_rows_without_keys_and_large_sinks),
         cmocka_unit_test(test_varlen_is_each_sequence_alone),
+        cmocka_unit_test(test_paged_is_the_same_keys_contiguous),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

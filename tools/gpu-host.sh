@@ -33,6 +33,11 @@
 #                              the gpu suite's varlen test, memcheck on varlen sets (sm90: all three
 #                              sanitizer tools), tools/check.py --matrix varlen per family
 #                              ($VARLEN_PY_FAMILIES, default all four) and the package's varlen tests
+#   tools/gpu-host.sh paged    a paged K/V cache (issue 13), correctness only, side by side: precompile,
+#                              the gpu suite's paged test, fcjit run --page-size 1..256 with each family
+#                              that takes paging forced (reference, sm80, decode; sm90's TMA page path
+#                              forced on pages of 128 and 256), memcheck on paged sets (dense and varlen,
+#                              pages of 1, 7 and 16) and all three sanitizer tools on sm90's page path
 #   tools/gpu-host.sh varlen-bench  ragged prefill vs our dense kernel and FA3 varlen (tools/bench_varlen.py)
 #   tools/gpu-host.sh python   the flashcore package from python/ on the carried library (no pip):
 #                              the GPU pytest suite, host time per call (op, ctypes, C, peers),
@@ -226,6 +231,42 @@ decode_tiles() {   # decode variants on BENCH.md's decode shapes and a GQA-1 one
     done
 }
 
+paged_runs() {   # fcjit run through a paged K/V cache, each family in $PAGED_FAMILIES forced; exit 1 on any failure
+    local family page d c g dt form failed=0 shape out i=0
+    out=$(mktemp)   # one per call: the families run side by side
+    for family in ${PAGED_FAMILIES:-reference sm80 decode}; do
+        for page in ${PAGED_SIZES:-1 7 16 64 128 256}; do
+            for d in ${PAGED_DIMS:-64 128 256}; do
+                for c in "" --causal; do
+                    for g in 1 4 8; do
+                        i=$((i + 1)); dt=$([ $((i % 2)) = 0 ] && echo f16 || echo bf16)
+                        # dense queries and varlen ones with seqused_k in turn (decode: one query per sequence)
+                        if [ $((i % 3)) = 0 ]; then
+                            form=varlen
+                            if [ "$family" = decode ]; then
+                                shape="--varlen 1,0,1,1,1,1,1 --seqlen-k 5000 --seqused-k 4000,7,0,1,100,777,4999"
+                            else
+                                shape="--varlen 129,0,1,5000,64,300,17 --seqlen-k 5000 --seqused-k 150,5,0,4999,1,300,999"
+                            fi
+                        else
+                            form=dense
+                            shape="--batch 3 --seqlen-q $([ "$family" = decode ] && echo 1 || echo 129) --seqlen-k 1000"
+                        fi
+                        "$FCJIT" --db "$DB" --json run --variant $family $shape --page-size $page \
+                            --heads-q $((2 * g)) --heads-kv 2 --head-dim $d --dtype $dt $c \
+                            --check-rows 256 --iters 2 --warmup 0 > "$out" 2>&1
+                        local rc=$?
+                        echo "$family page $page D=$d ${c:-full} GQA $g $dt $form: exit $rc $(grep -o '"passed": [a-z]*' "$out")"
+                        [ $rc -eq 0 ] || { failed=1; cat "$out"; }
+                    done
+                done
+            done
+        done
+    done
+    rm -f "$out"
+    return $failed
+}
+
 sanitize_decode() {   # the split-KV pair (and its scratch) under every tool
     local tool failed=0
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
@@ -254,7 +295,7 @@ export_tuning() {   # every measurement of $DB and its winners, to $OUT
 }
 
 export -f decode_tiles sanitize_decode decode_profile export_tuning
-export -f varlen_runs varlen_python run_shapes host_costs sanitize tiles profile check_variants bench_variants
+export -f paged_runs varlen_runs varlen_python run_shapes host_costs sanitize tiles profile check_variants bench_variants
 
 case "${1:-check}" in
 check)
@@ -333,6 +374,24 @@ varlen)   # varlen batches and seqused_k (issue 13), correctness only, side by s
         SANITIZE_VARIANT=sm90 SANITIZE_DIMS='64 128 256' SANITIZE_FLAGS='--varlen 129,0,1,77 \
         --varlen-k 200,5,0,300 --seqused-k 150,5,0,299' sanitize" &
     step python-varlen 540 varlen_python &
+    wait
+    ;;
+paged)   # a paged K/V cache (issue 13), correctness only, side by side (one 10-minute call)
+    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
+    step gpu-paged 540 "FC_GPU_TESTS='test_paged*' .carry/bin/test_gpu" &
+    for family in reference sm80 decode; do
+        step paged-$family 540 "PAGED_FAMILIES=$family paged_runs | tail -60" &
+    done
+    # the Hopper kernel's TMA page path, forced (pages of whole key tiles), and under all three tools
+    step paged-sm90 540 "PAGED_FAMILIES=sm90 PAGED_SIZES='128 256' PAGED_DIMS='64 128 192 256' paged_runs | tail -60" &
+    step sanitize-sm90 540 "SANITIZE_VARIANT=sm90 SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--page-size 128 \
+        --seqused-k 150,3' sanitize" &
+    step memcheck 480 "SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=sm80 SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--page-size 7 \
+        --seqused-k 150,3' sanitize; SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=sm80 SANITIZE_DIMS=128 \
+        SANITIZE_FLAGS='--varlen 129,0,1,77 --seqlen-k 300 --seqused-k 150,5,0,299 --page-size 16' sanitize; \
+        SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=reference SANITIZE_DIMS=128 SANITIZE_FLAGS='--page-size 1' sanitize; \
+        SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=decode SANITIZE_FLAGS='--page-size 1 --seqused-k 4999,17' \
+        sanitize_decode; SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=decode SANITIZE_FLAGS='--page-size 16' sanitize_decode" &
     wait
     ;;
 varlen-bench)   # ragged prefill against our dense kernel and FA3's varlen (issue 13): tools/bench_varlen.py

@@ -36,6 +36,9 @@ static const char HELP[] =
     "                     tensors packed [tokens, heads, head_dim], plus 5 tokens of no sequence)\n"
     "  --varlen-k L,...   ... and each one's key count (default: the query counts)\n"
     "  --seqused-k U,...  keys used per sequence (a KV cache's filled length), varlen or dense\n"
+    "  --page-size N      a paged K/V cache of N-token pages (--seqlen-k: each sequence's capacity; run:\n"
+    "                     a random page table, pages shuffled, unused slots NaN; with --varlen, key\n"
+    "                     counts come from --seqused-k, not --varlen-k)\n"
     "%s";
 
 static const char PLAN_HELP[] =
@@ -62,6 +65,7 @@ struct run_options {
     struct fc_attention_params params;
     int lens_q[MAX_SEQUENCES], lens_k[MAX_SEQUENCES], used_k[MAX_SEQUENCES];   /* --varlen, --varlen-k, --seqused-k */
     int count_q, count_k, count_used;
+    int page_size;             /* --page-size: 0 = K/V not paged */
     float sinks;               /* --sinks: their magnitude; 0 = none */
     int device, iters, warmup, check_rows, check, want_lse, host_calls;
     int arch, arch_specific;   /* plan --arch */
@@ -71,7 +75,8 @@ struct run_options {
 
 enum { O_BATCH = 256, O_SEQLEN, O_SEQLEN_Q, O_SEQLEN_K, O_HEADS, O_HEADS_Q, O_HEADS_KV, O_HEAD_DIM, O_DTYPE,
        O_CAUSAL, O_SCALE, O_DEVICE, O_ITERS, O_WARMUP, O_CHECK_ROWS, O_NO_CHECK, O_NO_LSE, O_SEED, O_HOST_CALLS,
-       O_VARIANT, O_ARCH, O_WINDOW_LEFT, O_WINDOW_RIGHT, O_SINKS, O_SOFTCAP, O_VARLEN, O_VARLEN_K, O_SEQUSED_K };
+       O_VARIANT, O_ARCH, O_WINDOW_LEFT, O_WINDOW_RIGHT, O_SINKS, O_SOFTCAP, O_VARLEN, O_VARLEN_K, O_SEQUSED_K,
+       O_PAGE_SIZE };
 
 /* A comma-separated list of lengths >= 0 into out (at most MAX_SEQUENCES); its count, or -1. */
 static int parse_lengths(const char *command, const char *name, const char *text, int *out)
@@ -120,6 +125,7 @@ static int parse_one(int c, const char *command, struct run_options *o)
     case O_VARLEN: return (o->count_q = parse_lengths(command, "varlen", optarg, o->lens_q)) < 0;
     case O_VARLEN_K: return (o->count_k = parse_lengths(command, "varlen-k", optarg, o->lens_k)) < 0;
     case O_SEQUSED_K: return (o->count_used = parse_lengths(command, "seqused-k", optarg, o->used_k)) < 0;
+    case O_PAGE_SIZE: return at_least(command, "page-size", 1, &o->page_size);
     case O_DEVICE: return at_least(command, "device", 0, &o->device);
     case O_ITERS: return at_least(command, "iters", 1, &o->iters);
     case O_WARMUP: return at_least(command, "warmup", 0, &o->warmup);
@@ -153,8 +159,14 @@ static int apply_sequences(const char *command, struct run_options *o)
 {
     struct fc_attention_params *p = &o->params;
     static const int32_t PLANNED = 0;   /* planning reads no pointer: seqused_k's non-NULL-ness is what counts */
+    const int capacity = p->seqlen_k;   /* --seqlen-k: a paged cache's keys per sequence */
     if (o->count_k && !o->count_q) {
         fprintf(stderr, "fcjit %s: --varlen-k needs --varlen (the query lengths)\n", command);
+        return -1;
+    }
+    if (o->count_k && o->page_size) {
+        fprintf(stderr, "fcjit %s: --varlen-k and --page-size: a paged cache's keys come from its page table; give "
+                "--seqlen-k (the capacity) and --seqused-k (each sequence's keys)\n", command);
         return -1;
     }
     if (o->count_q) {
@@ -162,7 +174,7 @@ static int apply_sequences(const char *command, struct run_options *o)
             fprintf(stderr, "fcjit %s: --varlen has %d lengths but --varlen-k %d\n", command, o->count_q, o->count_k);
             return -1;
         }
-        if (!o->count_k) {
+        if (!o->count_k && !o->page_size) {
             memcpy(o->lens_k, o->lens_q, sizeof o->lens_k);
             o->count_k = o->count_q;
         }
@@ -181,6 +193,8 @@ static int apply_sequences(const char *command, struct run_options *o)
         }
         p->seqlen_q = (int)total_q + FC_CHECK_PAD_TOKENS;
         p->seqlen_k = (int)total_k + FC_CHECK_PAD_TOKENS;
+        if (o->page_size)   /* paged: every sequence's capacity, --seqlen-k */
+            p->seqlen_k = p->max_seqlen_k = capacity;
     }
     if (o->count_used) {
         if (o->count_used != p->batch) {
@@ -189,12 +203,24 @@ static int apply_sequences(const char *command, struct run_options *o)
             return -1;
         }
         for (int b = 0; b < o->count_used; b++)
-            if (o->used_k[b] > (o->count_q ? o->lens_k[b] : p->seqlen_k)) {
+            if (o->used_k[b] > (o->count_k ? o->lens_k[b] : p->seqlen_k)) {
                 fprintf(stderr, "fcjit %s: --seqused-k: sequence %d uses %d keys of its %d\n", command, b,
-                        o->used_k[b], o->count_q ? o->lens_k[b] : p->seqlen_k);
+                        o->used_k[b], o->count_k ? o->lens_k[b] : p->seqlen_k);
                 return -1;
             }
         p->seqused_k = &PLANNED;
+    }
+    if (o->page_size) {   /* as check.c lays the cache out: a table row per sequence, one spare entry */
+        p->page_size = o->page_size;
+        p->page_table_stride = (int)(((long long)p->seqlen_k + o->page_size - 1) / o->page_size) + 1;
+        long long pages = (long long)p->batch * (p->page_table_stride - 1) + FC_CHECK_SPARE_PAGES;
+        if (pages > INT_MAX) {
+            fprintf(stderr, "fcjit %s: --page-size %d: %lld pages, more than an int counts\n", command, o->page_size,
+                    pages);
+            return -1;
+        }
+        p->num_pages = (int)pages;
+        p->page_table = &PLANNED;
     }
     return 0;
 }
@@ -212,7 +238,7 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
         {"host-calls", 1, 0, O_HOST_CALLS}, {"variant", 1, 0, O_VARIANT}, {"arch", 1, 0, O_ARCH},
         {"window-left", 1, 0, O_WINDOW_LEFT}, {"window-right", 1, 0, O_WINDOW_RIGHT}, {"sinks", 1, 0, O_SINKS},
         {"softcap", 1, 0, O_SOFTCAP}, {"varlen", 1, 0, O_VARLEN}, {"varlen-k", 1, 0, O_VARLEN_K},
-        {"seqused-k", 1, 0, O_SEQUSED_K},
+        {"seqused-k", 1, 0, O_SEQUSED_K}, {"page-size", 1, 0, O_PAGE_SIZE},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -254,22 +280,31 @@ static void print_shape(const struct run_options *o)
         printf(" sinks %g", o->sinks);
     if (p->softcap != 0.f)
         printf(" softcap %g", p->softcap);
-    if (o->count_q)
+    if (o->count_q && o->page_size)
+        printf(" varlen (%d sequences, %d tokens, longest %d)", p->batch, p->seqlen_q - FC_CHECK_PAD_TOKENS,
+               p->max_seqlen_q);
+    else if (o->count_q)
         printf(" varlen (%d sequences, %d/%d tokens, longest %d/%d)", p->batch, p->seqlen_q - FC_CHECK_PAD_TOKENS,
                p->seqlen_k - FC_CHECK_PAD_TOKENS, p->max_seqlen_q, p->max_seqlen_k);
     if (o->count_used)
         printf(" seqused_k");
+    if (o->page_size)
+        printf(" paged (page %d, %d pages)", o->page_size, p->num_pages);
 }
 
 /* What of the mask and the scores a plan's kernel takes at compile time and what at run time. */
 static void features(const struct fc_plan *plan, const struct run_options *o, char *out, size_t size)
 {
     const struct fc_variant *v = &plan->variant;
-    snprintf(out, size, "%s%s%s%s%s", v->causal ? "causal" : "no causal mask",
+    snprintf(out, size, "%s%s%s%s%s%s", v->causal ? "causal" : "no causal mask",
              v->window ? ", sliding window (bounds at run time)" : ", no window",
              v->softcap ? ", softcap (tanh compiled in, the cap at run time)" : ", no softcap",
              o->sinks != 0.f ? ", sinks (run time)" : ", no sinks",
-             v->varlen ? ", per-sequence lengths (varlen / seqused_k, read on the device)" : "");
+             v->varlen ? ", per-sequence lengths (varlen / seqused_k, read on the device)" : "",
+             !v->paged ? ""
+             : v->family == FC_KERNEL_SM90 ? ", paged K/V: the TMA path (a box per key tile at its page's coordinate)"
+                                           : ", paged K/V: the gather path (each key row's page read from the table "
+                                             "once, rows copied with cp.async)");
 }
 
 /* The shape rules, checked before any GPU is looked for, so that bad input says 2 everywhere. */
@@ -347,7 +382,7 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
     struct fc_problem problem;
     struct fc_plan plan;
     char reason[sizeof ((struct fc_plan_info *)0)->reason], kernel[FC_VARIANT_NAME_MAX] = "";
-    char heuristic_name[FC_VARIANT_NAME_MAX] = "", bucket[FC_BUCKET_NAME_MAX] = "", mask[256] = "";
+    char heuristic_name[FC_VARIANT_NAME_MAX] = "", bucket[FC_BUCKET_NAME_MAX] = "", mask[512] = "";
     status = fc_context_plan(ctx, &o.params, &problem, &plan, fc_context_message(ctx));
     if (status == FC_OK) {   /* the plan the forward call makes, with the heuristic's choice beside it */
         fc_variant_name(&plan.variant, kernel);
@@ -564,7 +599,8 @@ static int run_on_device(struct fc_context *ctx, const struct fcjit_globals *g, 
     struct fc_check_case c = {.shape = o->params, .layout = FC_LAYOUT_PACKED, .want_lse = o->want_lse,
                               .check_rows = o->check ? o->check_rows : 2, .seed = o->seed,
                               .sinks_magnitude = o->sinks, .lens_q = o->count_q ? o->lens_q : NULL,
-                              .lens_k = o->count_q ? o->lens_k : NULL, .used_k = o->count_used ? o->used_k : NULL};
+                              .lens_k = o->count_q && !o->page_size ? o->lens_k : NULL,
+                              .used_k = o->count_used ? o->used_k : NULL, .page_size = o->page_size};
     struct fc_check_run run;
     struct timings t = {0};
     struct fc_error_stats stats = {0};
