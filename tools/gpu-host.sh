@@ -295,7 +295,7 @@ export_tuning() {   # every measurement of $DB and its winners, to $OUT
 }
 
 export -f decode_tiles sanitize_decode decode_profile export_tuning
-export -f paged_runs varlen_runs varlen_python run_shapes host_costs sanitize tiles profile check_variants bench_variants
+export -f paged_runs paged_python varlen_runs varlen_python run_shapes host_costs sanitize tiles profile check_variants bench_variants
 
 case "${1:-check}" in
 check)
@@ -392,6 +392,8 @@ paged)   # a paged K/V cache (issue 13), correctness only, side by side (one 10-
         SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=reference SANITIZE_DIMS=128 SANITIZE_FLAGS='--page-size 1' sanitize; \
         SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=decode SANITIZE_FLAGS='--page-size 1 --seqused-k 4999,17' \
         sanitize_decode; SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=decode SANITIZE_FLAGS='--page-size 16' sanitize_decode" &
+    # the families the selector gives paging to (sm90's page path is only forced, on whole-tile pages)
+    step python-paged 540 "PAGED_PY_FAMILIES='reference sm80 decode' paged_python" &
     wait
     ;;
 varlen-bench)   # ragged prefill against our dense kernel and FA3's varlen (issue 13): tools/bench_varlen.py
