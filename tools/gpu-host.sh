@@ -92,19 +92,21 @@ host_costs() {   # cold (compile), warm (SQLite, new process), warm without NVRT
 }
 
 sanitize() {   # every tool must exit 0 (--error-exitcode makes any finding nonzero)
-    local tool d c failed=0
+    local tool d c failed=0 log
+    log=$(mktemp)   # one per call: sanitizer steps run side by side
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
         for d in ${SANITIZE_DIMS:-64 128 256}; do
             for c in "" --causal; do
                 compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run ${SANITIZE_VARIANT:+--variant $SANITIZE_VARIANT} --batch 2 --heads-q 4 \
                     --heads-kv 2 --seqlen-q 129 --seqlen-k 200 --head-dim $d $c --iters 1 --warmup 0 \
-                    --check-rows 8 ${SANITIZE_FLAGS:-} > /tmp/sanitizer.out 2>&1
+                    --check-rows 8 ${SANITIZE_FLAGS:-} > "$log" 2>&1
                 local rc=$?
-                echo "$tool D=$d ${c:-full}: exit $rc; $(grep -E 'SUMMARY' /tmp/sanitizer.out | tr -s ' ')"
-                [ $rc -eq 0 ] || { failed=1; cat /tmp/sanitizer.out; }
+                echo "$tool D=$d ${c:-full}: exit $rc; $(grep -E 'SUMMARY' "$log" | tr -s ' ')"
+                [ $rc -eq 0 ] || { failed=1; cat "$log"; }
             done
         done
     done
+    rm -f "$log"
     return $failed
 }
 
@@ -268,15 +270,17 @@ paged_runs() {   # fcjit run through a paged K/V cache, each family in $PAGED_FA
 }
 
 sanitize_decode() {   # the split-KV pair (and its scratch) under every tool
-    local tool failed=0
+    local tool failed=0 log
+    log=$(mktemp)
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
         compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run ${SANITIZE_VARIANT:+--variant $SANITIZE_VARIANT} \
             --batch 2 --heads-q 8 --heads-kv 2 --seqlen-q 2 --seqlen-k 5000 --head-dim 128 --causal --iters 1 --warmup 0 --check-rows 8 \
-            ${SANITIZE_FLAGS:-} > /tmp/sanitizer.out 2>&1
+            ${SANITIZE_FLAGS:-} > "$log" 2>&1
         local rc=$?
-        echo "$tool decode: exit $rc; $(grep -E 'SUMMARY' /tmp/sanitizer.out | tr -s ' ')"
-        [ $rc -eq 0 ] || { failed=1; cat /tmp/sanitizer.out; }
+        echo "$tool decode: exit $rc; $(grep -E 'SUMMARY' "$log" | tr -s ' ')"
+        [ $rc -eq 0 ] || { failed=1; cat "$log"; }
     done
+    rm -f "$log"
     return $failed
 }
 
