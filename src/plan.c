@@ -152,6 +152,15 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
     const struct fc_tuned *winner = family && family->tuned && tuned ? fc_tuned_find(tuned, problem) : NULL;
     if (!winner)   /* the bucket's dtype, head_dim and causality are the problem's */
         return;
+    /* NOTE: only a family that takes the problem: buckets know no paging, so a paged problem's bucket
+     * would hand the heuristic's sm80 choice to an sm90 winner that declines paged K/V */
+    const struct fc_family *winner_family = fc_family_of(winner->variant.family);
+    struct fc_variant scratch;
+    base_variant(problem, target, &scratch);
+    scratch.family = winner->variant.family;
+    const char *why_not = NULL;
+    if (!winner_family || !winner_family->select || !winner_family->select(problem, target, &scratch, &why_not))
+        return;
     struct fc_plan replaced = {.variant = winner->variant, .reason = winner->reason};
     /* NOTE: winners are measured without a window or a softcap: the problem's switches are added to
      * the winner's tiles, which take them as they are (fc_plan_explain says so) */

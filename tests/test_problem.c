@@ -436,8 +436,8 @@ static void test_decode_splits_can_be_forced(void **state)
 }
 
 /* A tuned winner for the problem's nearest bucket replaces the heuristic's choice in the plan the
- * forward call uses, with its reason and its own launch shape; a forced variant and a
- * decode-shaped problem keep theirs. (The table is filled by hand: a device context loads it.) */
+ * forward call uses, with its reason and its own launch shape; a forced variant, a decode-shaped
+ * problem and a problem the winner's family declines (paged K/V on sm90) keep theirs. (The table is filled by hand: a device context loads it.) */
 static void test_tuned_winner_replaces_the_heuristic(void **state)
 {
     (void)state;
@@ -474,6 +474,13 @@ static void test_tuned_winner_replaces_the_heuristic(void **state)
     p.seqlen_q = 1;   /* decode-shaped: the split-KV kernel, not tuned */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_f16_d128_causal_m16n128s2w8_sm_90a");
+    p.seqlen_q = 4096;   /* paged: the bucket's sm90 winner declines paged K/V, the heuristic's sm80 stays */
+    p.page_size = 16;
+    p.page_table_stride = 4096 / 16;
+    p.num_pages = p.batch * p.page_table_stride;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_non_null(strstr(info.kernel, "sm80_f16_d128_causal_var_pg_"));
+    assert_null(strstr(info.reason, "tuned"));
     ctx->tuned.items = NULL;   /* not the context's to free */
     ctx->tuned.count = 0;
     fc_context_destroy(ctx);

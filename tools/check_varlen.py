@@ -106,7 +106,8 @@ def prefill_case(rng, dtype, head_dim, causal, windowed=False):
         else:
             lens_k = ragged_lengths(rng, count, long_ones=int(rng.random() < 0.2))
         lens_k = [min(n, LONGEST) for n in lens_k]
-        if (sum(lens_q) <= TOKENS_Q_CAP
+        # NOTE: some query and some key: max_seqlen_q > 0 turns varlen on, and token totals are sizes
+        if (0 < sum(lens_q) <= TOKENS_Q_CAP and sum(lens_k) > 0
                 and sum(a * b for a, b in zip(lens_q, lens_k)) <= SCORES_CAP):
             break
     window = (-1, -1)
