@@ -33,11 +33,14 @@ static int smem_bytes(const struct fc_variant *v)
  * parts). On Hopper up to head_dim 128, eight warps x 16 keys of 128-key tiles, two stages, one
  * CTA an SM: 703 vs 711 us at B64 Sk 8k and 365 vs 373 us at B8 Sk 32k on an H100, where cuDNN
  * took 706 and 367 (PERF_NOTES v4.4). Decode is bound by reading K and V: what matters is bytes
- * in flight per SM and how they reach L2, not the MMAs. */
+ * in flight per SM and how they reach L2, not the MMAs. A paged cache keeps the 64-key tiles and
+ * three stages on Hopper too: each row's page-table read sits in front of its copies, and two CTAs
+ * an SM with three stages each hide it (B64 Sk 8k, page 16, H100: 90.9% of the copy bandwidth
+ * against 75.4% with the dense choice and 85.7% with it at three stages; PERF_NOTES v8.2). */
 static void defaults(struct fc_variant *v)
 {
     v->block_m = ROWS;
-    if (v->arch >= 90 && v->arch < 100 && v->head_dim <= 128) {
+    if (v->arch >= 90 && v->arch < 100 && v->head_dim <= 128 && !v->paged) {
         v->block_n = 128;
         v->warps = 8;
         v->stages = 2;
