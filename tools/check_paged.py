@@ -377,44 +377,12 @@ def context_device(context):
 
 def run_case(context, case, repeats):
     """Checks one case (with the LSE and without, then the repeats); returns its JSON row."""
-    import torch
-
     device = context_device(context)
     inputs = allocate(case, device)
     rows = load(case, inputs, random.Random(f"load-{case}"), case.magnitude)
-    kwargs = call_kwargs(case, inputs)
-    row, failures = case_row(case, repeats), []
-
-    def poisoned_call(with_lse):
-        inputs.out.fill_(math.nan)
-        inputs.lse.fill_(math.nan)
-        context.attention(inputs.q, inputs.k, inputs.v, out=inputs.out,
-                          lse=inputs.lse if with_lse else None, **kwargs)
-        torch.cuda.synchronize(device)
-
-    try:
-        row["kernel"] = context.plan(inputs.q, inputs.k, inputs.v, lse=inputs.lse, **kwargs)[0]
-        poisoned_call(with_lse=True)
-        first_out, first_lse = inputs.out.clone(), inputs.lse.clone()
-        poisoned_call(with_lse=False)
-        out_no_lse = inputs.out.clone()
-    except check.flashcore.FlashCoreError as error:
-        row.update(passed=False, failures=[str(error)])
-        return row
-
-    stats, failures = judge(case, (("out", first_out), ("without lse", out_no_lse)), first_lse,
-                            reference(case, inputs, rows))
-    row.update(stats)
-    try:
-        for run in range(2, repeats + 1):
-            poisoned_call(with_lse=True)
-            if not (check.bit_equal(inputs.out, first_out) and check.bit_equal(inputs.lse, first_lse)):
-                failures.append(f"not deterministic: run {run} differs from run 1")
-                break
-    except check.flashcore.FlashCoreError as error:
-        failures.append(f"run {run}: {error}")
-    row.update(passed=not failures, failures=failures)
-    return row
+    return check_varlen.run_loaded(context, inputs, call_kwargs(case, inputs), device, repeats,
+                                   case_row(case, repeats),
+                                   lambda outs, lse: judge(case, outs, lse, reference(case, inputs, rows)))
 
 
 def graph_case(family):

@@ -318,8 +318,17 @@ def run_case(context, case, repeats):
     device = torch.device("cuda", context.device)
     inputs = allocate(case, device)
     load(case, inputs)
-    kwargs = call_kwargs(case, inputs)
-    row, failures = case_row(case, repeats), []
+    return run_loaded(context, inputs, call_kwargs(case, inputs), device, repeats, case_row(case, repeats),
+                      lambda outs, lse: judge(case, outs, lse, reference(case, inputs)))
+
+
+def run_loaded(context, inputs, kwargs, device, repeats, row, judge_outputs):
+    """The checking of a case whose inputs are loaded (this module's and check_paged's): its kernel
+    into row, a call with the LSE and one without on poisoned outputs, judge_outputs(outs, lse) ->
+    (stats, failures), then the repeats, bit for bit; returns row, completed."""
+    import torch
+
+    failures = []
 
     def poisoned_call(with_lse):
         inputs.out.fill_(math.nan)
@@ -338,8 +347,7 @@ def run_case(context, case, repeats):
         row.update(passed=False, failures=[str(error)])
         return row
 
-    stats, failures = judge(case, (("out", first_out), ("without lse", out_no_lse)), first_lse,
-                            reference(case, inputs))
+    stats, failures = judge_outputs((("out", first_out), ("without lse", out_no_lse)), first_lse)
     row.update(stats)
     try:
         for run in range(2, repeats + 1):
