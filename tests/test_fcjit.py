@@ -471,7 +471,7 @@ def test_page_size_plan_and_explain(cli):
     assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm80_f16_d128_causal_var_pg_"), out
     assert "pages of whole key tiles" in reason, out   # why the Hopper kernel did not take it
     code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "128")
-    assert code == EXIT_OK and "not yet verified" in json.loads(out)["reason"], out
+    assert code == EXIT_OK and "checked only when forced" in json.loads(out)["reason"], out
     code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "128", "--arch", "sm_90a")
     assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm80_"), out
     code, out, err = cli.run("explain", "--batch", "2", "--seqlen", "300", "--page-size", "7")
