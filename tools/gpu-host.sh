@@ -140,35 +140,21 @@ varlen_runs() {   # fcjit run on ragged batches, each family in $VARLEN_FAMILIES
     return $failed
 }
 
-varlen_python() {   # tools/check.py --matrix varlen, one process per family in $VARLEN_PY_FAMILIES side by side, and
-                    # the package's varlen tests; exit 1 if any failed (logs and JSON in $OUT/check-varlen-FAMILY.*)
-    local family pids="" failed=0
-    for family in ${VARLEN_PY_FAMILIES:-reference sm80 decode sm90}; do
-        FC_TUNING_DB=$DB python3 tools/check.py --matrix varlen --families "$family" --repeats "${CHECK_REPEATS:-20}" \
-            --json "$OUT/check-varlen-$family.json" > "$OUT/check-varlen-$family.log" 2>&1 &
+python_matrix() {   # python_matrix KIND FAMILY...: tools/check.py --matrix KIND (varlen or paged), one process
+                    # per family side by side, and the package's KIND tests; exit 1 if any failed (logs and
+                    # JSON in $OUT/check-KIND-FAMILY.*)
+    local kind=$1 family pids="" failed=0
+    shift
+    for family in "$@"; do
+        FC_TUNING_DB=$DB python3 tools/check.py --matrix "$kind" --families "$family" --repeats "${CHECK_REPEATS:-20}" \
+            --json "$OUT/check-$kind-$family.json" > "$OUT/check-$kind-$family.log" 2>&1 &
         pids="$pids $!"
     done
-    FC_TUNING_DB=$DB python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py -k varlen || failed=1
+    FC_TUNING_DB=$DB python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py -k "$kind" || failed=1
     for pid in $pids; do wait "$pid" || failed=1; done
-    for family in ${VARLEN_PY_FAMILIES:-reference sm80 decode sm90}; do
-        echo "--- check.py --matrix varlen --families $family"; grep -E "FAIL|passed, " "$OUT/check-varlen-$family.log"
-    done
-    return $failed
-}
-
-paged_python() {   # tools/check.py --matrix paged, one process per family in $PAGED_PY_FAMILIES side by side, and
-                   # the package's paged tests; exit 1 if any failed (logs and JSON in $OUT/check-paged-FAMILY.*)
-    local family pids="" failed=0
-    for family in ${PAGED_PY_FAMILIES:-reference sm80 decode sm90}; do
-        FC_TUNING_DB=$DB python3 tools/check.py --matrix paged --families "$family" --repeats "${CHECK_REPEATS:-20}" \
-            --json "$OUT/check-paged-$family.json" > "$OUT/check-paged-$family.log" 2>&1 &
-        pids="$pids $!"
-    done
-    FC_TUNING_DB=$DB python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py -k paged || failed=1
-    for pid in $pids; do wait "$pid" || failed=1; done
-    for family in ${PAGED_PY_FAMILIES:-reference sm80 decode sm90}; do
-        echo "--- check.py --matrix paged --families $family"
-        grep -E "FAIL|predates|passed, " "$OUT/check-paged-$family.log" || tail -5 "$OUT/check-paged-$family.log"
+    for family in "$@"; do
+        echo "--- check.py --matrix $kind --families $family"
+        grep -E "FAIL|predates|passed, " "$OUT/check-$kind-$family.log" || tail -5 "$OUT/check-$kind-$family.log"
     done
     return $failed
 }
@@ -299,7 +285,7 @@ export_tuning() {   # every measurement of $DB and its winners, to $OUT
 }
 
 export -f decode_tiles sanitize_decode decode_profile export_tuning
-export -f paged_runs paged_python varlen_runs varlen_python run_shapes host_costs sanitize tiles profile check_variants bench_variants
+export -f paged_runs varlen_runs python_matrix run_shapes host_costs sanitize tiles profile check_variants bench_variants
 
 case "${1:-check}" in
 check)
@@ -377,7 +363,7 @@ varlen)   # varlen batches and seqused_k (issue 13), correctness only, side by s
         SANITIZE_FLAGS='--varlen 1,0,1 --varlen-k 3000,4,0 --seqused-k 2000,4,0' sanitize; \
         SANITIZE_VARIANT=sm90 SANITIZE_DIMS='64 128 256' SANITIZE_FLAGS='--varlen 129,0,1,77 \
         --varlen-k 200,5,0,300 --seqused-k 150,5,0,299' sanitize" &
-    step python-varlen 540 varlen_python &
+    step python-varlen 540 "python_matrix varlen \${VARLEN_PY_FAMILIES:-reference sm80 decode sm90}" &
     wait
     ;;
 paged)   # a paged K/V cache (issue 13), correctness only, side by side (one 10-minute call)
@@ -397,7 +383,7 @@ paged)   # a paged K/V cache (issue 13), correctness only, side by side (one 10-
         SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=decode SANITIZE_FLAGS='--page-size 1 --seqused-k 4999,17' \
         sanitize_decode; SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=decode SANITIZE_FLAGS='--page-size 16' sanitize_decode" &
     # the families the selector gives paging to (sm90's page path is only forced, on whole-tile pages)
-    step python-paged 540 "PAGED_PY_FAMILIES='reference sm80 decode' paged_python" &
+    step python-paged 540 "python_matrix paged \${PAGED_PY_FAMILIES:-reference sm80 decode}" &
     wait
     ;;
 varlen-bench)   # ragged prefill against our dense kernel and FA3's varlen (issue 13): tools/bench_varlen.py
