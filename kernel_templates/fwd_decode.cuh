@@ -62,6 +62,17 @@ struct DecodeForward {
 
     using MMA = Mma<T>;
 
+    // PAGED: the pages of the rows of a thread's chunks of one tile (its copy j: chunk threadIdx.x + j
+    // * THREADS), looked up a tile before their copies are issued (lookup_pages), where a thread has
+    // at most 8 copies a tile; with more (head_dim 256: 16, two registers each) the lookups stay at
+    // the copies: kept, they spilled. Sizes written out, not members: a member constant put a symbol
+    // in every variant's PTX.
+    __device__ static constexpr int page_copies() { return (BLOCK_N * CHUNKS + THREADS - 1) / THREADS; }
+    __device__ static constexpr bool pages_ahead() { return PAGED && page_copies() <= 8; }
+    struct TilePages {
+        PageSlot at[pages_ahead() ? page_copies() : 1];
+    };
+
     const fc_kernel_args &args;
     char *smem;
     int split, batch, kv_head, rows, warp, lane;
@@ -129,29 +140,60 @@ struct DecodeForward {
         }
     }
 
-    // PAGED: keys [first, first + BLOCK_N) of K and V into their tiles through the page table; keys at
-    // or past `end` are zeros. NOTE: each row's page is looked up once, for K and V alike, and its
-    // chunks stay whole 16-byte copies of one contiguous row (a page of 16 tokens is 16 such rows
-    // per head; a page of 1, one), so the copies fill shared memory's lines as the strided ones do.
-    __device__ __forceinline__ void load_paged(unsigned k_dst, unsigned v_dst, int first, int end)
+    // PAGED: the pages of this thread's rows of keys [first, first + BLOCK_N) (keys at or past `end`:
+    // none read). NOTE: plain loads, issued a tile before load_paged uses them: a table read in
+    // front of each copy left every thread waiting on L2 once a tile (page 1: 58% of the copy
+    // bandwidth, half the stalls on it; PERF_NOTES v8.3).
+    __device__ __forceinline__ void lookup_pages(TilePages &pages, int first, int end) const
     {
-        const PagedRows<T> k(args.k, args.k_stride, kv_head), v(args.v, args.v_stride, kv_head);
+        if constexpr (!pages_ahead())
+            return;
 #pragma unroll
-        for (int i = threadIdx.x; i < BLOCK_N * CHUNKS; i += THREADS) {
-            const int r = i / CHUNKS, c = i % CHUNKS;
-            const bool valid = first + r < end;
-            const PageSlot at = valid ? page_slot(pages_of(args), batch, first + r) : PageSlot{0, 0};
-            cp_async_16_stream(k_dst + kv_offset(r, c), k.row(at) + c * E::PER_CHUNK, valid);
-            cp_async_16_stream(v_dst + kv_offset(r, c), v.row(at) + c * E::PER_CHUNK, valid);
+        for (int j = 0; j < page_copies(); j++) {
+            const int i = threadIdx.x + j * THREADS, r = i / CHUNKS;
+            pages.at[j] = i < BLOCK_N * CHUNKS && first + r < end ? page_slot(pages_of(args), batch, first + r)
+                                                                  : PageSlot{0, 0};
         }
     }
 
-    // One stage of the ring: K and V tiles from `first` on (strided rows, or PAGED through the table).
+    // PAGED: keys [first, first + BLOCK_N) of K and V into their tiles, at the pages lookup_pages
+    // found; keys at or past `end` are zeros. NOTE: each row's page is looked up once, for K and V
+    // alike, and its chunks stay whole 16-byte copies of one contiguous row (a page of 16 tokens is
+    // 16 such rows per head; a page of 1, one), so the copies fill shared memory's lines as the
+    // strided ones do.
+    __device__ __forceinline__ void load_paged(unsigned k_dst, unsigned v_dst, int first, int end,
+                                               const TilePages &pages)
+    {
+        const PagedRows<T> k(args.k, args.k_stride, kv_head), v(args.v, args.v_stride, kv_head);
+        if constexpr (pages_ahead()) {
+#pragma unroll
+            for (int j = 0; j < page_copies(); j++) {
+                const int i = threadIdx.x + j * THREADS, r = i / CHUNKS, c = i % CHUNKS;
+                if (i < BLOCK_N * CHUNKS) {
+                    const bool valid = first + r < end;
+                    cp_async_16_stream(k_dst + kv_offset(r, c), k.row(pages.at[j]) + c * E::PER_CHUNK, valid);
+                    cp_async_16_stream(v_dst + kv_offset(r, c), v.row(pages.at[j]) + c * E::PER_CHUNK, valid);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int i = threadIdx.x; i < BLOCK_N * CHUNKS; i += THREADS) {
+                const int r = i / CHUNKS, c = i % CHUNKS;
+                const bool valid = first + r < end;
+                const PageSlot at = valid ? page_slot(pages_of(args), batch, first + r) : PageSlot{0, 0};
+                cp_async_16_stream(k_dst + kv_offset(r, c), k.row(at) + c * E::PER_CHUNK, valid);
+                cp_async_16_stream(v_dst + kv_offset(r, c), v.row(at) + c * E::PER_CHUNK, valid);
+            }
+        }
+    }
+
+    // One stage of the ring: K and V tiles from `first` on (strided rows, or PAGED through the table
+    // at `pages`).
     __device__ __forceinline__ void load_kv(unsigned k_dst, unsigned v_dst, const StridedRows<T> &k,
-                                            const StridedRows<T> &v, int first, int end)
+                                            const StridedRows<T> &v, int first, int end, const TilePages &pages)
     {
         if constexpr (PAGED) {
-            load_paged(k_dst, v_dst, first, end);
+            load_paged(k_dst, v_dst, first, end, pages);
         } else {
             load_tile(k_dst, k, first, end);
             load_tile(v_dst, v, first, end);
@@ -269,10 +311,16 @@ struct DecodeForward {
 
         load_q(q_smem);
         cp_async_commit();
+        TilePages pages;   // PAGED: the next tile to load's (one ahead of its copies); unused otherwise
+        if constexpr (PAGED)
+            lookup_pages(pages, key_begin, key_end);
 #pragma unroll
         for (int t = 0; t < STAGES - 1; t++) {   // the ring's first STAGES - 1 tiles, one group each
-            if (t < tiles)
-                load_kv(k_smem + t * KV_BYTES, v_smem + t * KV_BYTES, k, v, key_begin + t * BLOCK_N, key_end);
+            if (t < tiles) {
+                load_kv(k_smem + t * KV_BYTES, v_smem + t * KV_BYTES, k, v, key_begin + t * BLOCK_N, key_end, pages);
+                if constexpr (PAGED)
+                    lookup_pages(pages, key_begin + (t + 1) * BLOCK_N, key_end);
+            }
             cp_async_commit();
         }
 
@@ -297,7 +345,9 @@ struct DecodeForward {
             if (ahead < tiles) {
                 const int stage = ahead % STAGES;
                 load_kv(k_smem + stage * KV_BYTES, v_smem + stage * KV_BYTES, k, v, key_begin + ahead * BLOCK_N,
-                        key_end);
+                        key_end, pages);
+                if constexpr (PAGED)   // read while tile t is computed; used at t + 1
+                    lookup_pages(pages, key_begin + (ahead + 1) * BLOCK_N, key_end);
             }
             cp_async_commit();   // possibly empty: keeps one group per tile
             if (t == 0)
