@@ -26,10 +26,20 @@
 // sequence's keys (other tokens, NaN allowed) are masked in S and zeroed in V before P V; rows
 // past the sequence's queries are computed and never written.
 //
-// With PAGED (a paged K/V cache; VARLEN too), K and V come through maps of the paged tensors
-// (head_dim, page_size, head, page): each key tile is one box at its page's coordinate, page_size
-// being a multiple of the tile (kv_source.cuh's PagedTmaRows: one table read per tile). The tail of
-// the last tile (the page's slots past the sequence's keys) is masked and zeroed as VARLEN's.
+// With PAGED (a paged K/V cache; VARLEN too), K and V come one of two ways, chosen by the host
+// (src/family_sm90.c) and told by the argument's box_rows:
+// - TMA boxes (box_rows > 0): maps of the paged tensors (head_dim, page_size, head, page); each key
+//   tile is BLOCK_N / box_rows boxes, each at its page's coordinate (kv_source.cuh's PagedTmaRows:
+//   one table read per box). The first producer warp issues them, a box per lane, so that a tile's
+//   table reads are in flight together.
+// - gather (box_rows 0; warp-specialized only): the producer warpgroup's threads copy the tile's
+//   rows by cp.async into the same 128B-swizzled layout TMA writes (one table read per row), two
+//   warps for K and two for V, each thread arriving on its slot's barrier when its copies land (the
+//   barrier counts 64 arrivals, no bytes); each consumer fences the proxies before its WGMMAs read
+//   such a slot. The host takes it where a tile would need more than two boxes: TMA costs about
+//   the same per box whatever its size, so pages of 16 keys (16 boxes a tile at head_dim 128) made
+//   the TMA unit the bottleneck (PERF_NOTES v8.3).
+// The tail of the last tile (slots past the sequence's keys) is masked and zeroed as VARLEN's.
 //
 // Not yet: TMA stores of O, a persistent grid.
 #pragma once
@@ -39,6 +49,7 @@
 #include "fc_args.h"
 #include "kv_source.cuh"
 #include "mask.cuh"
+#include "ptx/cp_async.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/registers.cuh"
 #include "ptx/smem.cuh"
@@ -98,7 +109,9 @@ struct Sm90Forward {
     static constexpr int MIN_BLOCKS = SPECIALIZED && CONSUMERS == 1 && HEAD_DIM <= 128 ? 2 : 1;
     static constexpr int LAUNCH_REGISTERS = 65536 / (THREADS * MIN_BLOCKS) / 8 * 8 > 248
                                                 ? 248 : 65536 / (THREADS * MIN_BLOCKS) / 8 * 8;
-    static constexpr int PRODUCER_REGISTERS = 24;
+    // PAGED: the gather path's addresses and page ids need more than 24
+    static constexpr int PRODUCER_REGISTERS = PAGED ? 40 : 24;
+    static constexpr int PRODUCER_THREADS = 128, GATHERERS = PRODUCER_THREADS / 2;   // PAGED, gather: per tensor
     static constexpr int CONSUMER_REGISTERS_POOL =
         (LAUNCH_REGISTERS * (CONSUMERS + 1) - PRODUCER_REGISTERS) / CONSUMERS / 8 * 8;
     static constexpr int CONSUMER_REGISTERS = CONSUMER_REGISTERS_POOL > 240 ? 240 : CONSUMER_REGISTERS_POOL;
@@ -140,10 +153,10 @@ struct Sm90Forward {
     {
         return reinterpret_cast<const fc_sm90_varlen_args &>(args).seqlens;
     }
-    // PAGED: the argument's page table (args is the first member of a fc_sm90_paged_args).
-    __device__ __forceinline__ const fc_pages &pages() const
+    // PAGED: the argument's page table and box rows (args is the first member of a fc_sm90_paged_args).
+    __device__ __forceinline__ const fc_sm90_paged_args &paged() const
     {
-        return reinterpret_cast<const fc_sm90_paged_args &>(args).pages;
+        return reinterpret_cast<const fc_sm90_paged_args &>(args);
     }
 
     __device__ __forceinline__ unsigned q_tile(int g = 0) const
@@ -193,10 +206,7 @@ struct Sm90Forward {
                                               const SequenceTmaOrigin &origin = {})
     {
         if constexpr (PAGED) {
-            const PagedTmaRows rows{kv_head, batch};
-            for (int j = 0; j < COLUMN_BLOCKS; j++)
-                rows.load(dst + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), pages(), COLUMNS * j,
-                          WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
+            load_paged_tile(map, dst, t, bar, 0, 1);
             return;
         }
         if constexpr (VARLEN) {
@@ -210,6 +220,76 @@ struct Sm90Forward {
         for (int j = 0; j < COLUMN_BLOCKS; j++)
             rows.load(dst + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), COLUMNS * j,
                       WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
+    }
+
+    // PAGED: boxes lane, lane + lanes, ... of tile t into the slot at dst (`lanes` threads issue
+    // the tile together: box i is rows [i * box_rows, (i + 1) * box_rows) of every column block).
+    __device__ __forceinline__ void load_paged_tile(const fc_tensor_map &map, unsigned dst, int t, unsigned bar,
+                                                    int lane, int lanes)
+    {
+        const PagedTmaRows rows{kv_head, batch, paged().box_rows, mask.seqlen_k()};
+        const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+        for (int i = lane; i * rows.box_rows < BLOCK_N; i += lanes) {
+            const PageSlot at = rows.box_page(paged().pages, key0 + i * rows.box_rows);
+            for (int j = 0; j < COLUMN_BLOCKS; j++)
+                rows.load(dst + j * KV_BLOCK_BYTES + i * rows.box_rows * SWIZZLE_BYTES,
+                          reinterpret_cast<const TensorMap &>(map), at, COLUMNS * j, bar);
+        }
+    }
+
+    // PAGED, gather: where row `row` of tile t lives in K or V (its strides), in elements from its
+    // head's (page 0, slot 0) (row < BLOCK_N; rows past the sequence's keys: there).
+    __device__ __forceinline__ long long row_offset(int t, int row, int keys, const long long *stride) const
+    {
+        const int key = (WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N) + row;
+        const PageSlot at = row < BLOCK_N && key < keys ? page_slot_ahead(paged().pages, batch, key) : PageSlot{0, 0};
+        return at.page * stride[0] + at.slot * stride[1];
+    }
+
+    // PAGED, gather (warp-specialized): gatherer q's share of K or V (head_rows: its head's (page 0,
+    // slot 0); the tile's rows at `offsets` from it) of tile t into the slot at dst, rows past the
+    // sequence's keys zero-filled: 16-byte chunk q % 8 of rows q / 8 + 8 j of every column block,
+    // copied to where TMA's 128B swizzle puts it (chunk c of line r at c ^ r % 8: the same for all of
+    // this thread's rows). A warp's copies are four whole 128-byte lines. NOTE: each row's address is
+    // found once for all its column blocks, from its offset found once for the tile; found per copy
+    // (and q signed, so every division a real one), the producer's ~50 instructions a copy took the
+    // consumers' issue slots (0.50x the non-paged run); with the page and slot multiplied out per
+    // row, ~20 a row (0.73x; PERF_NOTES v8.3).
+    __device__ __forceinline__ void gather_tile(const T *head_rows, unsigned dst, int t, unsigned q,
+                                                const long long *offsets, int keys)
+    {
+        constexpr int LINE_CHUNKS = SWIZZLE_BYTES / 16, ROWS_PER_PASS = GATHERERS / LINE_CHUNKS;
+        static_assert(BLOCK_N % ROWS_PER_PASS == 0, "whole passes of the gatherers");
+        const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+        const unsigned row0 = q / LINE_CHUNKS, chunk = q % LINE_CHUNKS;
+        const unsigned to = dst + row0 * SWIZZLE_BYTES + (chunk ^ row0 % 8) * 16;   // (row0 + 8 j) % 8 = row0 % 8
+#pragma unroll
+        for (int j = 0; j < BLOCK_N / ROWS_PER_PASS; j++) {
+            const int r = row0 + j * ROWS_PER_PASS;
+            const T *from = head_rows + offsets[r] + chunk * E::PER_CHUNK;
+            const bool valid = key0 + r < keys;
+#pragma unroll
+            for (int b = 0; b < COLUMN_BLOCKS; b++)
+                cp_async_16(to + b * KV_BLOCK_BYTES + j * ROWS_PER_PASS * SWIZZLE_BYTES, from + b * COLUMNS, valid);
+        }
+    }
+
+    // PAGED: whether K and V come by gather_tile (box_rows 0) rather than TMA boxes.
+    __device__ __forceinline__ bool gathered() const
+    {
+        if constexpr (PAGED)
+            return paged().box_rows == 0;
+        else
+            return false;
+    }
+
+    // Waits for the slot's K or V (full barrier `bar`, phase); a gathered slot was written by the
+    // generic proxy's cp.async, which WGMMA (the async proxy) reads only after this thread's fence.
+    __device__ __forceinline__ void wait_full(unsigned bar, int phase) const
+    {
+        mbarrier_wait(bar, phase);
+        if (gathered())
+            fence_proxy_async();
     }
 
     // Thread 0 (plain schedule): K and V of tile t into its stage, on one barrier.
@@ -440,6 +520,72 @@ struct Sm90Forward {
         }
     }
 
+    // PAGED, gather: the producer warpgroup, as produce, in two halves of GATHERERS threads, one for
+    // K and one for V, each on its own: every thread of a half waits for its tensor's slot, copies its
+    // share of the tile and arrives on the slot's barrier when its copies have landed. Each half looks
+    // the tile's rows up once, BLOCK_N / GATHERERS rows a thread, a tile ahead (the table reads in
+    // flight while the tile before is copied), and shares them through `offsets` as offsets into its
+    // tensor. NOTE: each copy reading its own row's table entry left the producer waiting on L2 four
+    // times a tile (0.25x the non-paged run); one producer for K then V left K's copies waiting behind
+    // V's slot (PERF_NOTES v8.3).
+    __device__ __forceinline__ void produce_gathered(const Barriers &b, int tiles, unsigned p)
+    {
+        __shared__ long long offsets[2][BLOCK_N];   // K's and V's rows of the tiles being copied (src/family_sm90.c counts them)
+        constexpr int ROWS = BLOCK_N / GATHERERS;
+        static_assert(BLOCK_N % GATHERERS == 0, "whole rows for every gatherer");
+        const int v = p >= GATHERERS, keys = mask.seqlen_k(), half_barrier = TURN_BARRIER + CONSUMERS + 1 + v;
+        const unsigned q = p % GATHERERS;
+        const long long *stride = v ? base.v_stride : base.k_stride;
+        const T *head_rows = static_cast<const T *>(v ? base.v : base.k) + kv_head * stride[2];
+        const unsigned full = v ? b.v_full : b.k_full, empty = v ? b.v_empty : b.k_empty;
+        const unsigned tile0 = v ? v_tile(0) : k_tile(0);
+        if (p == 0)
+            load_q(b.q, sequence_tma_origin<PAGED>(seqlens(), batch));
+        long long next[ROWS];
+#pragma unroll
+        for (int i = 0; i < ROWS; i++)
+            next[i] = row_offset(0, q + i * GATHERERS, keys, stride);
+        for (int t = 0; t < tiles; t++) {
+            const int stage = t % STAGES, round = t / STAGES;
+            named_barrier_sync(half_barrier, GATHERERS);   // the half has read the last tile's rows
+#pragma unroll
+            for (int i = 0; i < ROWS; i++)
+                offsets[v][q + i * GATHERERS] = next[i];
+            named_barrier_sync(half_barrier, GATHERERS);
+            if (t + 1 < tiles)
+#pragma unroll
+                for (int i = 0; i < ROWS; i++)
+                    next[i] = row_offset(t + 1, q + i * GATHERERS, keys, stride);
+            if (round > 0)
+                mbarrier_wait(b.slot(empty, t), (round - 1) & 1);
+            gather_tile(head_rows, tile0 + stage * KV_BYTES, t, q, offsets[v], keys);
+            cp_async_mbarrier_arrive_noinc(b.slot(full, t));
+        }
+    }
+
+    // PAGED, TMA boxes: the producer warp, as produce: every lane waits for a slot, lane 0 expects
+    // its bytes, and the lanes issue the tile's boxes together (load_paged_tile).
+    __device__ __forceinline__ void produce_paged(const Barriers &b, int tiles, int lane)
+    {
+        if (lane == 0)
+            load_q(b.q, sequence_tma_origin<PAGED>(seqlens(), batch));
+        for (int t = 0; t < tiles; t++) {
+            const int stage = t % STAGES, round = t / STAGES;
+            if (round > 0)
+                mbarrier_wait(b.slot(b.k_empty, t), (round - 1) & 1);
+            if (lane == 0)
+                mbarrier_arrive_expect_tx(b.slot(b.k_full, t), KV_BYTES);
+            __syncwarp();
+            load_paged_tile(args.k_map, k_tile(stage), t, b.slot(b.k_full, t), lane, WARP_SIZE);
+            if (round > 0)
+                mbarrier_wait(b.slot(b.v_empty, t), (round - 1) & 1);
+            if (lane == 0)
+                mbarrier_arrive_expect_tx(b.slot(b.v_full, t), KV_BYTES);
+            __syncwarp();
+            load_paged_tile(args.v_map, v_tile(stage), t, b.slot(b.v_full, t), lane, WARP_SIZE);
+        }
+    }
+
     // Ping-pong: consumer c issues its GEMMs only in its turn, then passes the turn to c + 1, so
     // that one warpgroup's softmax runs while the next one's GEMMs have the tensor cores. Every
     // consumer takes tiles + 1 turns; the last one in the ring does not pass its final turn on,
@@ -470,7 +616,7 @@ struct Sm90Forward {
             unsigned a[BLOCK_N / 16][4];   // P of the tile before
             if (PINGPONG && group == CONSUMERS - 1)
                 named_barrier_arrive(TURN_BARRIER, 256);   // consumer 0 goes first
-            mbarrier_wait(b.slot(b.k_full, 0), 0);
+            wait_full(b.slot(b.k_full, 0), 0);
             turn_begin();
             qk_issue(s, 0);
             turn_end(false);
@@ -480,8 +626,8 @@ struct Sm90Forward {
             softmax_tile(s, softmax, correction, 0);   // O is 0: its correction changes nothing
             p_fragments(a, s);
             for (int t = 1; t < tiles; t++) {
-                mbarrier_wait(b.slot(b.k_full, t), (t / STAGES) & 1);
-                mbarrier_wait(b.slot(b.v_full, t - 1), ((t - 1) / STAGES) & 1);
+                wait_full(b.slot(b.k_full, t), (t / STAGES) & 1);
+                wait_full(b.slot(b.v_full, t - 1), ((t - 1) / STAGES) & 1);
                 turn_begin();
                 qk_issue(s, t % STAGES);
                 rescale_output(o, correction);
@@ -496,7 +642,7 @@ struct Sm90Forward {
                 mbarrier_arrive(b.slot(b.v_empty, t - 1));
                 p_fragments(a, s);
             }
-            mbarrier_wait(b.slot(b.v_full, tiles - 1), ((tiles - 1) / STAGES) & 1);
+            wait_full(b.slot(b.v_full, tiles - 1), ((tiles - 1) / STAGES) & 1);
             // VARLEN: before this consumer's turn. NOTE: no deadlock with ping-pong: every consumer
             // has taken its turns of the loop (each needs only the previous consumer's turn of the
             // same tile, passed before that one got here), and the final turns come after the clear.
@@ -524,20 +670,27 @@ struct Sm90Forward {
         b.v_empty = b.k_empty + 8 * STAGES;
         const int tiles = key_tiles();
         if (threadIdx.x == 0) {
+            const int fillers = gathered() ? GATHERERS : 1;   // arrivals that fill a slot
             mbarrier_init(b.q, 1);
             for (int s = 0; s < STAGES; s++) {
-                mbarrier_init(b.k_full + 8 * s, 1);
-                mbarrier_init(b.v_full + 8 * s, 1);
+                mbarrier_init(b.k_full + 8 * s, fillers);
+                mbarrier_init(b.v_full + 8 * s, fillers);
                 mbarrier_init(b.k_empty + 8 * s, CONSUMER_THREADS);
                 mbarrier_init(b.v_empty + 8 * s, CONSUMER_THREADS);
             }
             mbarrier_init_fence();
         }
         __syncthreads();   // the last CTA-wide barrier: the warpgroups run apart from here on
-        if (group == CONSUMERS) {   // the producer warpgroup: one thread issues, the rest leave
+        if (group == CONSUMERS) {   // the producer warpgroup: one thread issues (PAGED: one warp), the rest leave
             registers_release<PRODUCER_REGISTERS>();
-            if (threadIdx.x == CONSUMER_THREADS)
+            if constexpr (PAGED) {
+                if (gathered())
+                    produce_gathered(b, tiles, threadIdx.x - CONSUMER_THREADS);
+                else if (warp == CONSUMER_THREADS / WARP_SIZE)
+                    produce_paged(b, tiles, threadIdx.x % WARP_SIZE);
+            } else if (threadIdx.x == CONSUMER_THREADS) {
                 produce(b, tiles);
+            }
             return;
         }
         registers_claim<CONSUMER_REGISTERS>();

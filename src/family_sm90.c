@@ -66,10 +66,33 @@ static int check(const struct fc_variant *v, char *why, size_t size)
         return fc_variant_fail(why, size, "the sm90 kernel takes 4 warps per 64 rows (plus 4 for a producer "
                                "warpgroup), and 2 stages and no ping-pong without one; not %d warps", v->warps);
     }
-    if (smem_bytes(v) + STATIC_SMEM > fc_arch_smem_limit(v->arch))
+    /* PAGED: the gather path's K and V offsets of a tile's rows (fwd_sm90.cuh's produce_gathered) */
+    if (smem_bytes(v) + STATIC_SMEM + (v->paged ? 16 * v->block_n : 0) > fc_arch_smem_limit(v->arch))
         return fc_variant_fail(why, size, "needs %d bytes of shared memory, more than the arch allows",
                                smem_bytes(v));
     return 0;
+}
+
+/* How the kernel reads a paged cache (fwd_sm90.cuh): the rows of its TMA boxes (> 0), 0 to gather
+ * rows by cp.async, -1 when it cannot. Boxes are the largest divisor of page and tile, a multiple of
+ * 8 (a 128B swizzle atom, so that a box lands where the tile's swizzle expects it). TMA costs about
+ * as much per box whatever its size, so more than two boxes a tile make it the bottleneck; the
+ * warp-specialized schedule then gathers rows with its producer warpgroup instead (chunked prefill,
+ * H100, PERF_NOTES v8.3: pages of 16, 16 boxes a tile 0.70x the non-paged run, gathered 0.79x; pages
+ * of 64, 2 boxes 0.93x, gathered 0.84x). The plain schedule (no producer warpgroup) takes boxes of
+ * any count. */
+#define MAX_TMA_BOXES_PER_TILE 2
+static int page_box_rows(const struct fc_variant *v, int page_size)
+{
+    int rows = page_size, b = v->block_n;   /* gcd(page_size, block_n) */
+    while (b) {
+        const int r = rows % b;
+        rows = b;
+        b = r;
+    }
+    if (rows % 8 == 0 && (v->block_n / rows <= MAX_TMA_BOXES_PER_TILE || !specialized(v)))
+        return rows;
+    return specialized(v) ? 0 : -1;
 }
 
 static const char *select_for(const struct fc_problem *problem, const struct fc_target *target,
@@ -104,15 +127,18 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     if (fc_variant_check(v, NULL, 0))
         return NULL;
     if (problem->paged) {
-        /* NOTE: the TMA page path (PagedTmaRows) passed gpu-host.sh paged forced on an H100
-         * (2026-11-23); it is declined here until the gpu suite's selector cases have run with it
-         * selected. FC_FORCE_VARIANT=sm90 runs it where page_size is a multiple of the key tile */
-        *why_not = problem->page_size % v->block_n
-                       ? "the Hopper kernel's paged path needs pages of whole key tiles (page_size a multiple of "
-                         "its block_n), and it has no gather path yet"
-                       : "the Hopper kernel's TMA page path (a box per key tile at its page) is checked only when "
-                         "forced so far: FC_FORCE_VARIANT=sm90 runs it";
-        return NULL;
+        const int rows = page_box_rows(v, problem->page_size);
+        if (rows < 0) {
+            *why_not = "the Hopper kernel's plain schedule (head_dim 64) reads pages by TMA boxes of a multiple of "
+                       "8 tokens (page_size a multiple of 8); only its warp-specialized one gathers rows";
+            return NULL;
+        }
+        return rows == v->block_n ? "sm90 kernel: TMA + WGMMA on a paged cache, each key tile one TMA box inside one page"
+               : rows ? "sm90 kernel: TMA + WGMMA on a paged cache, each key tile several TMA boxes (gcd(page_size, "
+                        "block_n) tokens each, inside one page)"
+                      : "sm90 kernel: WGMMA on a paged cache gathered by the producer warpgroup (pages of less than "
+                        "half a key tile, or not of a multiple of 8 tokens: each row's page read from the table once "
+                        "a tile, rows copied by cp.async)";
     }
     if (v->varlen)
         return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128, with per-sequence lengths (each "
@@ -158,7 +184,7 @@ static enum fc_status encode(const struct fc_launch *l, struct fc_tensor_map *ma
 }
 
 /* A paged cache's K or V as a 4-D view (head_dim, page_size, head, page), strides {token, head,
- * page}: boxes of one swizzle row x box_rows slots, inside one page (page_size a multiple of them). */
+ * page}: boxes of one swizzle row x box_rows slots, inside one page (box_rows divides page_size). */
 static enum fc_status encode_pages(const struct fc_launch *l, struct fc_tensor_map *map, const void *base,
                                    const int64_t stride[3], int box_rows)
 {
@@ -190,16 +216,18 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
     const int block_n = l->plan->variant.block_n;
     enum fc_status status;
     if (l->plan->variant.paged) {
-        if (p->page_size % block_n) {   /* a forced variant: the selector declines these */
-            snprintf(l->msg, l->msg_size, "the sm90 kernel's paged path takes pages of whole key tiles: page_size "
-                     "%d is not a multiple of its block_n %d (the sm80 and decode kernels take any page size)",
-                     p->page_size, block_n);
+        const int rows = page_box_rows(&l->plan->variant, p->page_size);
+        if (rows < 0) {   /* a forced variant: the selector declines these */
+            snprintf(l->msg, l->msg_size, "the sm90 kernel's plain schedule reads pages by TMA boxes of a multiple "
+                     "of 8 tokens: page_size %d is not a multiple of 8 (its warp-specialized schedule, and the sm80 "
+                     "and decode kernels, take any page size)", p->page_size);
             return FC_ERR_UNSUPPORTED;
         }
         fc_launch_pages(p, &paged->pages);
+        paged->box_rows = rows;   /* 0: gathered, the K and V maps unused (encoded all the same) */
         if ((status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS)) ||
-            (status = encode_pages(l, &a->k_map, p->k, p->k_stride, block_n)) ||
-            (status = encode_pages(l, &a->v_map, p->v, p->v_stride, block_n)))
+            (status = encode_pages(l, &a->k_map, p->k, p->k_stride, rows ? rows : 1)) ||
+            (status = encode_pages(l, &a->v_map, p->v, p->v_stride, rows ? rows : 1)))
             return status;
         args->params[0] = a;
         return FC_OK;

@@ -153,7 +153,7 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
     if (!winner)   /* the bucket's dtype, head_dim and causality are the problem's */
         return;
     /* NOTE: only a family that takes the problem: buckets know no paging, so a paged problem's bucket
-     * would hand the heuristic's sm80 choice to an sm90 winner that declines paged K/V */
+     * would hand the heuristic's sm80 choice (pages the sm90 kernel declines) to an sm90 winner */
     const struct fc_family *winner_family = fc_family_of(winner->variant.family);
     struct fc_variant scratch;
     base_variant(problem, target, &scratch);
@@ -162,7 +162,7 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
     if (!winner_family || !winner_family->select || !winner_family->select(problem, target, &scratch, &why_not))
         return;
     struct fc_plan replaced = {.variant = winner->variant, .reason = winner->reason};
-    /* NOTE: winners are measured without a window or a softcap: the problem's switches are added to
+    /* NOTE: winners are measured without a window, a softcap or paging: the problem's switches are added to
      * the winner's tiles, which take them as they are (fc_plan_explain says so) */
     replaced.variant.window = plan->variant.window;
     replaced.variant.softcap = plan->variant.softcap;
@@ -196,8 +196,9 @@ enum fc_status fc_plan_make(const struct fc_problem *problem, const struct fc_ta
 void fc_plan_explain(const struct fc_plan *plan, char *out, size_t size)
 {
     const char *reason = plan->reason ? plan->reason : "";
-    if (plan->tuned && (plan->variant.window || plan->variant.softcap))
-        snprintf(out, size, "%s; measured without a window or softcap, its tiles run this one with them", reason);
+    if (plan->tuned && (plan->variant.window || plan->variant.softcap || plan->variant.paged))
+        snprintf(out, size, "%s; measured without a window, softcap or page table, its tiles run this one with them",
+                 reason);
     else if (plan->declined)
         snprintf(out, size, "%s (%s)", reason, plan->declined);
     else

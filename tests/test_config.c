@@ -39,8 +39,10 @@
  * causal or not */
 #define PRECOMPILE_VARLEN_SM90 (2 * 3 * 2 + 2)
 #define PRECOMPILE_VARLEN (PRECOMPILE_VARLEN_SM90 + 2 * 2 * 2 * 3 * 2)
-/* a paged cache: sm80 and decode, two archs, two dtypes, three head dims, causal or not */
-#define PRECOMPILE_PAGED (2 * 2 * 2 * 3 * 2)
+/* a paged cache: sm90 on sm_90a as its varlen entries; then sm80 and decode, two archs, two dtypes,
+ * three head dims, causal or not */
+#define PRECOMPILE_PAGED_SM90 PRECOMPILE_VARLEN_SM90
+#define PRECOMPILE_PAGED (PRECOMPILE_PAGED_SM90 + 2 * 2 * 2 * 3 * 2)
 #define PRECOMPILE_VARIANTS                                                                                   \
     (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90 + PRECOMPILE_MERGE +          \
      PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP + PRECOMPILE_VARLEN + PRECOMPILE_PAGED)
@@ -163,11 +165,14 @@ static void test_precompile_spec(void **state)
     assert_variant_equal(&list.items[merge_end + PRECOMPILE_WINDOW - 1], &last_window);
     assert_variant_equal(&list.items[varlen_end - PRECOMPILE_VARLEN - 1], &last);
     assert_variant_equal(&list.items[varlen_end - 1], &last_varlen);
-    struct fc_variant first_paged = expected_family_variant(FC_KERNEL_SM80, FC_F16, 64, 0, 90, 1);
+    struct fc_variant first_paged = expected_family_variant(FC_KERNEL_SM90, FC_F16, 64, 0, 90, 1);
     first_paged.varlen = first_paged.paged = 1;   /* paged implies the per-sequence form */
+    struct fc_variant first_paged_gather = expected_family_variant(FC_KERNEL_SM80, FC_F16, 64, 0, 90, 1);
+    first_paged_gather.varlen = first_paged_gather.paged = 1;
     struct fc_variant last_paged = last_varlen;
     last_paged.paged = 1;
     assert_variant_equal(&list.items[varlen_end], &first_paged);
+    assert_variant_equal(&list.items[varlen_end + PRECOMPILE_PAGED_SM90], &first_paged_gather);
     assert_variant_equal(&list.items[list.count - 1], &last_paged);
     struct fc_variant first_varlen = expected_family_variant(FC_KERNEL_SM90, FC_F16, 64, 0, 90, 1);
     first_varlen.varlen = 1;
@@ -188,7 +193,8 @@ static void test_precompile_spec(void **state)
     }
     assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_DECODE / 4 + PRECOMPILE_SM90 +
                                  PRECOMPILE_MERGE / 4 + 6 + 6 + 8 + 8 + PRECOMPILE_VARLEN_SM90 +
-                                 (PRECOMPILE_VARLEN - PRECOMPILE_VARLEN_SM90) / 2 + PRECOMPILE_PAGED / 2);
+                                 (PRECOMPILE_VARLEN - PRECOMPILE_VARLEN_SM90) / 2 + PRECOMPILE_PAGED_SM90 +
+                                 (PRECOMPILE_PAGED - PRECOMPILE_PAGED_SM90) / 2);
     fc_variant_list_free(&list);
     assert_list_empty(&list);
 }

@@ -467,15 +467,23 @@ def test_page_size_plan_and_explain(cli):
     assert "paged K/V gathered" in json.loads(out)["reason"], out
     code, out, _ = cli.run("--json", "plan", "--varlen", "100,0,300", "--seqlen-k", "4096", "--seqused-k",
                            "50,0,4000", "--page-size", "1", "--causal")
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm90_f16_d128_causal_var_pg_"), out
+    assert "gathered by the producer warpgroup" in json.loads(out)["reason"], out
+    code, out, _ = cli.run("--json", "plan", "--varlen", "100,0,300", "--seqlen-k", "4096", "--seqused-k",
+                           "50,0,4000", "--page-size", "1", "--causal", "--head-dim", "64")
     reason = json.loads(out)["reason"]
-    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm80_f16_d128_causal_var_pg_"), out
-    assert "pages of whole key tiles" in reason, out   # why the Hopper kernel did not take it
-    code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "128")
-    assert code == EXIT_OK and "checked only when forced" in json.loads(out)["reason"], out
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm80_f16_d64_causal_var_pg_"), out
+    assert "a multiple of 8" in reason, out   # why the Hopper kernel did not take it
     code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "128", "--arch", "sm_90a")
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm90_"), out
+    assert "one TMA box inside one page" in json.loads(out)["reason"], out
+    code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "16", "--head-dim", "64")
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm90_"), out
+    assert "several TMA boxes" in json.loads(out)["reason"], out
+    code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "16", "--arch", "sm_80")
     assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm80_"), out
     code, out, err = cli.run("explain", "--batch", "2", "--seqlen", "300", "--page-size", "7")
-    assert code == EXIT_OK and "paged (page 7" in out and "gather path" in out, (out, err)
+    assert code == EXIT_OK and "paged (page 7" in out and "gathered" in out, (out, err)
     code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300")
     assert code == EXIT_OK and "_pg_" not in json.loads(out)["kernel"], out
     for args in (["plan", "--page-size", "0"], ["plan", "--page-size", "x"],

@@ -402,12 +402,12 @@ static const int LONG_USED[] = {4990, 3, 0, 4097, 1, 17};
 /* The Hopper kernel's schedules on varlen batches (sm_90a). The selector's choice covers its
  * tiles there (plain at 64, one consumer at causal 128 up to 1k keys, two taking turns above);
  * these force the others, each up to the head dims it takes without spilling. */
-static const struct { const char *variant; int max_head_dim; } SM90_VARLEN_FORCED[] = {
-    {"sm90", 256},               /* the defaults: two consumers taking turns from 128, causal too */
-    {"sm90:m128n64w8", 128},     /* plain, two warpgroups: the V clear's barrier of 256 threads */
-    {"sm90:m128n64s3w12", 192},  /* three stages: the last tile's slot (tiles - 1) % 3 */
-    {"sm90:m192n128w16p1", 64},  /* three consumers taking turns */
-};
+static const struct { const char *variant; int max_head_dim, plain; } SM90_VARLEN_FORCED[] = {
+    {"sm90", 256, 64},              /* the defaults: two consumers taking turns from 128, causal too */
+    {"sm90:m128n64w8", 128, 256},   /* plain, two warpgroups: the V clear's barrier of 256 threads */
+    {"sm90:m128n64s3w12", 192, 0},  /* three stages: the last tile's slot (tiles - 1) % 3 */
+    {"sm90:m192n128w16p1", 64, 0},  /* three consumers taking turns */
+};   /* plain: up to which head_dim the variant has the plain schedule (no producer warpgroup) */
 #define SM90_VARLEN_FORCED_COUNT (sizeof SM90_VARLEN_FORCED / sizeof SM90_VARLEN_FORCED[0])
 
 static int run_varlen_on(struct fc_context *context, int decode_only, int max_head_dim)
@@ -565,12 +565,14 @@ static int run_paged_on(struct fc_context *context, int decode_only)
     return failures;
 }
 
-/* The Hopper kernel's TMA page path, forced (the selector declines it until this has passed on a
- * GPU): each schedule of SM90_VARLEN_FORCED on pages of 128 and 256 keys (whole tiles of 64 and
- * 128), every form of make_paged_case and a long chunked prefill; a page size that is not a
- * multiple of the tile is refused before any launch. */
+/* The Hopper kernel's page paths, forced: each schedule of SM90_VARLEN_FORCED on pages of 1 to 256
+ * keys (warp-specialized: rows gathered where a page holds less than a key tile, one TMA box a tile
+ * where it holds whole tiles, as in pages of 192 and tiles of 64; plain: boxes of 8 and 16 too),
+ * every form of make_paged_case in turn, and long chunked prefills on pages of 7, 16 and 64; the
+ * plain schedule refuses pages that are not a multiple of 8 before any launch. */
 static int run_paged_sm90(void)
 {
+    static const int SM90_PAGES[] = {1, 7, 8, 16, 64, 128, 192, 256}, SM90_CHUNK_PAGES[] = {7, 16, 64};
     int failures = 0;
     for (size_t i = 0; i < SM90_VARLEN_FORCED_COUNT; i++) {
         struct fc_context *sm90 = NULL;
@@ -580,31 +582,40 @@ static int run_paged_sm90(void)
         int pushed;
         assert_int_equal(fc_context_enter(sm90, &pushed), FC_OK);
         const int dims = SM90_VARLEN_FORCED[i].max_head_dim / 64;
-        for (int page = 128, n = 0; page <= 256; page *= 2)
-            for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
-                for (int form = 0; form < 4; form++, n++) {
-                    struct fc_check_case c = make_paged_case(page, (enum fc_dtype)dtype, form, 64 * (1 + n % dims), 0);
-                    print_message("page %d: ", page);
-                    failures += run_and_report(sm90, &c);
-                }
-        struct fc_check_case c = make_case(0, 64, FC_BF16, 1);   /* chunked prefill, long prefixes */
-        c.page_size = 128;
-        c.shape.batch = LONG_SEQUENCES;
-        c.shape.heads_q = 8;
-        c.shape.heads_kv = 2;
-        c.shape.seqlen_k = 5000;
-        c.lens_q = LONG_Q;
-        c.used_k = LONG_USED;
-        print_message("page 128: ");
-        failures += run_and_report(sm90, &c);
-        /* a page of 16 keys holds no whole tile: refused, nothing launched */
-        c = make_paged_case(16, FC_BF16, 0, 64, 0);
-        struct fc_check_run run;
-        char msg[FC_MESSAGE_MAX] = "";
-        assert_int_equal(fc_check_prepare(sm90, &c, &run, msg, sizeof msg), FC_OK);
-        assert_int_equal(fc_attention_forward(sm90, &run.params, NULL), FC_ERR_UNSUPPORTED);
-        assert_non_null(strstr(fc_context_errmsg(sm90), "whole key tiles"));
-        fc_check_release(&run);
+        int n = (int)i;
+        for (size_t page = 0; page < sizeof SM90_PAGES / sizeof SM90_PAGES[0]; page++)
+            for (int dtype = FC_F16; dtype <= FC_BF16; dtype++, n++) {
+                const int d = 64 * (1 + n % dims);
+                if (d <= SM90_VARLEN_FORCED[i].plain && SM90_PAGES[page] % 8)
+                    continue;   /* refused: below */
+                struct fc_check_case c = make_paged_case(SM90_PAGES[page], (enum fc_dtype)dtype, n % 4, d, 0);
+                print_message("page %d: ", SM90_PAGES[page]);
+                failures += run_and_report(sm90, &c);
+            }
+        for (size_t page = 0; page < sizeof SM90_CHUNK_PAGES / sizeof SM90_CHUNK_PAGES[0]; page++) {
+            const int d = SM90_VARLEN_FORCED[i].max_head_dim >= 128 ? 128 : 64;
+            if (d <= SM90_VARLEN_FORCED[i].plain && SM90_CHUNK_PAGES[page] % 8)
+                continue;
+            struct fc_check_case c = make_case(0, d, FC_BF16, 1);   /* chunked prefill, long prefixes */
+            c.page_size = SM90_CHUNK_PAGES[page];
+            c.shape.batch = LONG_SEQUENCES;
+            c.shape.heads_q = 8;
+            c.shape.heads_kv = 2;
+            c.shape.seqlen_k = 5000;
+            c.lens_q = LONG_Q;
+            c.used_k = LONG_USED;
+            print_message("page %d: ", c.page_size);
+            failures += run_and_report(sm90, &c);
+        }
+        if (SM90_VARLEN_FORCED[i].plain) {   /* plain: a page of 12 keys holds no box of a multiple of 8: refused */
+            struct fc_check_case c = make_paged_case(12, FC_BF16, 0, 64, 0);
+            struct fc_check_run run;
+            char msg[FC_MESSAGE_MAX] = "";
+            assert_int_equal(fc_check_prepare(sm90, &c, &run, msg, sizeof msg), FC_OK);
+            assert_int_equal(fc_attention_forward(sm90, &run.params, NULL), FC_ERR_UNSUPPORTED);
+            assert_non_null(strstr(fc_context_errmsg(sm90), "multiple of 8"));
+            fc_check_release(&run);
+        }
         fc_context_leave(sm90, pushed);
         fc_context_destroy(sm90);
     }
@@ -638,6 +649,8 @@ static void test_paged_matches_reference_in_every_family(void **state)
     c.page_size = 1;
     assert_bit_identical(&c);
     c = make_paged_case(7, FC_F16, 1, 128, 0);
+    assert_bit_identical(&c);
+    c = make_paged_case(16, FC_BF16, 2, 128, 0);   /* sm90 on Hopper: rows gathered by the producer */
     assert_bit_identical(&c);
     assert_int_equal(failures, 0);
 }

@@ -437,7 +437,7 @@ static void test_decode_splits_can_be_forced(void **state)
 
 /* A tuned winner for the problem's nearest bucket replaces the heuristic's choice in the plan the
  * forward call uses, with its reason and its own launch shape; a forced variant, a decode-shaped
- * problem and a problem the winner's family declines (paged K/V on sm90) keep theirs. (The table is filled by hand: a device context loads it.) */
+ * problem keep theirs; paged problems run its tiles (pages of any size: it is warp-specialized). (The table is filled by hand: a device context loads it.) */
 static void test_tuned_winner_replaces_the_heuristic(void **state)
 {
     (void)state;
@@ -474,12 +474,21 @@ static void test_tuned_winner_replaces_the_heuristic(void **state)
     p.seqlen_q = 1;   /* decode-shaped: the split-KV kernel, not tuned */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_f16_d128_causal_m16n128s2w8_sm_90a");
-    p.seqlen_q = 4096;   /* paged: the bucket's sm90 winner declines paged K/V, the heuristic's sm80 stays */
+    p.seqlen_q = 4096;   /* paged, pages of 16: the bucket's sm90 winner with the switch */
     p.page_size = 16;
     p.page_table_stride = 4096 / 16;
     p.num_pages = p.batch * p.page_table_stride;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_non_null(strstr(info.kernel, "sm80_f16_d128_causal_var_pg_"));
+    assert_string_equal(info.kernel, "sm90_f16_d128_causal_var_pg_m64n64s2w8_sm_90a");
+    assert_non_null(strstr(info.reason, "tuned: test winner; measured without a window, softcap or page table"));
+    p.page_size = 12;   /* the winner warp-specialized: any page size (gathered rows) */
+    p.page_table_stride = 4096 / 12 + 1;
+    p.num_pages = p.batch * p.page_table_stride;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d128_causal_var_pg_m64n64s2w8_sm_90a");
+    p.head_dim = 64;   /* no bucket for head_dim 64; its plain sm90 schedule declines pages of 12: sm80 */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_non_null(strstr(info.kernel, "sm80_f16_d64_causal_var_pg_"));
     assert_null(strstr(info.reason, "tuned"));
     ctx->tuned.items = NULL;   /* not the context's to free */
     ctx->tuned.count = 0;
@@ -948,8 +957,9 @@ static void test_paged_rules(void **state)
 }
 
 /* The variant carries the switch (with the per-sequence form) and its name `_var_pg`; the sm90
- * kernel declines with its reason (pages not of whole tiles; its TMA page path checked only when
- * forced so far), sm80 takes paged prefill, decode few query rows; forced sm90 plans its page path. */
+ * kernel takes paged prefill: pages of whole key tiles by one TMA box a tile; smaller pages gathered
+ * by its producer warpgroup, or (head_dim 64's plain schedule) by TMA boxes of a multiple of 8 tokens,
+ * other pages declined with its reason and taken by sm80; forced sm90 plans its page path. */
 static void test_paged_plans(void **state)
 {
     (void)state;
@@ -959,23 +969,36 @@ static void test_paged_plans(void **state)
     char msg[512] = "";
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
-    assert_int_equal(plan.variant.family, FC_KERNEL_SM80);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM90);   /* 16 keys: boxes of 16 */
     assert_true(plan.variant.paged && plan.variant.varlen);
-    assert_non_null(strstr(plan.declined, "pages of whole key tiles"));   /* 16 keys: not sm90's tile */
+    assert_non_null(strstr(plan.reason, "several TMA boxes"));
     char name[FC_VARIANT_NAME_MAX];
     struct fc_variant parsed;
     fc_variant_name(&plan.variant, name);
     assert_non_null(strstr(name, "_var_pg_"));
     assert_int_equal(fc_variant_parse_name(name, &parsed), 0);
     assert_int_equal(fc_variant_compare(&parsed, &plan.variant), 0);
-    /* pages of whole sm90 key tiles: its TMA page path, still declined by the selector (not yet
-     * verified on a GPU), forced only */
+    /* pages of whole sm90 key tiles: one box per tile */
     p.page_size = 128;
     p.page_table_stride = 3;
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
+    assert_non_null(strstr(plan.reason, "one TMA box inside one page"));
+    /* pages of 12 at head_dim 64 (the plain schedule): no box of a multiple of 8 fits; sm80's gather
+     * path, and why; at 128, the producer warpgroup gathers them */
+    p.page_size = 12;
+    p.page_table_stride = 25;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_int_equal(plan.variant.family, FC_KERNEL_SM80);
-    assert_non_null(strstr(plan.declined, "checked only when forced"));
+    assert_non_null(strstr(plan.declined, "a multiple of 8"));
+    p.head_dim = 128;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
+    assert_non_null(strstr(plan.reason, "gathered by the producer warpgroup"));
+    p.head_dim = 64;
     struct fc_plan_override forced;
     assert_int_equal(fc_plan_override_parse("sm90", &forced), 0);
     assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);

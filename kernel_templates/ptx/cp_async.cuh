@@ -21,6 +21,13 @@ __device__ __forceinline__ void cp_async_16_stream(unsigned dst, const void *src
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
+// Arrives on the mbarrier at `bar` once every cp.async this thread has issued so far has landed,
+// without raising its expected count: the barrier counts this thread among its arrivals.
+__device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(unsigned bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
 // Waits until at most PENDING of this thread's committed groups are still in flight.
 template <int PENDING> __device__ __forceinline__ void cp_async_wait()
 {

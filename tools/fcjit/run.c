@@ -302,7 +302,8 @@ static void features(const struct fc_plan *plan, const struct run_options *o, ch
              o->sinks != 0.f ? ", sinks (run time)" : ", no sinks",
              v->varlen ? ", per-sequence lengths (varlen / seqused_k, read on the device)" : "",
              !v->paged ? ""
-             : v->family == FC_KERNEL_SM90 ? ", paged K/V: the TMA path (a box per key tile at its page's coordinate)"
+             : v->family == FC_KERNEL_SM90 ? ", paged K/V: TMA boxes inside pages, or rows gathered by cp.async where "
+                                             "pages are smaller than a key tile (the reason says which)"
                                            : ", paged K/V: the gather path (each key row's page read from the table "
                                              "once, rows copied with cp.async)");
 }
