@@ -34,6 +34,7 @@ CHUNK = dict(batch=1, heads_q=32, heads_kv=8, head_dim=128, seqlen_q=512, prefix
 MATCH_TOLERANCE = 2e-2   # max |ours - other| / max |other|, as bench.py
 DECODE_TARGETS = {16: 0.90, 1: 0.70}
 CHUNK_TARGET = 0.95
+CHUNK_PAGES = (16, 64)   # the issue's; --chunk-pages adds others
 
 
 def relative_diff(got, expected):
@@ -123,7 +124,7 @@ def fa3_varlen(q, k, v, seqlen_q, seqlen_k):
     return call
 
 
-def chunk_rows(context, dtype):
+def chunk_rows(context, dtype, page_sizes=CHUNK_PAGES):
     import torch
 
     s = CHUNK
@@ -142,14 +143,18 @@ def chunk_rows(context, dtype):
             fa3["ms"] = bench.measure_ms(call)
         except Exception as error:
             fa3 = {"error": bench.first_line(error)}
-    for page_size in (16, 64):
+    for page_size in page_sizes:
         row = {"measurement": "chunked_prefill", "dtype": str(dtype).split(".")[-1], **s, "keys": keys,
                "page_size": page_size, "plain_ms": plain_ms, "plain_kernel": context.plan(q, k, v, causal=True)[0],
                "fa3": fa3}
         try:
             k_cache, v_cache, table = paged_cache(k, v, page_size, generator)
-            launch, out = prepared(context, q, k_cache, v_cache, causal=True, page_table=table)
-            row["kernel"] = context.plan(q, k_cache, v_cache, causal=True, page_table=table)[0]
+            # a page size that does not divide the keys: the table's pages hold more slots than
+            # keys, so their count comes from seqused_k (FA3's cache_seqlens)
+            used = {} if keys % page_size == 0 else {
+                "seqused_k": torch.full((s["batch"],), keys, dtype=torch.int32, device="cuda")}
+            launch, out = prepared(context, q, k_cache, v_cache, causal=True, page_table=table, **used)
+            row["kernel"] = context.plan(q, k_cache, v_cache, causal=True, page_table=table, **used)[0]
             checked(row, out, plain_out)
             row["ms"] = bench.measure_ms(launch)
             row["paged_vs_plain"] = plain_ms / row["ms"]
@@ -190,7 +195,15 @@ def main(argv=None):
     parser.add_argument("--dtypes", default="bf16,f16", help="f16 and/or bf16 (default both)")
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--json", metavar="PATH", help="write the rows and the metadata here")
+    parser.add_argument("--chunk-pages", default=",".join(map(str, CHUNK_PAGES)),
+                        help="page sizes of the chunked-prefill rows (default %(default)s)")
     args = parser.parse_args(argv)
+    try:
+        chunk_pages = [int(page) for page in args.chunk_pages.split(",")]
+    except ValueError:
+        parser.error(f"--chunk-pages: page sizes separated by commas, not {args.chunk_pages}")
+    if min(chunk_pages) < 1:
+        parser.error("--chunk-pages: page sizes are >= 1")
     names = args.dtypes.split(",")
     if not set(names) <= {"f16", "bf16"}:
         parser.error(f"--dtypes: f16 and/or bf16, not {args.dtypes}")
@@ -208,7 +221,7 @@ def main(argv=None):
             if args.only in (None, "decode"):
                 rows += decode_rows(context, dtype, copy)
             if args.only in (None, "chunked"):
-                rows += chunk_rows(context, dtype)
+                rows += chunk_rows(context, dtype, chunk_pages)
     if args.json:
         Path(args.json).write_text(json.dumps({"metadata": metadata, "rows": rows}, indent=1) + "\n")
     return 0

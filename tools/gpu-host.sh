@@ -35,9 +35,11 @@
 #                              ($VARLEN_PY_FAMILIES, default all four) and the package's varlen tests
 #   tools/gpu-host.sh paged    a paged K/V cache (issue 13), correctness only, side by side: precompile,
 #                              the gpu suite's paged test, fcjit run --page-size 1..256 with each family
-#                              that takes paging forced (reference, sm80, decode; sm90's TMA page path
-#                              forced on pages of 128 and 256), memcheck on paged sets (dense and varlen,
-#                              pages of 1, 7 and 16) and all three sanitizer tools on sm90's page path
+#                              that takes paging forced (reference, sm80, decode, sm90 on pages of 1
+#                              to 256), memcheck on paged sets (dense and varlen, pages of 1, 7 and 16),
+#                              all three sanitizer tools on sm90's page paths (pages of 7, 16 and 128),
+#                              tools/check.py --matrix paged per family (sm90 included)
+#   tools/gpu-host.sh paged-bench   a paged cache's speed (tools/bench_paged.py) and ncu on paged decode
 #   tools/gpu-host.sh varlen-bench  ragged prefill vs our dense kernel and FA3 varlen (tools/bench_varlen.py)
 #   tools/gpu-host.sh python   the flashcore package from python/ on the carried library (no pip):
 #                              the GPU pytest suite, host time per call (op, ctypes, C, peers),
@@ -189,6 +191,17 @@ with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
 torch.cuda.synchronize()"
 }
 
+paged_decode_profile() {   # Nsight Compute on paged decode (B64 Hq32 Hkv8 D128 Sk 8k bf16), pages of 1 and 16, and not paged
+    local page sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+        --section SchedulerStats --section Occupancy"
+    for page in 1 16 0; do
+        echo "--- page ${page/#0/none}"
+        ncu --clock-control none $sections -k regex:fc_attention_kernel -c 1 "$FCJIT" --db "$DB" run --batch 64 \
+            --heads-q 32 --heads-kv 8 --head-dim 128 --seqlen-q 1 --seqlen-k 8192 --dtype bf16 \
+            $([ "$page" = 0 ] || echo --page-size "$page") --iters 1 --warmup 0 --check-rows 2
+    done
+}
+
 check_variants() {   # tools/check.py forced onto each variant in turn (head dims it takes)
     local v failed=0
     for v in $CHECK_VARIANTS; do
@@ -285,7 +298,7 @@ export_tuning() {   # every measurement of $DB and its winners, to $OUT
 }
 
 export -f decode_tiles sanitize_decode decode_profile export_tuning
-export -f paged_runs varlen_runs python_matrix run_shapes host_costs sanitize tiles profile check_variants bench_variants
+export -f paged_decode_profile paged_runs varlen_runs python_matrix run_shapes host_costs sanitize tiles profile check_variants bench_variants
 
 case "${1:-check}" in
 check)
@@ -372,9 +385,13 @@ paged)   # a paged K/V cache (issue 13), correctness only, side by side (one 10-
     for family in reference sm80 decode; do
         step paged-$family 540 "PAGED_FAMILIES=$family paged_runs | tail -60" &
     done
-    # the Hopper kernel's TMA page path, forced (pages of whole key tiles), and under all three tools
-    step paged-sm90 540 "PAGED_FAMILIES=sm90 PAGED_SIZES='128 256' PAGED_DIMS='64 128 192 256' paged_runs | tail -60" &
-    step sanitize-sm90 540 "SANITIZE_VARIANT=sm90 SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--page-size 128 \
+    # the Hopper kernel's TMA page path, forced (pages of a multiple of 8: boxes of gcd(page, block_n)
+    # tokens), and under all three tools on pages of several boxes per tile and of one
+    step paged-sm90 540 "PAGED_FAMILIES=sm90 PAGED_SIZES='8 16 64 192 256' PAGED_DIMS='64 128 192 256' paged_runs \
+        | tail -60; PAGED_FAMILIES=sm90 PAGED_SIZES='1 7 12' PAGED_DIMS='128 192 256' paged_runs | tail -60" &
+    step sanitize-sm90 540 "SANITIZE_VARIANT=sm90 SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--page-size 16 \
+        --seqused-k 150,3' sanitize; SANITIZE_VARIANT=sm90 SANITIZE_DIMS='128 256' SANITIZE_FLAGS='--page-size 7 \
+        --seqused-k 150,3' sanitize; SANITIZE_VARIANT=sm90 SANITIZE_DIMS=128 SANITIZE_FLAGS='--page-size 128 \
         --seqused-k 150,3' sanitize" &
     step memcheck 480 "SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=sm80 SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--page-size 7 \
         --seqused-k 150,3' sanitize; SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=sm80 SANITIZE_DIMS=128 \
@@ -382,9 +399,15 @@ paged)   # a paged K/V cache (issue 13), correctness only, side by side (one 10-
         SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=reference SANITIZE_DIMS=128 SANITIZE_FLAGS='--page-size 1' sanitize; \
         SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=decode SANITIZE_FLAGS='--page-size 1 --seqused-k 4999,17' \
         sanitize_decode; SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=decode SANITIZE_FLAGS='--page-size 16' sanitize_decode" &
-    # the families the selector gives paging to (sm90's page path is only forced, on whole-tile pages)
-    step python-paged 540 "python_matrix paged \${PAGED_PY_FAMILIES:-reference sm80 decode}" &
+    step python-paged 540 "python_matrix paged \${PAGED_PY_FAMILIES:-reference sm80 decode sm90}" &
     wait
+    ;;
+paged-bench)   # a paged cache's speed (issue 13): tools/bench_paged.py (decode against the copy bandwidth,
+               # chunked prefill against our non-paged run and FA3's varlen), then ncu on paged decode
+    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
+    step bench-paged 400 "FC_TUNING_DB=\$DB python3 tools/bench_paged.py --chunk-pages \${CHUNK_PAGES:-16,64} \
+        --json $OUT/bench-paged.json"
+    step ncu-paged 300 paged_decode_profile
     ;;
 varlen-bench)   # ragged prefill against our dense kernel and FA3's varlen (issue 13): tools/bench_varlen.py
     step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
