@@ -36,9 +36,9 @@
 //   rows by cp.async into the same 128B-swizzled layout TMA writes (one table read per row), two
 //   warps for K and two for V, each thread arriving on its slot's barrier when its copies land (the
 //   barrier counts 64 arrivals, no bytes); each consumer fences the proxies before its WGMMAs read
-//   such a slot. The host takes it where a tile would need more than two boxes: TMA costs about
-//   the same per box whatever its size, so pages of 16 keys (16 boxes a tile at head_dim 128) made
-//   the TMA unit the bottleneck (PERF_NOTES v8.3).
+//   such a slot. The host takes it where a tile would need more than four boxes: TMA costs about
+//   the same per box whatever its size, so pages of 16 keys (8 boxes a tile at head_dim 128) made
+//   the TMA unit the bottleneck (PERF_NOTES v8.4).
 // The tail of the last tile (slots past the sequence's keys) is masked and zeroed as VARLEN's.
 //
 // Not yet: TMA stores of O, a persistent grid.
@@ -563,26 +563,51 @@ struct Sm90Forward {
         }
     }
 
+    // PAGED, TMA boxes: box `box` of tile t (its page at `at`) into the slot at dst, every column block.
+    __device__ __forceinline__ void load_paged_box(const fc_tensor_map &map, unsigned dst, int box, const PageSlot &at,
+                                                   unsigned bar)
+    {
+        const PagedTmaRows rows{kv_head, batch, paged().box_rows, 0};
+        for (int j = 0; j < COLUMN_BLOCKS; j++)
+            rows.load(dst + j * KV_BLOCK_BYTES + box * rows.box_rows * SWIZZLE_BYTES,
+                      reinterpret_cast<const TensorMap &>(map), at, COLUMNS * j, bar);
+    }
+
     // PAGED, TMA boxes: the producer warp, as produce: every lane waits for a slot, lane 0 expects
-    // its bytes, and the lanes issue the tile's boxes together (load_paged_tile).
+    // its bytes, and lane i issues box i of the tile (a tile has at most BLOCK_N / 8 <= 16), for K
+    // and V alike, at the page it looked up a tile ahead. NOTE: looked up at the copy (for K, then
+    // again for V), the table read sat in every tile's load: one box a tile ran at 0.94x the
+    // non-paged kernel, the varlen one at 0.98x (PERF_NOTES v8.4).
     __device__ __forceinline__ void produce_paged(const Barriers &b, int tiles, int lane)
     {
+        const int box_rows = paged().box_rows, keys = mask.seqlen_k();
+        const bool boxing = lane * box_rows < BLOCK_N;   // this lane has a box of every tile
+        const auto box_page = [&](int t) {
+            const int key = (WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N) + lane * box_rows;
+            return boxing && key < keys ? page_slot_ahead(paged().pages, batch, key) : PageSlot{0, 0};
+        };
         if (lane == 0)
             load_q(b.q, sequence_tma_origin<PAGED>(seqlens(), batch));
+        PageSlot next = box_page(0);
         for (int t = 0; t < tiles; t++) {
             const int stage = t % STAGES, round = t / STAGES;
+            const PageSlot at = next;
+            if (t + 1 < tiles)
+                next = box_page(t + 1);
             if (round > 0)
                 mbarrier_wait(b.slot(b.k_empty, t), (round - 1) & 1);
             if (lane == 0)
                 mbarrier_arrive_expect_tx(b.slot(b.k_full, t), KV_BYTES);
             __syncwarp();
-            load_paged_tile(args.k_map, k_tile(stage), t, b.slot(b.k_full, t), lane, WARP_SIZE);
+            if (boxing)
+                load_paged_box(args.k_map, k_tile(stage), lane, at, b.slot(b.k_full, t));
             if (round > 0)
                 mbarrier_wait(b.slot(b.v_empty, t), (round - 1) & 1);
             if (lane == 0)
                 mbarrier_arrive_expect_tx(b.slot(b.v_full, t), KV_BYTES);
             __syncwarp();
-            load_paged_tile(args.v_map, v_tile(stage), t, b.slot(b.v_full, t), lane, WARP_SIZE);
+            if (boxing)
+                load_paged_box(args.v_map, v_tile(stage), lane, at, b.slot(b.v_full, t));
         }
     }
 

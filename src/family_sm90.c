@@ -76,12 +76,12 @@ static int check(const struct fc_variant *v, char *why, size_t size)
 /* How the kernel reads a paged cache (fwd_sm90.cuh): the rows of its TMA boxes (> 0), 0 to gather
  * rows by cp.async, -1 when it cannot. Boxes are the largest divisor of page and tile, a multiple of
  * 8 (a 128B swizzle atom, so that a box lands where the tile's swizzle expects it). TMA costs about
- * as much per box whatever its size, so more than two boxes a tile make it the bottleneck; the
- * warp-specialized schedule then gathers rows with its producer warpgroup instead (chunked prefill,
- * H100, PERF_NOTES v8.3: pages of 16, 16 boxes a tile 0.70x the non-paged run, gathered 0.79x; pages
- * of 64, 2 boxes 0.93x, gathered 0.84x). The plain schedule (no producer warpgroup) takes boxes of
- * any count. */
-#define MAX_TMA_BOXES_PER_TILE 2
+ * as much per box whatever its size, so many boxes a tile make it the bottleneck; the
+ * warp-specialized schedule then gathers rows with its producer warpgroup instead (chunked prefill
+ * at head_dim 128, H100, PERF_NOTES v8.4, against the non-paged run: pages of 64, 2 boxes a tile
+ * 0.95x, gathered 0.84x; pages of 32, 4 boxes 0.91x, gathered 0.83x; pages of 16, 8 boxes 0.74x,
+ * gathered 0.79x). The plain schedule (no producer warpgroup) takes boxes of any count. */
+#define MAX_TMA_BOXES_PER_TILE 4
 static int page_box_rows(const struct fc_variant *v, int page_size)
 {
     int rows = page_size, b = v->block_n;   /* gcd(page_size, block_n) */
