@@ -111,7 +111,10 @@ struct Sm90Forward {
                                                 ? 248 : 65536 / (THREADS * MIN_BLOCKS) / 8 * 8;
     // PAGED: the gather path's addresses and page ids need more than 24
     static constexpr int PRODUCER_REGISTERS = PAGED ? 40 : 24;
-    static constexpr int PRODUCER_THREADS = 128, GATHERERS = PRODUCER_THREADS / 2;   // PAGED, gather: per tensor
+    // PAGED, gather: the producer warpgroup's threads and those copying each of K and V. NOTE:
+    // enumerators, not static members: a member the code takes a value of puts a constant symbol in
+    // the PTX of every variant, dense ones too.
+    enum : int { PRODUCER_THREADS = 128, GATHERERS = PRODUCER_THREADS / 2 };
     static constexpr int CONSUMER_REGISTERS_POOL =
         (LAUNCH_REGISTERS * (CONSUMERS + 1) - PRODUCER_REGISTERS) / CONSUMERS / 8 * 8;
     static constexpr int CONSUMER_REGISTERS = CONSUMER_REGISTERS_POOL > 240 ? 240 : CONSUMER_REGISTERS_POOL;
