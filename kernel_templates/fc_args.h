@@ -112,15 +112,15 @@ struct fc_sm90_varlen_args {
     struct fc_seqlens seqlens;
 };
 
-/* The Hopper kernel's argument with the PAGED switch (which has VARLEN too): box_rows > 0, the maps of
- * K and V are 4-D views (head_dim, page_size, head, page) of the paged tensors with boxes of box_rows
- * slots, and a key tile is block_n / box_rows boxes, each inside one page; box_rows 0, the producer
- * warpgroup gathers K and V rows by cp.async from the base argument's k, v and strides (the maps
- * unused). src/family_sm90.c chooses. */
+/* The Hopper kernel's argument with the PAGED switch (which has VARLEN too), per tensor (box_rows for
+ * K, v_box_rows for V): > 0, its map is a 4-D view (head_dim, page_size, head, page) of the paged
+ * tensor with boxes of that many slots, and a key tile is block_n / rows boxes, each inside one page;
+ * 0, two producer warps gather its rows by cp.async from the base argument's pointer and strides (the
+ * map unused). src/family_sm90.c chooses. */
 struct fc_sm90_paged_args {
     struct fc_sm90_varlen_args varlen;
     struct fc_pages pages;
-    int box_rows;
+    int box_rows, v_box_rows;   /* K's and V's: 0 gathered */
 };
 
 #endif

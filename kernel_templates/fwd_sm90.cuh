@@ -26,19 +26,19 @@
 // sequence's keys (other tokens, NaN allowed) are masked in S and zeroed in V before P V; rows
 // past the sequence's queries are computed and never written.
 //
-// With PAGED (a paged K/V cache; VARLEN too), K and V come one of two ways, chosen by the host
-// (src/family_sm90.c) and told by the argument's box_rows:
-// - TMA boxes (box_rows > 0): maps of the paged tensors (head_dim, page_size, head, page); each key
-//   tile is BLOCK_N / box_rows boxes, each at its page's coordinate (kv_source.cuh's PagedTmaRows:
-//   one table read per box). The first producer warp issues them, a box per lane, so that a tile's
-//   table reads are in flight together.
-// - gather (box_rows 0; warp-specialized only): the producer warpgroup's threads copy the tile's
-//   rows by cp.async into the same 128B-swizzled layout TMA writes (one table read per row), two
-//   warps for K and two for V, each thread arriving on its slot's barrier when its copies land (the
-//   barrier counts 64 arrivals, no bytes); each consumer fences the proxies before its WGMMAs read
-//   such a slot. The host takes it where a tile would need more than four boxes: TMA costs about
-//   the same per box whatever its size, so pages of 16 keys (8 boxes a tile at head_dim 128) made
-//   the TMA unit the bottleneck (PERF_NOTES v8.4).
+// With PAGED (a paged K/V cache; VARLEN too), K and V each come one of two ways, chosen by the
+// host (src/family_sm90.c) and told by the argument's box_rows (K) and v_box_rows (V); the producer
+// warpgroup's warps 0-1 load K, warps 2-3 V, each pair on its own:
+// - TMA boxes (rows > 0): maps of the paged tensors (head_dim, page_size, head, page); each key
+//   tile is BLOCK_N / rows boxes, each at its page's coordinate (kv_source.cuh's PagedTmaRows: one
+//   table read per box, a tile ahead). The pair's first warp issues them, a box per lane.
+// - gather (rows 0; warp-specialized only): the pair's 64 threads copy the tile's rows by cp.async
+//   into the same 128B-swizzled layout TMA writes (one table read per row, a tile ahead), each
+//   thread arriving on its slot's barrier when its copies land (the barrier counts 64 arrivals, no
+//   bytes); each consumer fences the proxies before its WGMMAs read such a slot. The host takes it
+//   where a tile would need many boxes: TMA costs about the same per box whatever its size, so
+//   pages of 16 keys (8 boxes a tile at head_dim 128) made the TMA unit the bottleneck; K boxed and
+//   V gathered shares the work between the two (PERF_NOTES v8.4).
 // The tail of the last tile (slots past the sequence's keys) is masked and zeroed as VARLEN's.
 //
 // Not yet: TMA stores of O, a persistent grid.
@@ -277,21 +277,21 @@ struct Sm90Forward {
         }
     }
 
-    // PAGED: whether K and V come by gather_tile (box_rows 0) rather than TMA boxes.
-    __device__ __forceinline__ bool gathered() const
+    // PAGED: whether K (v false) or V comes by gather_tile (its box rows 0) rather than TMA boxes.
+    __device__ __forceinline__ bool gathered(bool v) const
     {
         if constexpr (PAGED)
-            return paged().box_rows == 0;
+            return (v ? paged().v_box_rows : paged().box_rows) == 0;
         else
             return false;
     }
 
-    // Waits for the slot's K or V (full barrier `bar`, phase); a gathered slot was written by the
-    // generic proxy's cp.async, which WGMMA (the async proxy) reads only after this thread's fence.
-    __device__ __forceinline__ void wait_full(unsigned bar, int phase) const
+    // Waits for the slot's K or V (v; full barrier `bar`, phase); a gathered slot was written by
+    // the generic proxy's cp.async, which WGMMA (the async proxy) reads only after this thread's fence.
+    __device__ __forceinline__ void wait_full(unsigned bar, int phase, bool v) const
     {
         mbarrier_wait(bar, phase);
-        if (gathered())
+        if (gathered(v))
             fence_proxy_async();
     }
 
@@ -531,19 +531,16 @@ struct Sm90Forward {
     // tensor. NOTE: each copy reading its own row's table entry left the producer waiting on L2 four
     // times a tile (0.25x the non-paged run); one producer for K then V left K's copies waiting behind
     // V's slot (PERF_NOTES v8.3).
-    __device__ __forceinline__ void produce_gathered(const Barriers &b, int tiles, unsigned p)
+    __device__ __forceinline__ void produce_gathered(const Barriers &b, int tiles, bool v, unsigned q)
     {
         __shared__ long long offsets[2][BLOCK_N];   // K's and V's rows of the tiles being copied (src/family_sm90.c counts them)
         constexpr int ROWS = BLOCK_N / GATHERERS;
         static_assert(BLOCK_N % GATHERERS == 0, "whole rows for every gatherer");
-        const int v = p >= GATHERERS, keys = mask.seqlen_k(), half_barrier = TURN_BARRIER + CONSUMERS + 1 + v;
-        const unsigned q = p % GATHERERS;
+        const int keys = mask.seqlen_k(), half_barrier = TURN_BARRIER + CONSUMERS + 1 + v;
         const long long *stride = v ? base.v_stride : base.k_stride;
         const T *head_rows = static_cast<const T *>(v ? base.v : base.k) + kv_head * stride[2];
         const unsigned full = v ? b.v_full : b.k_full, empty = v ? b.v_empty : b.k_empty;
         const unsigned tile0 = v ? v_tile(0) : k_tile(0);
-        if (p == 0)
-            load_q(b.q, sequence_tma_origin<PAGED>(seqlens(), batch));
         long long next[ROWS];
 #pragma unroll
         for (int i = 0; i < ROWS; i++)
@@ -568,29 +565,30 @@ struct Sm90Forward {
 
     // PAGED, TMA boxes: box `box` of tile t (its page at `at`) into the slot at dst, every column block.
     __device__ __forceinline__ void load_paged_box(const fc_tensor_map &map, unsigned dst, int box, const PageSlot &at,
-                                                   unsigned bar)
+                                                   unsigned bar, int box_rows)
     {
-        const PagedTmaRows rows{kv_head, batch, paged().box_rows, 0};
+        const PagedTmaRows rows{kv_head, batch, box_rows, 0};
         for (int j = 0; j < COLUMN_BLOCKS; j++)
             rows.load(dst + j * KV_BLOCK_BYTES + box * rows.box_rows * SWIZZLE_BYTES,
                       reinterpret_cast<const TensorMap &>(map), at, COLUMNS * j, bar);
     }
 
-    // PAGED, TMA boxes: the producer warp, as produce: every lane waits for a slot, lane 0 expects
-    // its bytes, and lane i issues box i of the tile (a tile has at most BLOCK_N / 8 <= 16), for K
-    // and V alike, at the page it looked up a tile ahead. NOTE: looked up at the copy (for K, then
-    // again for V), the table read sat in every tile's load: one box a tile ran at 0.94x the
-    // non-paged kernel, the varlen one at 0.98x (PERF_NOTES v8.4).
-    __device__ __forceinline__ void produce_paged(const Barriers &b, int tiles, int lane)
+    // PAGED, TMA boxes: a producer warp for K (v false) or V, as produce: every lane waits for the
+    // tensor's slot, lane 0 expects its bytes, and lane i issues box i of the tile (a tile has at
+    // most BLOCK_N / 8 <= 16) at the page it looked up a tile ahead. NOTE: looked up at the copy,
+    // the table read sat in every tile's load: one box a tile ran at 0.94x the non-paged kernel,
+    // the varlen one at 0.98x (PERF_NOTES v8.4).
+    __device__ __forceinline__ void produce_paged(const Barriers &b, int tiles, bool v, int lane)
     {
-        const int box_rows = paged().box_rows, keys = mask.seqlen_k();
+        const int box_rows = v ? paged().v_box_rows : paged().box_rows, keys = mask.seqlen_k();
         const bool boxing = lane * box_rows < BLOCK_N;   // this lane has a box of every tile
         const auto box_page = [&](int t) {
             const int key = (WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N) + lane * box_rows;
             return boxing && key < keys ? page_slot_ahead(paged().pages, batch, key) : PageSlot{0, 0};
         };
-        if (lane == 0)
-            load_q(b.q, sequence_tma_origin<PAGED>(seqlens(), batch));
+        const unsigned full = v ? b.v_full : b.k_full, empty = v ? b.v_empty : b.k_empty;
+        const unsigned tile0 = v ? v_tile(0) : k_tile(0);
+        const fc_tensor_map &map = v ? args.v_map : args.k_map;
         PageSlot next = box_page(0);
         for (int t = 0; t < tiles; t++) {
             const int stage = t % STAGES, round = t / STAGES;
@@ -598,19 +596,12 @@ struct Sm90Forward {
             if (t + 1 < tiles)
                 next = box_page(t + 1);
             if (round > 0)
-                mbarrier_wait(b.slot(b.k_empty, t), (round - 1) & 1);
+                mbarrier_wait(b.slot(empty, t), (round - 1) & 1);
             if (lane == 0)
-                mbarrier_arrive_expect_tx(b.slot(b.k_full, t), KV_BYTES);
+                mbarrier_arrive_expect_tx(b.slot(full, t), KV_BYTES);
             __syncwarp();
             if (boxing)
-                load_paged_box(args.k_map, k_tile(stage), lane, at, b.slot(b.k_full, t));
-            if (round > 0)
-                mbarrier_wait(b.slot(b.v_empty, t), (round - 1) & 1);
-            if (lane == 0)
-                mbarrier_arrive_expect_tx(b.slot(b.v_full, t), KV_BYTES);
-            __syncwarp();
-            if (boxing)
-                load_paged_box(args.v_map, v_tile(stage), lane, at, b.slot(b.v_full, t));
+                load_paged_box(map, tile0 + stage * KV_BYTES, lane, at, b.slot(full, t), box_rows);
         }
     }
 
@@ -644,7 +635,7 @@ struct Sm90Forward {
             unsigned a[BLOCK_N / 16][4];   // P of the tile before
             if (PINGPONG && group == CONSUMERS - 1)
                 named_barrier_arrive(TURN_BARRIER, 256);   // consumer 0 goes first
-            wait_full(b.slot(b.k_full, 0), 0);
+            wait_full(b.slot(b.k_full, 0), 0, false);
             turn_begin();
             qk_issue(s, 0);
             turn_end(false);
@@ -654,8 +645,8 @@ struct Sm90Forward {
             softmax_tile(s, softmax, correction, 0);   // O is 0: its correction changes nothing
             p_fragments(a, s);
             for (int t = 1; t < tiles; t++) {
-                wait_full(b.slot(b.k_full, t), (t / STAGES) & 1);
-                wait_full(b.slot(b.v_full, t - 1), ((t - 1) / STAGES) & 1);
+                wait_full(b.slot(b.k_full, t), (t / STAGES) & 1, false);
+                wait_full(b.slot(b.v_full, t - 1), ((t - 1) / STAGES) & 1, true);
                 turn_begin();
                 qk_issue(s, t % STAGES);
                 rescale_output(o, correction);
@@ -670,7 +661,7 @@ struct Sm90Forward {
                 mbarrier_arrive(b.slot(b.v_empty, t - 1));
                 p_fragments(a, s);
             }
-            wait_full(b.slot(b.v_full, tiles - 1), ((tiles - 1) / STAGES) & 1);
+            wait_full(b.slot(b.v_full, tiles - 1), ((tiles - 1) / STAGES) & 1, true);
             // VARLEN: before this consumer's turn. NOTE: no deadlock with ping-pong: every consumer
             // has taken its turns of the loop (each needs only the previous consumer's turn of the
             // same tile, passed before that one got here), and the final turns come after the clear.
@@ -698,11 +689,10 @@ struct Sm90Forward {
         b.v_empty = b.k_empty + 8 * STAGES;
         const int tiles = key_tiles();
         if (threadIdx.x == 0) {
-            const int fillers = gathered() ? GATHERERS : 1;   // arrivals that fill a slot
             mbarrier_init(b.q, 1);
-            for (int s = 0; s < STAGES; s++) {
-                mbarrier_init(b.k_full + 8 * s, fillers);
-                mbarrier_init(b.v_full + 8 * s, fillers);
+            for (int s = 0; s < STAGES; s++) {   // filled by a TMA thread, or the gatherers
+                mbarrier_init(b.k_full + 8 * s, gathered(false) ? GATHERERS : 1);
+                mbarrier_init(b.v_full + 8 * s, gathered(true) ? GATHERERS : 1);
                 mbarrier_init(b.k_empty + 8 * s, CONSUMER_THREADS);
                 mbarrier_init(b.v_empty + 8 * s, CONSUMER_THREADS);
             }
@@ -711,11 +701,15 @@ struct Sm90Forward {
         __syncthreads();   // the last CTA-wide barrier: the warpgroups run apart from here on
         if (group == CONSUMERS) {   // the producer warpgroup: one thread issues (PAGED: one warp), the rest leave
             registers_release<PRODUCER_REGISTERS>();
-            if constexpr (PAGED) {
-                if (gathered())
-                    produce_gathered(b, tiles, threadIdx.x - CONSUMER_THREADS);
-                else if (warp == CONSUMER_THREADS / WARP_SIZE)
-                    produce_paged(b, tiles, threadIdx.x % WARP_SIZE);
+            if constexpr (PAGED) {   // threads 0-63 of the warpgroup load K, 64-127 V
+                const unsigned p = threadIdx.x - CONSUMER_THREADS, q = p % GATHERERS;
+                const bool v = p >= GATHERERS;
+                if (p == 0)
+                    load_q(b.q, sequence_tma_origin<PAGED>(seqlens(), batch));
+                if (gathered(v))
+                    produce_gathered(b, tiles, v, q);
+                else if (q < WARP_SIZE)
+                    produce_paged(b, tiles, v, q);
             } else if (threadIdx.x == CONSUMER_THREADS) {
                 produce(b, tiles);
             }

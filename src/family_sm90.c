@@ -73,16 +73,22 @@ static int check(const struct fc_variant *v, char *why, size_t size)
     return 0;
 }
 
-/* How the kernel reads a paged cache (fwd_sm90.cuh): the rows of its TMA boxes (> 0), 0 to gather
- * rows by cp.async, -1 when it cannot. Boxes are the largest divisor of page and tile, a multiple of
- * 8 (a 128B swizzle atom, so that a box lands where the tile's swizzle expects it). TMA costs about
- * as much per box whatever its size, so many boxes a tile make it the bottleneck; the
- * warp-specialized schedule then gathers rows with its producer warpgroup instead (chunked prefill
- * at head_dim 128, H100, PERF_NOTES v8.4, against the non-paged run: pages of 64, 2 boxes a tile
- * 0.95x, gathered 0.84x; pages of 32, 4 boxes 0.91x, gathered 0.83x; pages of 16, 8 boxes 0.74x,
- * gathered 0.79x). The plain schedule (no producer warpgroup) takes boxes of any count. */
+/* How the kernel reads a paged cache (fwd_sm90.cuh), K and V each: the rows of its TMA boxes (> 0),
+ * 0 to gather rows by cp.async, -1 when it cannot. Boxes are the largest divisor of page and tile, a
+ * multiple of 8 (a 128B swizzle atom, so that a box lands where the tile's swizzle expects it). TMA
+ * costs about as much per box whatever its size, so many boxes a tile make it the bottleneck; the
+ * warp-specialized schedule then gathers V's rows (up to 8 boxes a tile: K keeps its boxes, the TMA
+ * unit and the gatherers sharing the work) or both tensors' with its producer warps instead
+ * (chunked prefill at head_dim 128, H100, PERF_NOTES v8.4, against the non-paged run: pages of 32, 4
+ * boxes a tile 0.95x, gathered 0.83x; pages of 16, 8 boxes 0.74x, both gathered 0.80x, K boxed and V
+ * gathered 0.85x; pages of 8, both gathered 0.71x). The plain schedule (no producer warpgroup) takes
+ * boxes of any count. */
 #define MAX_TMA_BOXES_PER_TILE 4
-static int page_box_rows(const struct fc_variant *v, int page_size)
+#define MAX_K_BOXES_PER_TILE 8
+struct page_paths {
+    int k, v;   /* rows of K's and V's TMA boxes (> 0), 0 gathered, -1 neither */
+};
+static struct page_paths page_box_rows(const struct fc_variant *v, int page_size)
 {
     int rows = page_size, b = v->block_n;   /* gcd(page_size, block_n) */
     while (b) {
@@ -90,9 +96,10 @@ static int page_box_rows(const struct fc_variant *v, int page_size)
         rows = b;
         b = r;
     }
-    if (rows % 8 == 0 && (v->block_n / rows <= MAX_TMA_BOXES_PER_TILE || !specialized(v)))
-        return rows;
-    return specialized(v) ? 0 : -1;
+    const int boxes = rows % 8 ? 1 << 30 : v->block_n / rows;
+    if (!specialized(v))
+        return rows % 8 ? (struct page_paths){-1, -1} : (struct page_paths){rows, rows};
+    return (struct page_paths){boxes <= MAX_K_BOXES_PER_TILE ? rows : 0, boxes <= MAX_TMA_BOXES_PER_TILE ? rows : 0};
 }
 
 static const char *select_for(const struct fc_problem *problem, const struct fc_target *target,
@@ -127,12 +134,16 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     if (fc_variant_check(v, NULL, 0))
         return NULL;
     if (problem->paged) {
-        const int rows = page_box_rows(v, problem->page_size);
+        const struct page_paths paths = page_box_rows(v, problem->page_size);
+        const int rows = paths.v;
         if (rows < 0) {
             *why_not = "the Hopper kernel's plain schedule (head_dim 64) reads pages by TMA boxes of a multiple of "
                        "8 tokens (page_size a multiple of 8); only its warp-specialized one gathers rows";
             return NULL;
         }
+        if (paths.k > 0 && !paths.v)
+            return "sm90 kernel: WGMMA on a paged cache, K by TMA boxes (gcd(page_size, block_n) tokens each, inside "
+                   "one page), V gathered by two producer warps (rows copied by cp.async)";
         return rows == v->block_n ? "sm90 kernel: TMA + WGMMA on a paged cache, each key tile one TMA box inside one page"
                : rows ? "sm90 kernel: TMA + WGMMA on a paged cache, each key tile several TMA boxes (gcd(page_size, "
                         "block_n) tokens each, inside one page)"
@@ -216,7 +227,8 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
     const int block_n = l->plan->variant.block_n;
     enum fc_status status;
     if (l->plan->variant.paged) {
-        const int rows = page_box_rows(&l->plan->variant, p->page_size);
+        const struct page_paths paths = page_box_rows(&l->plan->variant, p->page_size);
+        const int rows = paths.k;
         if (rows < 0) {   /* a forced variant: the selector declines these */
             snprintf(l->msg, l->msg_size, "the sm90 kernel's plain schedule reads pages by TMA boxes of a multiple "
                      "of 8 tokens: page_size %d is not a multiple of 8 (its warp-specialized schedule, and the sm80 "
@@ -224,10 +236,11 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
             return FC_ERR_UNSUPPORTED;
         }
         fc_launch_pages(p, &paged->pages);
-        paged->box_rows = rows;   /* 0: gathered, the K and V maps unused (encoded all the same) */
+        paged->box_rows = rows;   /* 0: gathered, the map unused (encoded all the same) */
+        paged->v_box_rows = paths.v;
         if ((status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS)) ||
             (status = encode_pages(l, &a->k_map, p->k, p->k_stride, rows ? rows : 1)) ||
-            (status = encode_pages(l, &a->v_map, p->v, p->v_stride, rows ? rows : 1)))
+            (status = encode_pages(l, &a->v_map, p->v, p->v_stride, paths.v ? paths.v : 1)))
             return status;
         args->params[0] = a;
         return FC_OK;
