@@ -524,6 +524,21 @@ static struct fc_check_case make_paged_case(int page_size, enum fc_dtype dtype, 
     return c;
 }
 
+/* Chunked prefill against long cached prefixes: LONG_SEQUENCES ragged sequences (LONG_Q queries,
+ * LONG_USED keys of 5000), causal, GQA 4, through pages of page_size. */
+static struct fc_check_case make_chunk_case(int head_dim, enum fc_dtype dtype, int page_size)
+{
+    struct fc_check_case c = make_case(0, head_dim, dtype, 1);
+    c.page_size = page_size;
+    c.shape.batch = LONG_SEQUENCES;
+    c.shape.heads_q = 8;
+    c.shape.heads_kv = 2;
+    c.shape.seqlen_k = 5000;
+    c.lens_q = LONG_Q;
+    c.used_k = LONG_USED;
+    return c;
+}
+
 static int run_paged_on(struct fc_context *context, int decode_only)
 {
     int failures = 0, cases = 0;
@@ -541,14 +556,7 @@ static int run_paged_on(struct fc_context *context, int decode_only)
      * (and 7: rows straddle pages inside every tile) */
     static const int CHUNK_PAGES[] = {7, 16, 64};
     for (size_t page = 0; !decode_only && page < sizeof CHUNK_PAGES / sizeof CHUNK_PAGES[0]; page++) {
-        struct fc_check_case c = make_case(0, 128, page % 2 ? FC_BF16 : FC_F16, 1);
-        c.page_size = CHUNK_PAGES[page];
-        c.shape.batch = LONG_SEQUENCES;
-        c.shape.heads_q = 8;
-        c.shape.heads_kv = 2;
-        c.shape.seqlen_k = 5000;
-        c.lens_q = LONG_Q;
-        c.used_k = LONG_USED;
+        struct fc_check_case c = make_chunk_case(128, page % 2 ? FC_BF16 : FC_F16, CHUNK_PAGES[page]);
         print_message("page %d: ", CHUNK_PAGES[page]);
         failures += run_and_report(context, &c);
         cases++;
@@ -596,14 +604,7 @@ static int run_paged_sm90(void)
             const int d = SM90_VARLEN_FORCED[i].max_head_dim >= 128 ? 128 : 64;
             if (d <= SM90_VARLEN_FORCED[i].plain && SM90_CHUNK_PAGES[page] % 8)
                 continue;
-            struct fc_check_case c = make_case(0, d, FC_BF16, 1);   /* chunked prefill, long prefixes */
-            c.page_size = SM90_CHUNK_PAGES[page];
-            c.shape.batch = LONG_SEQUENCES;
-            c.shape.heads_q = 8;
-            c.shape.heads_kv = 2;
-            c.shape.seqlen_k = 5000;
-            c.lens_q = LONG_Q;
-            c.used_k = LONG_USED;
+            struct fc_check_case c = make_chunk_case(d, FC_BF16, SM90_CHUNK_PAGES[page]);
             print_message("page %d: ", c.page_size);
             failures += run_and_report(sm90, &c);
         }
