@@ -50,8 +50,19 @@ static enum fc_status check_sizes(const struct fc_attention_params *p, char *msg
     return FC_OK;
 }
 
-enum fc_status fc_problem_strides(const char *name, const int64_t given[3], int batch, int seqlen, int heads,
-                                    int head_dim, int element_bytes, int64_t out[3], char *msg, size_t size)
+/* What a tensor's strides are called in messages: each one's name and its index in the caller's
+ * array (a varlen tensor is checked as one batch of its tokens: its first two are the token stride). */
+struct stride_names {
+    const char *dim[3];
+    int index[3];
+};
+static const struct stride_names DENSE_STRIDES = {{"batch", "seq", "head"}, {0, 1, 2}};
+static const struct stride_names VARLEN_STRIDES = {{"token", "token", "head"}, {1, 1, 2}};
+static const struct stride_names PAGED_STRIDES = {{"page", "token", "head"}, {0, 1, 2}};
+
+static enum fc_status named_strides(const char *name, const struct stride_names *names, const int64_t given[3],
+                                    int batch, int seqlen, int heads, int head_dim, int element_bytes, int64_t out[3],
+                                    char *msg, size_t size)
 {
     const int64_t align = STRIDE_ALIGN_BYTES / element_bytes;
     if (given[0] == 0 && given[1] == 0 && given[2] == 0) {
@@ -60,16 +71,15 @@ enum fc_status fc_problem_strides(const char *name, const int64_t given[3], int 
         if (__builtin_mul_overflow((int64_t)seqlen, out[1], &out[0]))
             return fail(FC_ERR_INVALID_ARG, msg, size, "%s: its strides and sizes overflow 64-bit offsets", name);
     } else {
-        static const char *const DIMS[3] = {"batch", "seq", "head"};
         for (int i = 0; i < 3; i++) {
             if (given[i] <= 0)
                 return fail(FC_ERR_INVALID_ARG, msg, size,
                             "%s_stride[%d] (%s) is %lld: strides are all positive, or all 0 for packed",
-                            name, i, DIMS[i], (long long)given[i]);
+                            name, names->index[i], names->dim[i], (long long)given[i]);
             if (given[i] % align)
                 return fail(FC_ERR_INVALID_ARG, msg, size,
                             "%s_stride[%d] (%s) is %lld: it must be a multiple of %lld elements (16 bytes)",
-                            name, i, DIMS[i], (long long)given[i], (long long)align);
+                            name, names->index[i], names->dim[i], (long long)given[i], (long long)align);
             out[i] = given[i];
         }
     }
@@ -81,6 +91,12 @@ enum fc_status fc_problem_strides(const char *name, const int64_t given[3], int 
     if (__builtin_mul_overflow(last, (int64_t)element_bytes, &term))
         return fail(FC_ERR_INVALID_ARG, msg, size, "%s: its strides and sizes overflow 64-bit offsets", name);
     return FC_OK;
+}
+
+enum fc_status fc_problem_strides(const char *name, const int64_t given[3], int batch, int seqlen, int heads,
+                                    int head_dim, int element_bytes, int64_t out[3], char *msg, size_t size)
+{
+    return named_strides(name, &DENSE_STRIDES, given, batch, seqlen, heads, head_dim, element_bytes, out, msg, size);
 }
 
 enum fc_status fc_read_struct(const void *given, const void *defaults, size_t size_known, size_t size_min, void *out,
@@ -214,8 +230,8 @@ static enum fc_status varlen_strides(const char *name, const int64_t given[3], i
     int64_t as_dense[3] = {given[1], given[1], given[2]};   /* one batch: its stride is never multiplied */
     if (given[1] == 0 && given[2] == 0)
         as_dense[0] = 0;
-    enum fc_status status = fc_problem_strides(name, as_dense, 1, tokens, heads, head_dim, element_bytes, out, msg,
-                                               size);
+    enum fc_status status = named_strides(name, &VARLEN_STRIDES, as_dense, 1, tokens, heads, head_dim, element_bytes,
+                                          out, msg, size);
     out[0] = 0;
     return status;
 }
@@ -258,10 +274,10 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
         return status;
     const int bytes = dtype->bytes, d = p->head_dim;
     if (out->paged) {   /* [num_pages, page_size, heads_kv, head_dim]: strides {page, token, head} */
-        if ((status = fc_problem_strides("k", p->k_stride, p->num_pages, p->page_size, p->heads_kv, d, bytes,
-                                         out->k_stride, msg, size)) ||
-            (status = fc_problem_strides("v", p->v_stride, p->num_pages, p->page_size, p->heads_kv, d, bytes,
-                                         out->v_stride, msg, size)))
+        if ((status = named_strides("k", &PAGED_STRIDES, p->k_stride, p->num_pages, p->page_size, p->heads_kv, d,
+                                    bytes, out->k_stride, msg, size)) ||
+            (status = named_strides("v", &PAGED_STRIDES, p->v_stride, p->num_pages, p->page_size, p->heads_kv, d,
+                                    bytes, out->v_stride, msg, size)))
             return status;
         if (out->varlen) {
             if ((status = varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
