@@ -1,6 +1,7 @@
 /* The sm90 family: Hopper (sm_90a), TMA + WGMMA, kernel_templates/fwd_sm90.cuh. Its tiles, what it
  * takes, its shared memory, its source, and its argument (TMA maps of Q, K and V). */
 #include <stdio.h>
+#include <string.h>
 
 #include "family_internal.h"
 #include "tma_internal.h"
@@ -225,29 +226,36 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
     if (l->plan->variant.varlen)
         fc_launch_seqlens(p, &varlen->seqlens);
     const int block_n = l->plan->variant.block_n;
-    enum fc_status status;
+    struct page_paths paths = {block_n, block_n};
     if (l->plan->variant.paged) {
-        const struct page_paths paths = page_box_rows(&l->plan->variant, p->page_size);
-        const int rows = paths.k;
-        if (rows < 0) {   /* a forced variant: the selector declines these */
+        paths = page_box_rows(&l->plan->variant, p->page_size);
+        if (paths.k < 0) {   /* a forced variant: the selector declines these */
             snprintf(l->msg, l->msg_size, "the sm90 kernel's plain schedule reads pages by TMA boxes of a multiple "
                      "of 8 tokens: page_size %d is not a multiple of 8 (its warp-specialized schedule, and the sm80 "
                      "and decode kernels, take any page size)", p->page_size);
             return FC_ERR_UNSUPPORTED;
         }
         fc_launch_pages(p, &paged->pages);
-        paged->box_rows = rows;   /* 0: gathered, the map unused (encoded all the same) */
+        paged->box_rows = paths.k;   /* 0: gathered */
         paged->v_box_rows = paths.v;
-        if ((status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS)) ||
-            (status = encode_pages(l, &a->k_map, p->k, p->k_stride, rows ? rows : 1)) ||
-            (status = encode_pages(l, &a->v_map, p->v, p->v_stride, paths.v ? paths.v : 1)))
-            return status;
-        args->params[0] = a;
-        return FC_OK;
     }
-    if ((status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS)) ||
-        (status = encode(l, &a->k_map, p->k, p->k_stride, p->seqlen_k, p->heads_kv, block_n)) ||
-        (status = encode(l, &a->v_map, p->v, p->v_stride, p->seqlen_k, p->heads_kv, block_n)))
+    enum fc_status status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS);
+    if (status == FC_OK && !l->plan->variant.paged &&
+        ((status = encode(l, &a->k_map, p->k, p->k_stride, p->seqlen_k, p->heads_kv, block_n)) == FC_OK))
+        status = encode(l, &a->v_map, p->v, p->v_stride, p->seqlen_k, p->heads_kv, block_n);
+    /* paged: a gathered tensor's map is never read (its rows come through the page table): zeros,
+     * not encoded, a driver call saved per launch */
+    if (l->plan->variant.paged) {
+        if (!paths.k)
+            memset(&a->k_map, 0, sizeof a->k_map);
+        else if (status == FC_OK)
+            status = encode_pages(l, &a->k_map, p->k, p->k_stride, paths.k);
+        if (!paths.v)
+            memset(&a->v_map, 0, sizeof a->v_map);
+        else if (status == FC_OK)
+            status = encode_pages(l, &a->v_map, p->v, p->v_stride, paths.v);
+    }
+    if (status != FC_OK)
         return status;
     args->params[0] = a;
     return FC_OK;
