@@ -180,7 +180,7 @@ struct DecodeForward {
             for (int i = threadIdx.x; i < BLOCK_N * CHUNKS; i += THREADS) {
                 const int r = i / CHUNKS, c = i % CHUNKS;
                 const bool valid = first + r < end;
-                const PageSlot at = valid ? page_slot(pages_of(args), batch, first + r) : PageSlot{0, 0};
+                const PageSlot at = page_slot_if(valid, pages_of(args), batch, first + r);
                 cp_async_16_stream(k_dst + kv_offset(r, c), k.row(at) + c * E::PER_CHUNK, valid);
                 cp_async_16_stream(v_dst + kv_offset(r, c), v.row(at) + c * E::PER_CHUNK, valid);
             }
@@ -217,10 +217,7 @@ struct DecodeForward {
     // K or V rows of this CTA's batch, or of its sequence (VARLEN: from its first key token on).
     __device__ __forceinline__ StridedRows<T> kv_rows(const void *tensor, const long long (&s)[3]) const
     {
-        if constexpr (VARLEN)
-            return StridedRows<T>(tensor, s, batch, kv_head, sequence().k_row0);
-        else
-            return StridedRows<T>(tensor, s, batch, kv_head);
+        return sequence_rows<VARLEN, T>(tensor, s, batch, kv_head, VARLEN ? sequence().k_row0 : 0);
     }
 
     // S = Q K^T over this warp's keys of the tile.

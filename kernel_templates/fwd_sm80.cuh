@@ -153,7 +153,7 @@ struct Sm80Forward {
                 const int row = r + pass * ROWS_PER_PASS;
                 if (BLOCK_N % ROWS_PER_PASS == 0 || row < BLOCK_N) {
                     const bool valid = first + row < count;
-                    const PageSlot at = valid ? page_slot(pages_of(args), batch, first + row) : PageSlot{0, 0};
+                    const PageSlot at = page_slot_if(valid, pages_of(args), batch, first + row);
                     cp_async_16(k_dst + to + pass * ROWS_PER_PASS * KV_PITCH, k.row(at) + c * E::PER_CHUNK, valid);
                     cp_async_16(v_dst + to + pass * ROWS_PER_PASS * KV_PITCH, v.row(at) + c * E::PER_CHUNK, valid);
                 }
@@ -164,7 +164,7 @@ struct Sm80Forward {
         for (int i = threadIdx.x; i < BLOCK_N * CHUNKS; i += THREADS) {
             const int r = i / CHUNKS, c = i % CHUNKS;
             const bool valid = first + r < count;
-            const PageSlot at = valid ? page_slot(pages_of(args), batch, first + r) : PageSlot{0, 0};
+            const PageSlot at = page_slot_if(valid, pages_of(args), batch, first + r);
             cp_async_16(k_dst + r * PITCH + c * 16, k.row(at) + c * E::PER_CHUNK, valid);
             cp_async_16(v_dst + r * PITCH + c * 16, v.row(at) + c * E::PER_CHUNK, valid);
         }
@@ -175,10 +175,7 @@ struct Sm80Forward {
     __device__ __forceinline__ StridedRows<T> rows_of(const void *tensor, const long long (&s)[3], int h,
                                                       long long first_row) const
     {
-        if constexpr (VARLEN)
-            return StridedRows<T>(tensor, s, batch, h, first_row);
-        else
-            return StridedRows<T>(tensor, s, batch, h);
+        return sequence_rows<VARLEN, T>(tensor, s, batch, h, first_row);
     }
 
     // Per-lane parts of the ldmatrix addresses, computed once. NOTE: each is added to a base the

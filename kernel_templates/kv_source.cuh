@@ -117,6 +117,23 @@ __device__ __forceinline__ PageSlot page_slot(const fc_pages &pages, int batch, 
                     key - index * pages.page_size};
 }
 
+// page_slot of a key that may lie past the sequence's (valid false: page 0, slot 0, no table read).
+__device__ __forceinline__ PageSlot page_slot_if(bool valid, const fc_pages &pages, int batch, int key)
+{
+    return valid ? page_slot(pages, batch, key) : PageSlot{0, 0};
+}
+
+// One head's K or V rows of a batch, or (VARLEN) of a sequence whose keys start at first_row.
+template <bool VARLEN, typename T>
+__device__ __forceinline__ StridedRows<T> sequence_rows(const void *tensor, const long long (&s)[3], int batch, int head,
+                                                        long long first_row)
+{
+    if constexpr (VARLEN)
+        return StridedRows<T>(tensor, s, batch, head, first_row);
+    else
+        return StridedRows<T>(tensor, s, batch, head);
+}
+
 // The same, its table read issued where it stands in the code: an asm volatile load keeps its place
 // among the kernel's asm volatile statements (the barrier waits around it), where the compiler may
 // sink a plain load to its first use. For a lookup made ahead of its use (fwd_sm90.cuh's gather path:

@@ -132,10 +132,8 @@ struct ReferenceKernel : SequenceState<VARLEN> {
             load_kv_paged(key0);
             return;
         }
-        const StridedRows<T> k = VARLEN ? StridedRows<T>(args.k, args.k_stride, batch, kv_head, this->k_row0())
-                                        : StridedRows<T>(args.k, args.k_stride, batch, kv_head);
-        const StridedRows<T> v = VARLEN ? StridedRows<T>(args.v, args.v_stride, batch, kv_head, this->k_row0())
-                                        : StridedRows<T>(args.v, args.v_stride, batch, kv_head);
+        const StridedRows<T> k = sequence_rows<VARLEN, T>(args.k, args.k_stride, batch, kv_head, this->k_row0());
+        const StridedRows<T> v = sequence_rows<VARLEN, T>(args.v, args.v_stride, batch, kv_head, this->k_row0());
         for (int i = threadIdx.x; i < BLOCK_N * WORDS_PER_ROW; i += THREADS) {
             const int j = i / WORDS_PER_ROW, w = i % WORDS_PER_ROW, key = key0 + j;
             unsigned kw = 0, vw = 0;
