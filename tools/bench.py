@@ -269,14 +269,29 @@ def run_peer(name, q, k, v, problem, power=None):
         return out, measure_entry(call, power)
 
 
+def relative_diff(got, expected):
+    """max |got - expected| / max |expected|, in float32: how every bench compares two outputs."""
+    return ((got.float() - expected.float()).abs().max() / expected.float().abs().max()).item()
+
+
+def match(got, expected):
+    """{"check": "ok" or "MISMATCH", "relative_diff": ...} of got against expected."""
+    diff = relative_diff(got, expected)
+    return {"check": "ok" if diff < MATCH_TOLERANCE else "MISMATCH", "relative_diff": diff}
+
+
+def geomean(values):
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
 def check_ours(ours, peer_outputs):
     """Ours against the cuDNN (else flash) output: ("ok" or "MISMATCH", max diff / max |peer|)."""
     for name in ("cudnn", "flash"):
         peer = peer_outputs.get(name)
         if peer is not None:
-            peer = peer.transpose(1, 2).float()
-            relative = ((ours.float() - peer).abs().max() / peer.abs().max()).item()
-            return ("ok" if relative < MATCH_TOLERANCE else "MISMATCH"), relative
+            entry = match(ours, peer.transpose(1, 2))
+            return entry["check"], entry["relative_diff"]
     return "unchecked", None
 
 

@@ -38,7 +38,6 @@ flashcore = bench.flashcore
 WINDOW_SHAPE = dict(batch=1, heads=16, seqlen=32768, head_dim=128)
 WINDOW_LEFT = 4096
 SOFTCAP = 30.0
-MATCH_TOLERANCE = 2e-2        # max |ours - peer| / max |peer|, as bench.py
 SINKS_LIMIT, SOFTCAP_LIMIT, WINDOW_TARGET = 0.03, 0.10, 6.0
 
 
@@ -74,10 +73,6 @@ def visible_pairs(seqlen, left):
         return seqlen * (seqlen + 1) // 2
     full = min(seqlen, left + 1)
     return full * (full + 1) // 2 + (seqlen - full) * (left + 1)
-
-
-def relative_diff(got, expected):
-    return ((got.float() - expected.float()).abs().max() / expected.float().abs().max()).item()
 
 
 _cudnn_handle = None
@@ -158,8 +153,7 @@ def peer_entry(make, our_out):
         call, out = make()
     except Exception as error:   # a peer that cannot run this (not installed, unsupported) says why
         return {"error": bench.first_line(error)}
-    diff = relative_diff(our_out, out)
-    entry = {"check": "ok" if diff < MATCH_TOLERANCE else "MISMATCH", "relative_diff": diff}
+    entry = bench.match(our_out, out)
     entry["ms"] = bench.measure_ms(call)
     return entry
 
@@ -273,8 +267,8 @@ def summary(rows):
             ratios = [row[key]["ms"] / row[key.split("_")[1] + "_ms"] for row in overheads
                       if key in row and "ms" in row[key]]
             if ratios:
-                geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-                print(f"{key}: peer time / ours, geometric mean {geomean:.3f} over {len(ratios)} rows")
+                print(f"{key}: peer time / ours, geometric mean {bench.geomean(ratios):.3f} over {len(ratios)} "
+                      "rows")
 
 
 def parse_args(argv):

@@ -31,14 +31,9 @@ flashcore = bench.flashcore
 
 DECODE = dict(batch=64, heads_q=32, heads_kv=8, head_dim=128, seqlen_k=8192)
 CHUNK = dict(batch=1, heads_q=32, heads_kv=8, head_dim=128, seqlen_q=512, prefix=16384)
-MATCH_TOLERANCE = 2e-2   # max |ours - other| / max |other|, as bench.py
 DECODE_TARGETS = {16: 0.90, 1: 0.70}
 CHUNK_TARGET = 0.95
 CHUNK_PAGES = (16, 64)   # the issue's; --chunk-pages adds others
-
-
-def relative_diff(got, expected):
-    return ((got.float() - expected.float()).abs().max() / expected.float().abs().max()).item()
 
 
 def paged_cache(k, v, page_size, generator):
@@ -71,8 +66,7 @@ def prepared(context, q, k, v, **options):
 
 
 def checked(entry, out, reference):
-    diff = relative_diff(out, reference)
-    entry.update(check="ok" if diff < MATCH_TOLERANCE else "MISMATCH", relative_diff=diff)
+    entry.update(bench.match(out, reference))
     return entry
 
 

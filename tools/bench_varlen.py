@@ -19,7 +19,6 @@ our dense TFLOP/s, and ours/FA3 on varlen no worse than ours/FA3 dense.
 import argparse
 import itertools
 import json
-import math
 import random
 import sys
 from pathlib import Path
@@ -30,7 +29,6 @@ import bench  # noqa: E402  (measure_ms, metadata; it imports flashcore)
 flashcore = bench.flashcore
 
 TOKENS, HEADS, HEAD_DIM = 16384, 16, 128
-MATCH_TOLERANCE = 2e-2   # max |ours - peer| / max |peer|, as bench.py
 
 
 def ragged_lengths(rng, tokens):
@@ -42,10 +40,6 @@ def ragged_lengths(rng, tokens):
 
 def causal_flops(lengths, heads, head_dim):
     return sum(4.0 * heads * head_dim * length * (length + 1) / 2 for length in lengths)
-
-
-def relative_diff(got, expected):
-    return ((got.float() - expected.float()).abs().max() / expected.float().abs().max()).item()
 
 
 def fa3_varlen(q, k, v, cu, max_len):
@@ -75,10 +69,7 @@ def peer(make, reference=None):
         out = call()
     except Exception as error:   # not installed, or the shape is not taken: say why
         return {"error": bench.first_line(error)}
-    entry = {}
-    if reference is not None:
-        diff = relative_diff(out, reference)
-        entry.update(check="ok" if diff < MATCH_TOLERANCE else "MISMATCH", relative_diff=diff)
+    entry = bench.match(out, reference) if reference is not None else {}
     entry["ms"] = bench.measure_ms(call)
     return entry
 
@@ -133,11 +124,6 @@ def print_row(row):
     print(text + f"  [{row['kernel']}]", flush=True)
 
 
-def geomean(values):
-    values = list(values)
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=5, help="random ragged batches (default 5)")
@@ -160,12 +146,12 @@ def main(argv=None):
             rows.append(one_batch(context, rng, index))
             print_row(rows[-1])
     print(f"ours varlen / ours dense at the mean length (TFLOP/s): geometric mean "
-          f"{geomean(r['varlen_vs_dense'] for r in rows):.3f}, min {min(r['varlen_vs_dense'] for r in rows):.3f} "
+          f"{bench.geomean(r['varlen_vs_dense'] for r in rows):.3f}, min {min(r['varlen_vs_dense'] for r in rows):.3f} "
           f"(the issue asks >= 0.97)")
     paired = [r for r in rows if "ours_over_fa3" in r]
     if paired:
-        print(f"ours/FA3: varlen {geomean(r['ours_over_fa3'] for r in paired):.3f}x, dense at the mean "
-              f"{geomean(r['dense_ours_over_fa3'] for r in paired):.3f}x (geometric means over {len(paired)} batches)")
+        print(f"ours/FA3: varlen {bench.geomean(r['ours_over_fa3'] for r in paired):.3f}x, dense at the mean "
+              f"{bench.geomean(r['dense_ours_over_fa3'] for r in paired):.3f}x (geometric means over {len(paired)} batches)")
     if args.json:
         Path(args.json).write_text(json.dumps({"metadata": metadata, "rows": rows}, indent=1) + "\n")
     return 0
