@@ -438,23 +438,9 @@ def run_graph_case(context, family, replays=3, seed=0):
         for replay in range(replays):
             replayed = replayed_case(case, rng)
             rows = load(replayed, inputs, rng)
-            inputs.out.fill_(math.nan)
-            inputs.lse.fill_(math.nan)
-            graph.replay()
-            torch.cuda.synchronize(device)
-            out, lse = inputs.out.clone(), inputs.lse.clone()
-            eager_out = torch.full_like(out, math.nan)
-            eager_lse = torch.full_like(lse, math.nan)
-            context.attention(inputs.q, inputs.k, inputs.v, out=eager_out, lse=eager_lse, **kwargs)
-            torch.cuda.synchronize(device)
-            stats, found = judge(replayed, (("replayed out", out),), lse,
-                                 reference(replayed, inputs, rows))
-            row.update({f"replay{replay}_{key}": value for key, value in stats.items()})
-            for key in ("err", "err_pt", "lse_err"):
-                row.setdefault(key, stats[key])
-            failures += [f"replay {replay}: {failure}" for failure in found]
-            if not (check.bit_equal(out, eager_out) and check.bit_equal(lse, eager_lse)):
-                failures.append(f"replay {replay}: differs from the eager call on the same inputs")
+            failures += check_varlen.replay_checked(
+                context, graph, inputs, kwargs, replay, row,
+                lambda outs, lse: judge(replayed, outs, lse, reference(replayed, inputs, rows)))
     except check.flashcore.FlashCoreError as error:
         failures.append(str(error))
     row.update(passed=not failures, failures=failures)

@@ -372,6 +372,34 @@ def graph_case(family):
     return VarlenCase("f16", 128, True, 8, 2, lens_q, lens_k, used_k, (-1, -1), 17, 9)
 
 
+def replay_checked(context, graph, inputs, kwargs, replay, row, judged):
+    """Replay `replay` of the call captured in graph, on the new contents of inputs: out and lse
+    poisoned, the graph replayed, the same call made eagerly into fresh tensors; the replay judged
+    (judged(outs, lse) -> (stats, failures)) and compared with the eager call bit for bit. The
+    stats go into row as replay<replay>_* (the first replay's also as err, err_pt, lse_err).
+    Returns the failures. tools/check_paged.py's graph case takes it too."""
+    import torch
+
+    device = inputs.out.device
+    inputs.out.fill_(math.nan)
+    inputs.lse.fill_(math.nan)
+    graph.replay()
+    torch.cuda.synchronize(device)
+    out, lse = inputs.out.clone(), inputs.lse.clone()
+    eager_out = torch.full_like(out, math.nan)
+    eager_lse = torch.full_like(lse, math.nan)
+    context.attention(inputs.q, inputs.k, inputs.v, out=eager_out, lse=eager_lse, **kwargs)
+    torch.cuda.synchronize(device)
+    stats, found = judged((("replayed out", out),), lse)
+    row.update({f"replay{replay}_{key}": value for key, value in stats.items()})
+    for key in ("err", "err_pt", "lse_err"):
+        row.setdefault(key, stats[key])
+    failures = [f"replay {replay}: {failure}" for failure in found]
+    if not (check.bit_equal(out, eager_out) and check.bit_equal(lse, eager_lse)):
+        failures.append(f"replay {replay}: differs from the eager call on the same inputs")
+    return failures
+
+
 def run_graph_case(context, family, replays=3, seed=0):
     """Captures one call in a CUDA graph (after a call outside it, which compiles the kernel), then
     per replay writes new q, k, v and new lengths (a reshuffle of the same sequences' counts, within
@@ -402,23 +430,8 @@ def run_graph_case(context, family, replays=3, seed=0):
             used_k = tuple(rng.randint(0, n) for n in lens_k)
             replayed = case._replace(lens_q=lens_q, lens_k=lens_k, used_k=used_k)
             load(replayed, inputs)
-            inputs.out.fill_(math.nan)
-            inputs.lse.fill_(math.nan)
-            graph.replay()
-            torch.cuda.synchronize(device)
-            out, lse = inputs.out.clone(), inputs.lse.clone()
-            eager_out = torch.full_like(out, math.nan)
-            eager_lse = torch.full_like(lse, math.nan)
-            context.attention(inputs.q, inputs.k, inputs.v, out=eager_out, lse=eager_lse, **kwargs)
-            torch.cuda.synchronize(device)
-            stats, found = judge(replayed, (("replayed out", out),), lse, reference(replayed, inputs))
-            row.update({f"replay{replay}_{key}": value for key, value in stats.items()})
-            row.setdefault("err", stats["err"])
-            row.setdefault("err_pt", stats["err_pt"])
-            row.setdefault("lse_err", stats["lse_err"])
-            failures += [f"replay {replay}: {failure}" for failure in found]
-            if not (check.bit_equal(out, eager_out) and check.bit_equal(lse, eager_lse)):
-                failures.append(f"replay {replay}: differs from the eager call on the same inputs")
+            failures += replay_checked(context, graph, inputs, kwargs, replay, row,
+                                       lambda outs, lse: judge(replayed, outs, lse, reference(replayed, inputs)))
     except check.flashcore.FlashCoreError as error:
         failures.append(str(error))
     row.update(passed=not failures, failures=failures)
