@@ -112,6 +112,21 @@ sanitize() {   # every tool must exit 0 (--error-exitcode makes any finding nonz
     return $failed
 }
 
+checked_run() {   # checked_run LABEL LOG ARGS...: one `fcjit run ARGS` (its output to LOG); prints LABEL, its exit
+                  # code and verdict, and LOG when it failed; returns its exit code
+    local label=$1 log=$2
+    shift 2
+    "$FCJIT" --db "$DB" --json run "$@" > "$log" 2>&1
+    local rc=$?
+    echo "$label: exit $rc $(grep -o '"passed": [a-z]*' "$log")"
+    [ $rc -eq 0 ] || cat "$log"
+    return $rc
+}
+
+# A ragged prefill batch (empty, one-token and 5000-token sequences) and its seqused_k, for the
+# varlen and paged loops
+export RAGGED_Q=129,0,1,5000,64,300,17 RAGGED_USED=150,5,0,4999,1,300,999
+
 varlen_runs() {   # fcjit run on ragged batches, each family in $VARLEN_FAMILIES forced; exit 1 on any failure
     local family d c g dt u failed=0 lens lens_k used out
     out=$(mktemp)   # one per call: the families run side by side
@@ -123,15 +138,12 @@ varlen_runs() {   # fcjit run on ragged batches, each family in $VARLEN_FAMILIES
                         if [ "$family" = decode ]; then   # one query per sequence: decode's packed rows
                             lens=1,0,1,1,1,1,1; lens_k=4999,7,0,1,128,777,3000; used=4000,7,0,1,100,777,2999
                         else
-                            lens=129,0,1,5000,64,300,17; lens_k=200,5,0,5000,63,300,1000; used=150,5,0,4999,1,300,999
+                            lens=$RAGGED_Q; lens_k=200,5,0,5000,63,300,1000; used=$RAGGED_USED
                         fi
                         for u in "" "--seqused-k $used"; do
-                            "$FCJIT" --db "$DB" --json run --variant $family --varlen $lens --varlen-k $lens_k $u \
-                                --heads-q $((2 * g)) --heads-kv 2 --head-dim $d --dtype $dt $c \
-                                --check-rows 384 --iters 2 --warmup 0 > "$out" 2>&1
-                            local rc=$?
-                            echo "$family D=$d ${c:-full} GQA $g $dt ${u:+seqused}: exit $rc $(grep -o '"passed": [a-z]*' "$out")"
-                            [ $rc -eq 0 ] || { failed=1; cat "$out"; }
+                            checked_run "$family D=$d ${c:-full} GQA $g $dt ${u:+seqused}" "$out" --variant $family \
+                                --varlen $lens --varlen-k $lens_k $u --heads-q $((2 * g)) --heads-kv 2 --head-dim $d \
+                                --dtype $dt $c --check-rows 384 --iters 2 --warmup 0 || failed=1
                         done
                     done
                 done
@@ -247,18 +259,15 @@ paged_runs() {   # fcjit run through a paged K/V cache, each family in $PAGED_FA
                             if [ "$family" = decode ]; then
                                 shape="--varlen 1,0,1,1,1,1,1 --seqlen-k 5000 --seqused-k 4000,7,0,1,100,777,4999"
                             else
-                                shape="--varlen 129,0,1,5000,64,300,17 --seqlen-k 5000 --seqused-k 150,5,0,4999,1,300,999"
+                                shape="--varlen $RAGGED_Q --seqlen-k 5000 --seqused-k $RAGGED_USED"
                             fi
                         else
                             form=dense
                             shape="--batch 3 --seqlen-q $([ "$family" = decode ] && echo 1 || echo 129) --seqlen-k 1000"
                         fi
-                        "$FCJIT" --db "$DB" --json run --variant $family $shape --page-size $page \
-                            --heads-q $((2 * g)) --heads-kv 2 --head-dim $d --dtype $dt $c \
-                            --check-rows 256 --iters 2 --warmup 0 > "$out" 2>&1
-                        local rc=$?
-                        echo "$family page $page D=$d ${c:-full} GQA $g $dt $form: exit $rc $(grep -o '"passed": [a-z]*' "$out")"
-                        [ $rc -eq 0 ] || { failed=1; cat "$out"; }
+                        checked_run "$family page $page D=$d ${c:-full} GQA $g $dt $form" "$out" --variant $family \
+                            $shape --page-size $page --heads-q $((2 * g)) --heads-kv 2 --head-dim $d --dtype $dt $c \
+                            --check-rows 256 --iters 2 --warmup 0 || failed=1
                     done
                 done
             done
@@ -298,7 +307,7 @@ export_tuning() {   # every measurement of $DB and its winners, to $OUT
 }
 
 export -f decode_tiles sanitize_decode decode_profile export_tuning
-export -f paged_decode_profile paged_runs varlen_runs python_matrix run_shapes host_costs sanitize tiles profile check_variants bench_variants
+export -f checked_run paged_decode_profile paged_runs varlen_runs python_matrix run_shapes host_costs sanitize tiles profile check_variants bench_variants
 
 case "${1:-check}" in
 check)
