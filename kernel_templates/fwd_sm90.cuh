@@ -29,16 +29,17 @@
 // With PAGED (a paged K/V cache; VARLEN too), K and V each come one of two ways, chosen by the
 // host (src/family_sm90.c) and told by the argument's box_rows (K) and v_box_rows (V); the producer
 // warpgroup's warps 0-1 load K, warps 2-3 V, each pair on its own:
-// - TMA boxes (rows > 0): maps of the paged tensors (head_dim, page_size, head, page); each key
-//   tile is BLOCK_N / rows boxes, each at its page's coordinate (kv_source.cuh's PagedTmaRows: one
-//   table read per box, a tile ahead). The pair's first warp issues them, a box per lane.
+// - TMA boxes (rows > 0): 5-D maps of the paged tensors; each key tile is BLOCK_N / rows boxes,
+//   each at its page's coordinate and each one copy of every column block of its rows, which land
+//   in the grouped tile layout (KV_ATOM_STRIDE; kv_source.cuh's PagedTmaRows: one table read per
+//   box, a tile ahead). The pair's first warp issues them, a box per lane.
 // - gather (rows 0; warp-specialized only): the pair's 64 threads copy the tile's rows by cp.async
 //   into the same 128B-swizzled layout TMA writes (one table read per row, a tile ahead), each
 //   thread arriving on its slot's barrier when its copies land (the barrier counts 64 arrivals, no
 //   bytes); each consumer fences the proxies before its WGMMAs read such a slot. The host takes it
-//   where a tile would need many boxes: TMA costs about the same per box whatever its size, so
-//   pages of 16 keys (8 boxes a tile at head_dim 128) made the TMA unit the bottleneck; K boxed and
-//   V gathered shares the work between the two (PERF_NOTES v8.4).
+//   where a tile would need many boxes, or the cache's layout has none: TMA costs about the same
+//   per copy whatever its size, so many small copies a tile make the TMA unit the bottleneck; K
+//   boxed and V gathered shares the work between the two (PERF_NOTES v8.4, v8.5).
 // The tail of the last tile (slots past the sequence's keys) is masked and zeroed as VARLEN's.
 //
 // Not yet: TMA stores of O, a persistent grid.
@@ -100,6 +101,17 @@ struct Sm90Forward {
     static constexpr int STEP_DESCRIPTOR = E::MMA_K * E::BYTES / 16;   // a k-step in descriptor units (16 B)
     static constexpr int Q_BYTES = CONSUMERS * COLUMN_BLOCKS * Q_BLOCK_BYTES;   // per warpgroup: its blocks
     static constexpr int KV_BYTES = COLUMN_BLOCKS * KV_BLOCK_BYTES;  // one K or V tile
+    // A K or V tile is 128B-swizzle atoms of 8 rows x one column block (1024 bytes, 1024-aligned).
+    // Dense and VARLEN: each column block's atoms back to back, the blocks KV_BLOCK_BYTES apart (as a
+    // box of BLOCK_N rows a block writes them). PAGED: grouped, the column blocks of 8 rows back to
+    // back, then those of the next 8 rows (as one 5-D box of a page's rows writes them: one TMA copy
+    // a box, not one a column block; PERF_NOTES v8.5). WGMMA's descriptors take either. NOTE:
+    // enumerators (see PRODUCER_THREADS): `PAGED ? a : b` of static members takes their values.
+    enum : int {
+        ATOM_BYTES = 8 * SWIZZLE_BYTES,
+        KV_BLOCK_STRIDE = PAGED ? ATOM_BYTES : KV_BLOCK_BYTES,                // the next column block
+        KV_ATOM_STRIDE = PAGED ? COLUMN_BLOCKS * ATOM_BYTES : ATOM_BYTES,   // the next 8 rows
+    };
     static constexpr int SMEM_BYTES = SWIZZLE_ALIGN + Q_BYTES + 2 * STAGES * KV_BYTES;
     static constexpr int N_TILES = BLOCK_N / 8, D_TILES = HEAD_DIM / 8;
     // setmaxnreg: the pool is what ptxas gives each thread at launch (65536 per SM shared by
@@ -226,17 +238,15 @@ struct Sm90Forward {
     }
 
     // PAGED: boxes lane, lane + lanes, ... of tile t into the slot at dst (`lanes` threads issue
-    // the tile together: box i is rows [i * box_rows, (i + 1) * box_rows) of every column block).
+    // the tile together: box i is rows [i * box_rows, (i + 1) * box_rows), every column block).
     __device__ __forceinline__ void load_paged_tile(const fc_tensor_map &map, unsigned dst, int t, unsigned bar,
                                                     int lane, int lanes)
     {
-        const PagedTmaRows rows{kv_head, batch, paged().box_rows, mask.seqlen_k()};
+        const PagedTmaRows rows{kv_head, batch, paged().box_rows, mask.seqlen_k(), COLUMN_BLOCKS};
         const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
         for (int i = lane; i * rows.box_rows < BLOCK_N; i += lanes) {
             const PageSlot at = rows.box_page(paged().pages, key0 + i * rows.box_rows);
-            for (int j = 0; j < COLUMN_BLOCKS; j++)
-                rows.load(dst + j * KV_BLOCK_BYTES + i * rows.box_rows * SWIZZLE_BYTES,
-                          reinterpret_cast<const TensorMap &>(map), at, COLUMNS * j, bar);
+            rows.load(dst + i * rows.box_rows / 8 * KV_ATOM_STRIDE, reinterpret_cast<const TensorMap &>(map), at, bar);
         }
     }
 
@@ -252,8 +262,8 @@ struct Sm90Forward {
     // PAGED, gather (warp-specialized): gatherer q's share of K or V (head_rows: its head's (page 0,
     // slot 0); the tile's rows at `offsets` from it) of tile t into the slot at dst, rows past the
     // sequence's keys zero-filled: 16-byte chunk q % 8 of rows q / 8 + 8 j of every column block,
-    // copied to where TMA's 128B swizzle puts it (chunk c of line r at c ^ r % 8: the same for all of
-    // this thread's rows). A warp's copies are four whole 128-byte lines. NOTE: each row's address is
+    // copied to where a grouped TMA box puts it (row q / 8 of atom j of each block; chunk c of line
+    // r at c ^ r % 8: the same for all of this thread's rows). A warp's copies are four whole 128-byte lines. NOTE: each row's address is
     // found once for all its column blocks, from its offset found once for the tile; found per copy
     // (and q signed, so every division a real one), the producer's ~50 instructions a copy took the
     // consumers' issue slots (0.50x the non-paged run); with the page and slot multiplied out per
@@ -263,6 +273,7 @@ struct Sm90Forward {
     {
         constexpr int LINE_CHUNKS = SWIZZLE_BYTES / 16, ROWS_PER_PASS = GATHERERS / LINE_CHUNKS;
         static_assert(BLOCK_N % ROWS_PER_PASS == 0, "whole passes of the gatherers");
+        static_assert(ROWS_PER_PASS == 8, "a pass is an atom's 8 rows: row0 + 8 j is row row0 of atom j");
         const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
         const unsigned row0 = q / LINE_CHUNKS, chunk = q % LINE_CHUNKS;
         const unsigned to = dst + row0 * SWIZZLE_BYTES + (chunk ^ row0 % 8) * 16;   // (row0 + 8 j) % 8 = row0 % 8
@@ -273,7 +284,7 @@ struct Sm90Forward {
             const bool valid = key0 + r < keys;
 #pragma unroll
             for (int b = 0; b < COLUMN_BLOCKS; b++)
-                cp_async_16(to + b * KV_BLOCK_BYTES + j * ROWS_PER_PASS * SWIZZLE_BYTES, from + b * COLUMNS, valid);
+                cp_async_16(to + b * KV_BLOCK_STRIDE + j * KV_ATOM_STRIDE, from + b * COLUMNS, valid);
         }
     }
 
@@ -317,13 +328,16 @@ struct Sm90Forward {
     {
         const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
         const int valid = mask.seqlen_k() - key0;   // the tile's rows inside the sequence
-        if (valid >= BLOCK_N)
+        if (valid >= BLOCK_N || gathered(true))   // gathered: those rows were zero-filled
             return;
         constexpr int LINE_CHUNKS = SWIZZLE_BYTES / 16, CHUNKS = COLUMN_BLOCKS * BLOCK_N * LINE_CHUNKS;
         const unsigned v = v_tile(stage);   // (COLUMN_BLOCKS x BLOCK_N lines of 128 bytes)
-        for (int i = threadIdx.x; i < CHUNKS; i += CONSUMER_THREADS)   // consumers are threads 0 ..
-            if (i / LINE_CHUNKS % BLOCK_N >= valid)
+        for (int i = threadIdx.x; i < CHUNKS; i += CONSUMER_THREADS) {   // consumers are threads 0 ..
+            const int line = i / LINE_CHUNKS;   // PAGED: grouped (8 lines of each column block in turn)
+            const int row = PAGED ? line / (8 * COLUMN_BLOCKS) * 8 + line % 8 : line % BLOCK_N;
+            if (row >= valid)
                 st_shared_zero16(v + 16 * i);
+        }
         // every writer orders its stores before WGMMA's (async proxy) reads, then all consumers
         // meet: after the barrier, no consumer's P V can read a line before it is zero. NOTE: a
         // named barrier of the consumers only, after the turn barriers (1 .. CONSUMERS); declared
@@ -353,7 +367,8 @@ struct Sm90Forward {
         for (int k = 0; k < K_STEPS; k++) {
             const int block = k / STEPS_PER_BLOCK, step = STEP_DESCRIPTOR * (k % STEPS_PER_BLOCK);
             const unsigned long long dq = wgmma_descriptor_sw128(q_tile(group) + block * Q_BLOCK_BYTES) + step;
-            const unsigned long long dk = wgmma_descriptor_sw128(k_tile(stage) + block * KV_BLOCK_BYTES) + step;
+            const unsigned long long dk =
+                wgmma_descriptor_sw128(k_tile(stage) + block * KV_BLOCK_STRIDE, KV_ATOM_STRIDE) + step;
             wgmma_ss<BLOCK_N, T>(d, dq, dk, k > 0);
         }
         wgmma_commit();
@@ -379,12 +394,12 @@ struct Sm90Forward {
     __device__ __forceinline__ void pv_issue(float (&o)[1][D_TILES][4], const unsigned (&a)[BLOCK_N / 16][4], int stage)
     {
         float(&d)[HEAD_DIM / 2] = reinterpret_cast<float(&)[HEAD_DIM / 2]>(o);
-        const unsigned long long dv = wgmma_descriptor_sw128_mn(v_tile(stage), KV_BLOCK_BYTES);
+        const unsigned long long dv = wgmma_descriptor_sw128_mn(v_tile(stage), KV_BLOCK_STRIDE, KV_ATOM_STRIDE);
         wgmma_fence_registers(d);
         wgmma_fence();
 #pragma unroll
         for (int k = 0; k < BLOCK_N / 16; k++)
-            wgmma_rs<HEAD_DIM, T>(d, a[k], dv + 128 * k);
+            wgmma_rs<HEAD_DIM, T>(d, a[k], dv + KV_ATOM_STRIDE / 8 * k);
         wgmma_commit();
     }
 
@@ -563,14 +578,13 @@ struct Sm90Forward {
         }
     }
 
-    // PAGED, TMA boxes: box `box` of tile t (its page at `at`) into the slot at dst, every column block.
+    // PAGED, TMA boxes: box `box` of tile t (its page at `at`) into the slot at dst, every column
+    // block in one copy.
     __device__ __forceinline__ void load_paged_box(const fc_tensor_map &map, unsigned dst, int box, const PageSlot &at,
                                                    unsigned bar, int box_rows)
     {
-        const PagedTmaRows rows{kv_head, batch, box_rows, 0};
-        for (int j = 0; j < COLUMN_BLOCKS; j++)
-            rows.load(dst + j * KV_BLOCK_BYTES + box * rows.box_rows * SWIZZLE_BYTES,
-                      reinterpret_cast<const TensorMap &>(map), at, COLUMNS * j, bar);
+        const PagedTmaRows rows{kv_head, batch, box_rows, 0, COLUMN_BLOCKS};
+        rows.load(dst + box * box_rows / 8 * KV_ATOM_STRIDE, reinterpret_cast<const TensorMap &>(map), at, bar);
     }
 
     // PAGED, TMA boxes: a producer warp for K (v false) or V, as produce: every lane waits for the

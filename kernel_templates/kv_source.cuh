@@ -196,26 +196,28 @@ __device__ __forceinline__ SequenceTmaOrigin sequence_tma_origin(const fc_seqlen
     return SequenceTmaOrigin{0, 0, batch};
 }
 
-// One sequence's K or V tiles through TMA maps of a paged cache (head_dim, page_size, head, page)
-// whose boxes are box_rows slots: box_rows divides both page_size and the tile (so a box lies inside
-// one page) and is a multiple of 8 (a 128B swizzle atom: a box lands 1024-byte aligned in the tile,
-// whose swizzle then holds). Box i of the tile whose first key is `key` is the box at (column, slot
-// of key + i * box_rows, head, its page): one table read per box. A box that starts at or past the
-// sequence's `keys` reads page 0 (the table's row may end before it). NOTE: rows past the
+// One sequence's K or V tiles through TMA maps of a paged cache, grouped: 5-D maps (head_dim in a
+// 128-byte line, row in a group of 8 slots, column block of the heads' rows, group of 8 slots in the
+// page, page) whose boxes are (line, 8, a head's column blocks, box_rows / 8, 1) (src/family_sm90.c).
+// A box lands as box_rows / 8 atom groups, each the head's column blocks of 8 rows, 1024 bytes each:
+// fwd_sm90.cuh's grouped tile layout, every column block of a box in one copy. box_rows divides both
+// page_size and the tile (so a box lies inside one page) and is a multiple of 8 (whole atoms). Box i
+// of the tile whose first key is `key` is the box at (0, 0, the head's first column block, group of
+// key + i * box_rows in its page, its page): one table read per box. A box that starts at or past
+// the sequence's `keys` reads page 0 (the table's row may end before it). NOTE: rows past the
 // sequence's keys are the page's other slots or page 0's (maybe NaN): the kernel masks them as it
 // masks a varlen box's (fwd_sm90.cuh zeroes V's).
 struct PagedTmaRows {
-    int head, batch, box_rows, keys;
+    int head, batch, box_rows, keys, column_blocks;
 
     __device__ __forceinline__ PageSlot box_page(const fc_pages &pages, int key) const
     {
         return key < keys ? page_slot(pages, batch, key) : PageSlot{0, 0};
     }
-    // One box at dst: `column`'s block of the rows at `at`, counted on the mbarrier bar.
-    __device__ __forceinline__ void load(unsigned dst, const TensorMap &map, const PageSlot &at, int column,
-                                         unsigned bar) const
+    // One box at dst: the rows at `at`, every column block, counted on the mbarrier bar.
+    __device__ __forceinline__ void load(unsigned dst, const TensorMap &map, const PageSlot &at, unsigned bar) const
     {
-        tma_load_4d(dst, map, column, at.slot, head, at.page, bar);
+        tma_load_5d(dst, map, 0, 0, head * column_blocks, static_cast<unsigned>(at.slot) / 8, at.page, bar);
     }
 };
 

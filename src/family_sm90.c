@@ -76,31 +76,60 @@ static int check(const struct fc_variant *v, char *why, size_t size)
 
 /* How the kernel reads a paged cache (fwd_sm90.cuh), K and V each: the rows of its TMA boxes (> 0),
  * 0 to gather rows by cp.async, -1 when it cannot. Boxes are the largest divisor of page and tile, a
- * multiple of 8 (a 128B swizzle atom, so that a box lands where the tile's swizzle expects it). TMA
- * costs about as much per box whatever its size, so many boxes a tile make it the bottleneck; the
- * warp-specialized schedule then gathers V's rows (up to 8 boxes a tile: K keeps its boxes, the TMA
- * unit and the gatherers sharing the work) or both tensors' with its producer warps instead
- * (chunked prefill at head_dim 128, H100, PERF_NOTES v8.4, against the non-paged run: pages of 32, 4
- * boxes a tile 0.95x, gathered 0.83x; pages of 16, 8 boxes 0.74x, both gathered 0.80x, K boxed and V
- * gathered 0.85x; pages of 8, both gathered 0.71x). The plain schedule (no producer warpgroup) takes
- * boxes of any count. */
-#define MAX_TMA_BOXES_PER_TILE 4
-#define MAX_K_BOXES_PER_TILE 8
+ * multiple of 8 (whole 128B swizzle atoms, so that a box lands where the tile's swizzle expects it),
+ * each one copy of every column block of its rows (encode_pages' grouped view, which needs a head's
+ * rows followed by the next head's, or one column block a head). TMA costs about as much per copy
+ * whatever its size (PERF_NOTES v8.4), so the warp-specialized schedule takes boxes up to 8 a tile for
+ * both tensors (chunked prefill at head_dim 128, H100, v8.5: pages of 16 0.95-0.98x the non-paged run,
+ * where a copy per column block, 16 a tile, ran 0.74x, and V gathered 0.85x) and up to 16 for K with
+ * V gathered (pages of 8: 0.83x; both gathered 0.74x); its producer warps gather the rest. The plain
+ * schedule (no producer warpgroup) takes boxes of any count. */
+#define MAX_TMA_BOXES_PER_TILE 8
+#define MAX_K_BOXES_PER_TILE 16
 struct page_paths {
     int k, v;   /* rows of K's and V's TMA boxes (> 0), 0 gathered, -1 neither */
 };
-static struct page_paths page_box_rows(const struct fc_variant *v, int page_size)
+/* Whether a paged tensor (strides {page, token, head}) has encode_pages' grouped view. */
+static int groupable(const struct fc_problem *p, const int64_t stride[3])
 {
-    int rows = page_size, b = v->block_n;   /* gcd(page_size, block_n) */
+    return p->head_dim * fc_dtype_bytes(p->dtype) <= SWIZZLE_BYTES || stride[2] == p->head_dim;
+}
+static struct page_paths page_box_rows(const struct fc_variant *v, const struct fc_problem *p)
+{
+    int rows = p->page_size, b = v->block_n;   /* gcd(page_size, block_n) */
     while (b) {
         const int r = rows % b;
         rows = b;
         b = r;
     }
     const int boxes = rows % 8 ? 1 << 30 : v->block_n / rows;
+    const int k_boxes = groupable(p, p->k_stride) ? boxes : 1 << 30;
+    const int v_boxes = groupable(p, p->v_stride) ? boxes : 1 << 30;
     if (!specialized(v))
-        return rows % 8 ? (struct page_paths){-1, -1} : (struct page_paths){rows, rows};
-    return (struct page_paths){boxes <= MAX_K_BOXES_PER_TILE ? rows : 0, boxes <= MAX_TMA_BOXES_PER_TILE ? rows : 0};
+        return (struct page_paths){k_boxes <= v->block_n ? rows : -1, v_boxes <= v->block_n ? rows : -1};
+    return (struct page_paths){k_boxes <= MAX_K_BOXES_PER_TILE ? rows : 0, v_boxes <= MAX_TMA_BOXES_PER_TILE ? rows : 0};
+}
+
+/* Which path each of K and V takes (page_box_rows), and why, for the selector's reason. */
+static const char *page_path_reason(const struct fc_variant *v, const struct fc_problem *p, struct page_paths paths)
+{
+    if (paths.k > 0 && paths.v > 0)
+        return paths.k == v->block_n ? "sm90 kernel: TMA + WGMMA on a paged cache, each key tile one TMA box inside one "
+                                       "page"
+                                     : "sm90 kernel: TMA + WGMMA on a paged cache, each key tile several TMA boxes "
+                                       "(gcd(page_size, block_n) tokens each, inside one page, every column block of "
+                                       "them in one copy)";
+    if (p->page_size % 8)
+        return "sm90 kernel: WGMMA on a paged cache gathered by the producer warpgroup (pages not of a multiple of 8 "
+               "tokens, which TMA boxes cannot tile: each row's page read from the table once a tile, rows copied "
+               "by cp.async)";
+    if (paths.k > 0 && groupable(p, p->v_stride))
+        return "sm90 kernel: WGMMA on a paged cache, K by TMA boxes (gcd(page_size, block_n) tokens each, inside one "
+               "page), V gathered by two producer warps (rows copied by cp.async): more than 8 boxes a tile cost the "
+               "TMA unit more than gathering";
+    return "sm90 kernel: WGMMA on a paged cache, K or V (or both) gathered by the producer warpgroup (rows copied by "
+           "cp.async): their TMA boxes need each head's row followed by the next head's (head stride = head_dim) "
+           "from head_dim 128";
 }
 
 static const char *select_for(const struct fc_problem *problem, const struct fc_target *target,
@@ -135,22 +164,13 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     if (fc_variant_check(v, NULL, 0))
         return NULL;
     if (problem->paged) {
-        const struct page_paths paths = page_box_rows(v, problem->page_size);
-        const int rows = paths.v;
-        if (rows < 0) {
+        const struct page_paths paths = page_box_rows(v, problem);
+        if (paths.k < 0 || paths.v < 0) {
             *why_not = "the Hopper kernel's plain schedule (head_dim 64) reads pages by TMA boxes of a multiple of "
                        "8 tokens (page_size a multiple of 8); only its warp-specialized one gathers rows";
             return NULL;
         }
-        if (paths.k > 0 && !paths.v)
-            return "sm90 kernel: WGMMA on a paged cache, K by TMA boxes (gcd(page_size, block_n) tokens each, inside "
-                   "one page), V gathered by two producer warps (rows copied by cp.async)";
-        return rows == v->block_n ? "sm90 kernel: TMA + WGMMA on a paged cache, each key tile one TMA box inside one page"
-               : rows ? "sm90 kernel: TMA + WGMMA on a paged cache, each key tile several TMA boxes (gcd(page_size, "
-                        "block_n) tokens each, inside one page)"
-                      : "sm90 kernel: WGMMA on a paged cache gathered by the producer warpgroup (pages of less than "
-                        "half a key tile, or not of a multiple of 8 tokens: each row's page read from the table once "
-                        "a tile, rows copied by cp.async)";
+        return page_path_reason(v, problem, paths);
     }
     if (v->varlen)
         return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128, with per-sequence lengths (each "
@@ -195,18 +215,23 @@ static enum fc_status encode(const struct fc_launch *l, struct fc_tensor_map *ma
     return fc_tma_encode(l->cuda, (CUtensorMap *)map, base, p->dtype, &desc, l->msg, l->msg_size);
 }
 
-/* A paged cache's K or V as a 4-D view (head_dim, page_size, head, page), strides {token, head,
- * page}: boxes of one swizzle row x box_rows slots, inside one page (box_rows divides page_size). */
+/* A paged cache's K or V (strides {page, token, head}) as the grouped 5-D view of
+ * kernel_templates/kv_source.cuh's PagedTmaRows: (line, row in a group of 8 tokens, column block of
+ * the heads' rows, group of 8 tokens in the page, page), boxes of (line, 8, a head's column blocks,
+ * box_rows / 8, 1): every column block of box_rows tokens in one copy, inside one page (box_rows
+ * divides page_size). The column blocks are 128 bytes apart, across heads too (groupable: head
+ * stride = head_dim), or, one a head, the heads themselves at their stride. */
 static enum fc_status encode_pages(const struct fc_launch *l, struct fc_tensor_map *map, const void *base,
                                    const int64_t stride[3], int box_rows)
 {
     const struct fc_problem *p = l->problem;
-    const uint64_t bytes = (uint64_t)fc_dtype_bytes(p->dtype);
+    const uint64_t bytes = (uint64_t)fc_dtype_bytes(p->dtype), line = SWIZZLE_BYTES / bytes;
+    const uint64_t blocks = (uint64_t)p->head_dim / line, token = (uint64_t)stride[1] * bytes;
     struct fc_tma_desc desc = {
-        4,
-        {(uint64_t)p->head_dim, (uint64_t)p->page_size, (uint64_t)p->heads_kv, (uint64_t)p->num_pages},
-        {(uint64_t)stride[1] * bytes, (uint64_t)stride[2] * bytes, (uint64_t)stride[0] * bytes},
-        {(uint32_t)(SWIZZLE_BYTES / bytes), (uint32_t)box_rows, 1, 1},
+        5,
+        {line, 8, blocks * (uint64_t)p->heads_kv, (uint64_t)p->page_size / 8, (uint64_t)p->num_pages},
+        {token, blocks > 1 ? SWIZZLE_BYTES : (uint64_t)stride[2] * bytes, 8 * token, (uint64_t)stride[0] * bytes},
+        {(uint32_t)line, 8, (uint32_t)blocks, (uint32_t)box_rows / 8, 1},
         SWIZZLE_BYTES,
     };
     return fc_tma_encode(l->cuda, (CUtensorMap *)map, base, p->dtype, &desc, l->msg, l->msg_size);
@@ -228,11 +253,13 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
     const int block_n = l->plan->variant.block_n;
     struct page_paths paths = {block_n, block_n};
     if (l->plan->variant.paged) {
-        paths = page_box_rows(&l->plan->variant, p->page_size);
-        if (paths.k < 0) {   /* a forced variant: the selector declines these */
+        paths = page_box_rows(&l->plan->variant, p);
+        if (paths.k < 0 || paths.v < 0) {   /* a forced variant: the selector declines these */
             snprintf(l->msg, l->msg_size, "the sm90 kernel's plain schedule reads pages by TMA boxes of a multiple "
-                     "of 8 tokens: page_size %d is not a multiple of 8 (its warp-specialized schedule, and the sm80 "
-                     "and decode kernels, take any page size)", p->page_size);
+                     "of 8 tokens, each head's K/V row followed by the next head's from head_dim 128: page_size %d, "
+                     "head strides %lld and %lld at head_dim %d (its warp-specialized schedule, and the sm80 and "
+                     "decode kernels, take any page size and strides)", p->page_size, (long long)p->k_stride[2],
+                     (long long)p->v_stride[2], p->head_dim);
             return FC_ERR_UNSUPPORTED;
         }
         fc_launch_pages(p, &paged->pages);

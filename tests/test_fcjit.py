@@ -478,7 +478,9 @@ def test_page_size_plan_and_explain(cli):
     assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm90_"), out
     assert "one TMA box inside one page" in json.loads(out)["reason"], out
     code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "16")
-    assert code == EXIT_OK and "K by TMA boxes" in json.loads(out)["reason"], out   # and V gathered
+    assert code == EXIT_OK and "several TMA boxes" in json.loads(out)["reason"], out   # 8 a tile, both
+    code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "8")
+    assert code == EXIT_OK and "K by TMA boxes" in json.loads(out)["reason"], out   # 16 a tile: V gathered
     code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "16", "--head-dim", "64")
     assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm90_"), out
     assert "several TMA boxes" in json.loads(out)["reason"], out

@@ -574,10 +574,12 @@ static int run_paged_on(struct fc_context *context, int decode_only)
 }
 
 /* The Hopper kernel's page paths, forced: each schedule of SM90_VARLEN_FORCED on pages of 1 to 256
- * keys (warp-specialized: rows gathered where a page holds less than a key tile, one TMA box a tile
- * where it holds whole tiles, as in pages of 192 and tiles of 64; plain: boxes of 8 and 16 too),
- * every form of make_paged_case in turn, and long chunked prefills on pages of 7, 16 and 64; the
- * plain schedule refuses pages that are not a multiple of 8 before any launch. */
+ * keys (warp-specialized: one TMA box a tile where a page holds whole tiles, as pages of 192 do
+ * tiles of 64; grouped boxes of every column block on pages of a multiple of 8 below that, V
+ * gathered on pages of 8; rows gathered on pages of 1 and 7, and from head_dim 128 on BHSD pages,
+ * whose heads are not side by side; plain: boxes of 8 and 16 too), every form of make_paged_case in
+ * turn, and long chunked prefills on pages of 7, 16 and 64; the plain schedule refuses pages that
+ * are not a multiple of 8 before any launch. */
 static int run_paged_sm90(void)
 {
     static const int SM90_PAGES[] = {1, 7, 8, 16, 64, 128, 192, 256}, SM90_CHUNK_PAGES[] = {7, 16, 64};
@@ -593,10 +595,10 @@ static int run_paged_sm90(void)
         int n = (int)i;
         for (size_t page = 0; page < sizeof SM90_PAGES / sizeof SM90_PAGES[0]; page++)
             for (int dtype = FC_F16; dtype <= FC_BF16; dtype++, n++) {
-                const int d = 64 * (1 + n % dims);
-                if (d <= SM90_VARLEN_FORCED[i].plain && SM90_PAGES[page] % 8)
-                    continue;   /* refused: below */
-                struct fc_check_case c = make_paged_case(SM90_PAGES[page], (enum fc_dtype)dtype, n % 4, d, 0);
+                const int d = 64 * (1 + n % dims), form = n % 4;
+                if (d <= SM90_VARLEN_FORCED[i].plain && (SM90_PAGES[page] % 8 || (d > 64 && form == 1)))
+                    continue;   /* refused (BHSD pages: heads not side by side): below */
+                struct fc_check_case c = make_paged_case(SM90_PAGES[page], (enum fc_dtype)dtype, form, d, 0);
                 print_message("page %d: ", SM90_PAGES[page]);
                 failures += run_and_report(sm90, &c);
             }
@@ -608,13 +610,17 @@ static int run_paged_sm90(void)
             print_message("page %d: ", c.page_size);
             failures += run_and_report(sm90, &c);
         }
-        if (SM90_VARLEN_FORCED[i].plain) {   /* plain: a page of 12 keys holds no box of a multiple of 8: refused */
-            struct fc_check_case c = make_paged_case(12, FC_BF16, 0, 64, 0);
+        /* plain: a page of 12 keys holds no box of a multiple of 8, and BHSD pages at head_dim 128 no
+         * box of every column block: refused before any launch */
+        const int refusals = SM90_VARLEN_FORCED[i].plain >= 128 ? 2 : SM90_VARLEN_FORCED[i].plain ? 1 : 0;
+        for (int refused = 0; refused < refusals; refused++) {
+            struct fc_check_case c = refused ? make_paged_case(16, FC_BF16, 1, 128, 0)
+                                             : make_paged_case(12, FC_BF16, 0, 64, 0);
             struct fc_check_run run;
             char msg[FC_MESSAGE_MAX] = "";
             assert_int_equal(fc_check_prepare(sm90, &c, &run, msg, sizeof msg), FC_OK);
             assert_int_equal(fc_attention_forward(sm90, &run.params, NULL), FC_ERR_UNSUPPORTED);
-            assert_non_null(strstr(fc_context_errmsg(sm90), "multiple of 8"));
+            assert_non_null(strstr(fc_context_errmsg(sm90), refused ? "next head's" : "multiple of 8"));
             fc_check_release(&run);
         }
         fc_context_leave(sm90, pushed);
@@ -651,7 +657,11 @@ static void test_paged_matches_reference_in_every_family(void **state)
     assert_bit_identical(&c);
     c = make_paged_case(7, FC_F16, 1, 128, 0);
     assert_bit_identical(&c);
-    c = make_paged_case(16, FC_BF16, 2, 128, 0);   /* sm90 on Hopper: rows gathered by the producer */
+    c = make_paged_case(16, FC_BF16, 2, 128, 0);   /* sm90 on Hopper: K and V by 8 TMA boxes a tile */
+    assert_bit_identical(&c);
+    c = make_paged_case(8, FC_BF16, 2, 128, 0);   /* sm90 on Hopper: K by 16 boxes a tile, V gathered */
+    assert_bit_identical(&c);
+    c = make_paged_case(16, FC_BF16, 1, 128, 0);   /* heads not side by side (BHSD pages): both gathered */
     assert_bit_identical(&c);
     assert_int_equal(failures, 0);
 }

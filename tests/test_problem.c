@@ -957,9 +957,10 @@ static void test_paged_rules(void **state)
 }
 
 /* The variant carries the switch (with the per-sequence form) and its name `_var_pg`; the sm90
- * kernel takes paged prefill: pages of whole key tiles by one TMA box a tile; smaller pages gathered
- * by its producer warpgroup, or (head_dim 64's plain schedule) by TMA boxes of a multiple of 8 tokens,
- * other pages declined with its reason and taken by sm80; forced sm90 plans its page path. */
+ * kernel takes paged prefill: pages of whole key tiles by one TMA box a tile, pages of a multiple of
+ * 8 by several, other pages gathered by its producer warpgroup (head_dim 64's plain schedule declines
+ * them: sm80, with its reason), and so pages whose heads are not side by side from head_dim 128;
+ * forced sm90 plans its page path. */
 static void test_paged_plans(void **state)
 {
     (void)state;
@@ -998,6 +999,26 @@ static void test_paged_plans(void **state)
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
     assert_non_null(strstr(plan.reason, "gathered by the producer warpgroup"));
+    /* pages of 8 at head_dim 128: 16 boxes a tile for K, V gathered; pages of 16 in a cache whose
+     * heads are not side by side ([pages, heads, page_size, head_dim]): no grouped box, gathered */
+    p.page_size = 8;
+    p.page_table_stride = 38;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_non_null(strstr(plan.reason, "K by TMA boxes"));
+    p.page_size = 16;
+    p.page_table_stride = 19;
+    const int64_t heads_apart[3] = {2 * 16 * 128, 128, 16 * 128};   /* {page, token, head} */
+    memcpy(p.k_stride, heads_apart, sizeof heads_apart);
+    memcpy(p.v_stride, heads_apart, sizeof heads_apart);
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
+    assert_non_null(strstr(plan.reason, "head stride = head_dim"));
+    memset(p.k_stride, 0, sizeof p.k_stride);
+    memset(p.v_stride, 0, sizeof p.v_stride);
+    p.page_size = 12;
+    p.page_table_stride = 25;
     p.head_dim = 64;
     struct fc_plan_override forced;
     assert_int_equal(fc_plan_override_parse("sm90", &forced), 0);

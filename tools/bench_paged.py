@@ -191,7 +191,10 @@ def main(argv=None):
     parser.add_argument("--json", metavar="PATH", help="write the rows and the metadata here")
     parser.add_argument("--chunk-pages", default=",".join(map(str, CHUNK_PAGES)),
                         help="page sizes of the chunked-prefill rows (default %(default)s)")
+    parser.add_argument("--chunk-head-dim", type=int, choices=(64, 128, 192, 256), default=CHUNK["head_dim"],
+                        help="head_dim of the chunked-prefill rows (default %(default)s, the issue's)")
     args = parser.parse_args(argv)
+    CHUNK["head_dim"] = args.chunk_head_dim
     try:
         chunk_pages = [int(page) for page in args.chunk_pages.split(",")]
     except ValueError:

@@ -42,6 +42,17 @@ __device__ __forceinline__ void tma_load_4d(unsigned dst, const TensorMap &map, 
                  : "memory");
 }
 
+// The 5-D form: (x, y, z, w, v) with x innermost, e.g. (head dim, row of a group of 8, column
+// block, group, page) for a paged cache's grouped boxes (kv_source.cuh's PagedTmaRows).
+__device__ __forceinline__ void tma_load_5d(unsigned dst, const TensorMap &map, int x, int y, int z, int w, int v,
+                                            unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(dst),
+                 "l"(tensor_map_address(map)), "r"(x), "r"(y), "r"(z), "r"(w), "r"(v), "r"(bar)
+                 : "memory");
+}
+
 // Stores the box at (x, y) from shared memory; ordered by tma_store_commit / tma_store_wait.
 __device__ __forceinline__ void tma_store_2d(const TensorMap &map, unsigned src, int x, int y)
 {

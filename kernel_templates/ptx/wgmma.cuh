@@ -15,15 +15,16 @@
 namespace fc {
 
 // K-major operand in 128-byte-swizzled shared memory (what TMA writes with SWIZZLE_128B): rows of
-// 64 16-bit values, atoms of 8 rows x 128 bytes, 1024 bytes apart, 1024-byte aligned. The k-th
-// 16-wide slice of a row starts 32 * k bytes in: add 2 * k to the descriptor (address >> 4).
-__device__ __forceinline__ unsigned long long wgmma_descriptor_sw128(unsigned smem_address)
+// 64 16-bit values, atoms of 8 rows x 128 bytes, 1024-byte aligned, `atom_stride` bytes apart
+// (1024: the atoms of a column block back to back). The k-th 16-wide slice of a row starts 32 * k
+// bytes in: add 2 * k to the descriptor (address >> 4).
+__device__ __forceinline__ unsigned long long wgmma_descriptor_sw128(unsigned smem_address,
+                                                                     unsigned atom_stride = 1024)
 {
-    constexpr unsigned long long STRIDE_BYTES = 1024;   // between 8-row atoms
     constexpr unsigned long long LEADING_BYTES = 16;    // unused by swizzled K-major layouts
     constexpr unsigned long long SWIZZLE_128B = 1;
     return static_cast<unsigned long long>((smem_address & 0x3ffffu) >> 4) | (LEADING_BYTES >> 4) << 16 |
-           (STRIDE_BYTES >> 4) << 32 | SWIZZLE_128B << 62;
+           static_cast<unsigned long long>((atom_stride & 0x3ffffu) >> 4) << 32 | SWIZZLE_128B << 62;
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -74,16 +75,17 @@ __device__ __forceinline__ void wgmma_m64n##N##k16(float (&d)[COUNT], unsigned l
 }
 
 // MN-major operand (transposed B: rows of the tile run along K, 64 16-bit values of N per
-// 128-byte row, 128B swizzle), as TMA writes a V tile: atoms of 8 K-rows x 64 N-values, 1024 bytes
-// apart along K; `mn_block_bytes` apart between successive 64-wide blocks of N. The k-th 16-row
-// slice starts 2048 * k bytes in: add 128 * k to the descriptor.
-__device__ __forceinline__ unsigned long long wgmma_descriptor_sw128_mn(unsigned smem_address, unsigned mn_block_bytes)
+// 128-byte row, 128B swizzle), as TMA writes a V tile: atoms of 8 K-rows x 64 N-values,
+// `atom_stride` bytes apart along K (1024: back to back); `mn_block_bytes` apart between successive
+// 64-wide blocks of N. The k-th 16-row slice starts 2 * atom_stride * k bytes in: add
+// atom_stride / 8 * k to the descriptor.
+__device__ __forceinline__ unsigned long long wgmma_descriptor_sw128_mn(unsigned smem_address, unsigned mn_block_bytes,
+                                                                        unsigned atom_stride = 1024)
 {
-    constexpr unsigned long long STRIDE_BYTES = 1024;   // between 8-row atoms along K
     constexpr unsigned long long SWIZZLE_128B = 1;
     return static_cast<unsigned long long>((smem_address & 0x3ffffu) >> 4) |
-           static_cast<unsigned long long>((mn_block_bytes & 0x3ffffu) >> 4) << 16 | (STRIDE_BYTES >> 4) << 32 |
-           SWIZZLE_128B << 62;
+           static_cast<unsigned long long>((mn_block_bytes & 0x3ffffu) >> 4) << 16 |
+           static_cast<unsigned long long>((atom_stride & 0x3ffffu) >> 4) << 32 | SWIZZLE_128B << 62;
 }
 
 // A from registers (the mma.sync A fragment of each warp's 16 rows), B an MN-major descriptor
