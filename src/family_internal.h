@@ -35,6 +35,9 @@ struct fc_family {
      *  family that is not an attention kernel (merge): the selector never asks it. */
     const char *(*select)(const struct fc_problem *problem, const struct fc_target *target,
                           struct fc_variant *v, const char **why_not);
+    /** Whether a tuned winner of this family (measured without a window, softcap or paging) may
+     *  replace the heuristic's choice for the problem. NULL: every winner may. */
+    int (*takes_winner)(const struct fc_problem *problem, const struct fc_variant *winner);
     /** After FC_FORCE_VARIANT replaced some tiles but named no ping-pong: re-derive the defaults
      *  that depend on them. NULL: nothing does. */
     void (*fit_forced)(struct fc_variant *v);

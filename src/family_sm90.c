@@ -161,6 +161,17 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         v->block_n = 128;
         v->pingpong = 0;
     }
+    if (problem->paged && d == 64) {
+        /* NOTE: a paged cache at head_dim 64 takes one consumer warpgroup beside the producer's,
+         * whose warps look pages up a tile ahead; the plain schedule's thread 0 looks each box's
+         * page up as it issues it (chunked prefill, 512 queries on a 16k prefix, H100, PERF_NOTES
+         * v8.5: pages of 16 0.165 against 0.582 ms, of 7 0.240 against sm80's 0.490; the three
+         * consumers' m192 0.282) */
+        v->block_m = 64;
+        v->warps = 8;
+        v->block_n = 128;
+        v->pingpong = 0;
+    }
     if (fc_variant_check(v, NULL, 0))
         return NULL;
     if (problem->paged) {
@@ -177,6 +188,13 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
                "sequence's rows from its first token; keys past its end masked and their V rows zeroed)";
     return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128 (1.3-2.6x the sm80 kernel in the H200 "
            "sweep)";
+}
+
+/* A paged cache takes no plain-schedule winner: its thread 0 would look each box's page up as it
+ * issues it (the selector's NOTE on head_dim 64). */
+static int takes_winner(const struct fc_problem *problem, const struct fc_variant *winner)
+{
+    return !problem->paged || specialized(winner);
 }
 
 /* The default ping-pong stays only where it still applies: warp-specialized, two or more consumers. */
@@ -301,6 +319,7 @@ const struct fc_family fc_family_sm90 = {
     .check = check,
     .smem_bytes = smem_bytes,
     .select = select_for,
+    .takes_winner = takes_winner,
     .fit_forced = fit_forced,
     .kernel_type = kernel_type,
     .kernel_args = kernel_args,

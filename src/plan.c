@@ -161,6 +161,8 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
     const char *why_not = NULL;
     if (!winner_family || !winner_family->select || !winner_family->select(problem, target, &scratch, &why_not))
         return;
+    if (winner_family->takes_winner && !winner_family->takes_winner(problem, &winner->variant))
+        return;
     struct fc_plan replaced = {.variant = winner->variant, .reason = winner->reason};
     /* NOTE: winners are measured without a window, a softcap or paging: the problem's switches are added to
      * the winner's tiles, which take them as they are (fc_plan_explain says so) */

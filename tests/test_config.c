@@ -165,7 +165,7 @@ static void test_precompile_spec(void **state)
     assert_variant_equal(&list.items[merge_end + PRECOMPILE_WINDOW - 1], &last_window);
     assert_variant_equal(&list.items[varlen_end - PRECOMPILE_VARLEN - 1], &last);
     assert_variant_equal(&list.items[varlen_end - 1], &last_varlen);
-    struct fc_variant first_paged = expected_family_variant(FC_KERNEL_SM90, FC_F16, 64, 0, 90, 1);
+    struct fc_variant first_paged = expected_family_variant(FC_KERNEL_SM90, FC_F16, 128, 0, 90, 1);
     first_paged.varlen = first_paged.paged = 1;   /* paged implies the per-sequence form */
     struct fc_variant first_paged_gather = expected_family_variant(FC_KERNEL_SM80, FC_F16, 64, 0, 90, 1);
     first_paged_gather.varlen = first_paged_gather.paged = 1;

@@ -472,8 +472,8 @@ def test_page_size_plan_and_explain(cli):
     code, out, _ = cli.run("--json", "plan", "--varlen", "100,0,300", "--seqlen-k", "4096", "--seqused-k",
                            "50,0,4000", "--page-size", "1", "--causal", "--head-dim", "64")
     reason = json.loads(out)["reason"]
-    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm80_f16_d64_causal_var_pg_"), out
-    assert "a multiple of 8" in reason, out   # why the Hopper kernel did not take it
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm90_f16_d64_causal_var_pg_m64n128s2w8"), out
+    assert "not of a multiple of 8" in reason, out   # gathered, and why
     code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "128", "--arch", "sm_90a")
     assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm90_"), out
     assert "one TMA box inside one page" in json.loads(out)["reason"], out

@@ -486,10 +486,24 @@ static void test_tuned_winner_replaces_the_heuristic(void **state)
     p.num_pages = p.batch * p.page_table_stride;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_f16_d128_causal_var_pg_m64n64s2w8_sm_90a");
-    p.head_dim = 64;   /* no bucket for head_dim 64; its plain sm90 schedule declines pages of 12: sm80 */
+    p.head_dim = 64;   /* no bucket for head_dim 64: paged, the warp-specialized schedule gathers them */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_non_null(strstr(info.kernel, "sm80_f16_d64_causal_var_pg_"));
+    assert_string_equal(info.kernel, "sm90_f16_d64_causal_var_pg_m64n128s2w8_sm_90a");
     assert_null(strstr(info.reason, "tuned"));
+    /* a plain-schedule winner (head_dim 64's) serves the dense problem, not the paged one */
+    assert_int_equal(fc_bucket_parse("f16_d64_causal_gqa4_s2048", &winner.bucket), 0);
+    assert_int_equal(fc_variant_parse_name("sm90_f16_d64_causal_m128n64s2w8_sm_90a", &winner.variant), 0);
+    p.page_size = 16;
+    p.page_table_stride = 4096 / 16;
+    p.num_pages = p.batch * p.page_table_stride;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d64_causal_var_pg_m64n128s2w8_sm_90a");
+    assert_null(strstr(info.reason, "tuned"));
+    p.page_size = 0;
+    p.page_table_stride = p.num_pages = 0;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d64_causal_m128n64s2w8_sm_90a");
+    assert_string_equal(info.reason, "tuned: test winner");
     ctx->tuned.items = NULL;   /* not the context's to free */
     ctx->tuned.count = 0;
     fc_context_destroy(ctx);
@@ -957,10 +971,9 @@ static void test_paged_rules(void **state)
 }
 
 /* The variant carries the switch (with the per-sequence form) and its name `_var_pg`; the sm90
- * kernel takes paged prefill: pages of whole key tiles by one TMA box a tile, pages of a multiple of
- * 8 by several, other pages gathered by its producer warpgroup (head_dim 64's plain schedule declines
- * them: sm80, with its reason), and so pages whose heads are not side by side from head_dim 128;
- * forced sm90 plans its page path. */
+ * kernel takes paged prefill on its warp-specialized schedule: pages of whole key tiles by one TMA
+ * box a tile, pages of a multiple of 8 by several, other pages gathered by its producer warpgroup,
+ * and so pages whose heads are not side by side from head_dim 128; forced sm90 plans its page path. */
 static void test_paged_plans(void **state)
 {
     (void)state;
@@ -986,14 +999,15 @@ static void test_paged_plans(void **state)
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
     assert_non_null(strstr(plan.reason, "one TMA box inside one page"));
-    /* pages of 12 at head_dim 64 (the plain schedule): no box of a multiple of 8 fits; sm80's gather
-     * path, and why; at 128, the producer warpgroup gathers them */
+    /* pages of 12: no box of a multiple of 8 fits; the producer warpgroup gathers them, at head_dim
+     * 64 too (paged, it takes the warp-specialized schedule, not its plain one) */
     p.page_size = 12;
     p.page_table_stride = 25;
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
-    assert_int_equal(plan.variant.family, FC_KERNEL_SM80);
-    assert_non_null(strstr(plan.declined, "a multiple of 8"));
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
+    assert_int_equal(plan.variant.warps, 8);
+    assert_non_null(strstr(plan.reason, "gathered by the producer warpgroup"));
     p.head_dim = 128;
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);

@@ -401,6 +401,8 @@ paged)   # a paged K/V cache (issue 13), correctness only, side by side (one 10-
     step sanitize-sm90 540 "SANITIZE_VARIANT=sm90 SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--page-size 16 \
         --seqused-k 150,3' sanitize; SANITIZE_VARIANT=sm90 SANITIZE_DIMS='128 256' SANITIZE_FLAGS='--page-size 7 \
         --seqused-k 150,3' sanitize; SANITIZE_VARIANT=sm90 SANITIZE_DIMS=128 SANITIZE_FLAGS='--page-size 128 \
+        --seqused-k 150,3' sanitize; SANITIZE_VARIANT=sm90:m64n128w8s2 SANITIZE_DIMS=64 SANITIZE_FLAGS='--page-size 8 \
+        --seqused-k 150,3' sanitize; SANITIZE_VARIANT=sm90:m64n128w8s2 SANITIZE_DIMS=64 SANITIZE_FLAGS='--page-size 7 \
         --seqused-k 150,3' sanitize" &
     step memcheck 480 "SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=sm80 SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--page-size 7 \
         --seqused-k 150,3' sanitize; SANITIZE_TOOLS=memcheck SANITIZE_VARIANT=sm80 SANITIZE_DIMS=128 \
