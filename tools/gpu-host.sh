@@ -57,6 +57,12 @@ export FCJIT="$PWD/.carry/bin/fcjit" DB=/tmp/flashcore-gpu-host/tuning.db
 # The flashcore package straight from the checkout: it loads $FLASHCORE_LIB (no pip install here).
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 rm -f "$OUT/.steps"
+# The peers of ../shared/PEERS.md (FA3, cudnn-frontend), where their wheels came along in .peers/ (a
+# fresh GPU host has neither them nor a network): the benches time FA3 and cuDNN only if they load.
+if compgen -G ".peers/*/*.whl" > /dev/null; then
+    python3 -m pip install -q --no-index --no-deps .peers/*/*.whl > "$OUT/peers-install.log" 2>&1 ||
+        echo "gpu-host.sh: installing .peers/ failed (see $OUT/peers-install.log); the benches run without those peers"
+fi
 
 step() {   # step NAME TIMEOUT_S COMMAND: run (functions too), log to $OUT/NAME.log, keep the exit code
     local name=$1 limit=$2
