@@ -190,6 +190,24 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
            "sweep)";
 }
 
+/* The default grid; first, a forced plain schedule that cannot read the problem's pages is refused by
+ * the plan (`fcjit plan` says so), before anything is compiled: the selector never plans one. */
+static enum fc_status launch_shape(const struct fc_problem *problem, const struct fc_target *target,
+                                   struct fc_plan *plan, char *msg, size_t size)
+{
+    (void)target;
+    const struct page_paths paths = problem->paged ? page_box_rows(&plan->variant, problem) : (struct page_paths){0, 0};
+    if (paths.k < 0 || paths.v < 0) {
+        snprintf(msg, size, "the sm90 kernel's plain schedule reads pages by TMA boxes of a multiple of 8 tokens, each "
+                 "head's K/V row followed by the next head's from head_dim 128: page_size %d, head strides %lld and "
+                 "%lld at head_dim %d (its warp-specialized schedule, and the sm80 and decode kernels, take any page "
+                 "size and strides)", problem->page_size, (long long)problem->k_stride[2],
+                 (long long)problem->v_stride[2], problem->head_dim);
+        return FC_ERR_UNSUPPORTED;
+    }
+    return fc_plan_row_block_grid(problem, plan, msg, size);
+}
+
 /* A paged cache takes no plain-schedule winner: its thread 0 would look each box's page up as it
  * issues it (the selector's NOTE on head_dim 64). */
 static int takes_winner(const struct fc_problem *problem, const struct fc_variant *winner)
@@ -271,15 +289,7 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
     const int block_n = l->plan->variant.block_n;
     struct page_paths paths = {block_n, block_n};
     if (l->plan->variant.paged) {
-        paths = page_box_rows(&l->plan->variant, p);
-        if (paths.k < 0 || paths.v < 0) {   /* a forced variant: the selector declines these */
-            snprintf(l->msg, l->msg_size, "the sm90 kernel's plain schedule reads pages by TMA boxes of a multiple "
-                     "of 8 tokens, each head's K/V row followed by the next head's from head_dim 128: page_size %d, "
-                     "head strides %lld and %lld at head_dim %d (its warp-specialized schedule, and the sm80 and "
-                     "decode kernels, take any page size and strides)", p->page_size, (long long)p->k_stride[2],
-                     (long long)p->v_stride[2], p->head_dim);
-            return FC_ERR_UNSUPPORTED;
-        }
+        paths = page_box_rows(&l->plan->variant, p);   /* launch_shape refused what has no path */
         fc_launch_pages(p, &paged->pages);
         paged->box_rows = paths.k;   /* 0: gathered */
         paged->v_box_rows = paths.v;
@@ -319,6 +329,7 @@ const struct fc_family fc_family_sm90 = {
     .check = check,
     .smem_bytes = smem_bytes,
     .select = select_for,
+    .launch_shape = launch_shape,
     .takes_winner = takes_winner,
     .fit_forced = fit_forced,
     .kernel_type = kernel_type,

@@ -104,7 +104,7 @@ static void apply_override(const struct fc_plan_override *o, struct fc_plan *pla
 }
 
 /* Default grid: one CTA per block_m query rows of each (batch, query head), 64-bit and checked. */
-static enum fc_status row_block_grid(const struct fc_problem *problem, struct fc_plan *plan, char *msg, size_t size)
+enum fc_status fc_plan_row_block_grid(const struct fc_problem *problem, struct fc_plan *plan, char *msg, size_t size)
 {
     const int64_t block_m = plan->variant.block_m;
     /* varlen: blocks for the longest sequence; those past a shorter one's rows exit at once */
@@ -136,7 +136,7 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
     }
     const struct fc_family *family = fc_family_of(v->family);
     enum fc_status status = family->launch_shape ? family->launch_shape(problem, target, plan, msg, size)
-                                                 : row_block_grid(problem, plan, msg, size);
+                                                 : fc_plan_row_block_grid(problem, plan, msg, size);
     if (status != FC_OK)
         return status;
     plan->threads = (unsigned)v->warps * 32;

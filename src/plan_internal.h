@@ -58,4 +58,9 @@ enum fc_status fc_plan_make(const struct fc_problem *problem, const struct fc_ta
 /** The plan's reason as one sentence: why this kernel, and why the one before it did not take it. */
 void fc_plan_explain(const struct fc_plan *plan, char *out, size_t size);
 
+/** The default grid, for a family's launch_shape that adds its own checks: one CTA per block_m
+ *  query rows of each (batch, query head), sized with overflow checks. */
+enum fc_status fc_plan_row_block_grid(const struct fc_problem *problem, struct fc_plan *plan, char *msg,
+                                      size_t size);
+
 #endif

@@ -486,6 +486,10 @@ def test_page_size_plan_and_explain(cli):
     assert "several TMA boxes" in json.loads(out)["reason"], out
     code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300", "--page-size", "16", "--arch", "sm_80")
     assert code == EXIT_OK and json.loads(out)["kernel"].startswith("sm80_"), out
+    # the Hopper kernel's plain schedule (head_dim 64, forced) cannot read pages of 12: the plan says so
+    code, _, err = cli.run("plan", "--variant", "sm90", "--batch", "2", "--seqlen", "300", "--page-size", "12",
+                           "--head-dim", "64")
+    assert code == EXIT_USAGE and "multiple of 8" in err, (code, err)
     code, out, err = cli.run("explain", "--batch", "2", "--seqlen", "300", "--page-size", "7")
     assert code == EXIT_OK and "paged (page 7" in out and "gathered" in out, (out, err)
     code, out, _ = cli.run("--json", "plan", "--batch", "2", "--seqlen", "300")

@@ -1031,13 +1031,22 @@ static void test_paged_plans(void **state)
     assert_non_null(strstr(plan.reason, "head stride = head_dim"));
     memset(p.k_stride, 0, sizeof p.k_stride);
     memset(p.v_stride, 0, sizeof p.v_stride);
+    /* forced sm90 at head_dim 64 is its plain schedule: pages of 12 refused by the plan, with why;
+     * pages of 16 planned */
     p.page_size = 12;
     p.page_table_stride = 25;
     p.head_dim = 64;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     struct fc_plan_override forced;
     assert_int_equal(fc_plan_override_parse("sm90", &forced), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "multiple of 8"));
+    p.page_size = 16;
+    p.page_table_stride = 19;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
+    assert_int_equal(plan.variant.warps, 4);
     assert_true(plan.variant.paged && plan.variant.varlen);
     fc_variant_name(&plan.variant, name);
     assert_non_null(strstr(name, "_var_pg_"));
