@@ -93,7 +93,12 @@ struct Sm90Forward {
     static constexpr int THREADS = 32 * WARPS, CONSUMER_THREADS = 128 * CONSUMERS;
     static constexpr int SWIZZLE_BYTES = 128, SWIZZLE_ALIGN = 1024;
     static constexpr int COLUMNS = E::PER_LINE;                      // columns of a block: one 128-byte line
-    static constexpr int COLUMN_BLOCKS = HEAD_DIM / COLUMNS;         // swizzled column blocks of a row
+    // head_dim in whole column blocks: a head_dim of an odd multiple of 32 (96, 160, 224) computes as
+    // the next multiple of 64, its last block half zeros (TMA fills the columns past the maps'
+    // innermost dimension, head_dim, with zeros); Q K^T skips those k-steps, P V computes them (WGMMA
+    // n64-n256) and the store leaves them out. NOTE: enumerators (see PRODUCER_THREADS).
+    enum : int { PADDED_DIM = (HEAD_DIM + COLUMNS - 1) / COLUMNS * COLUMNS };
+    static constexpr int COLUMN_BLOCKS = PADDED_DIM / COLUMNS;       // swizzled column blocks of a row
     static constexpr int Q_BLOCK_BYTES = 64 * SWIZZLE_BYTES;         // (64 rows, COLUMNS) T, 128B swizzle
     static constexpr int KV_BLOCK_BYTES = BLOCK_N * SWIZZLE_BYTES;   // (BLOCK_N rows, COLUMNS) T, 128B swizzle
     static constexpr int K_STEPS = HEAD_DIM / E::MMA_K;              // k-steps of Q K^T, 32 bytes each
@@ -113,7 +118,8 @@ struct Sm90Forward {
         KV_ATOM_STRIDE = PAGED ? COLUMN_BLOCKS * ATOM_BYTES : ATOM_BYTES,   // the next 8 rows
     };
     static constexpr int SMEM_BYTES = SWIZZLE_ALIGN + Q_BYTES + 2 * STAGES * KV_BYTES;
-    static constexpr int N_TILES = BLOCK_N / 8, D_TILES = HEAD_DIM / 8;
+    static constexpr int N_TILES = BLOCK_N / 8, D_TILES = PADDED_DIM / 8;
+    enum : int { OUT_TILES = HEAD_DIM / 8 };   // O's tiles that are stored (D_TILES past them: padding)
     // setmaxnreg: the pool is what ptxas gives each thread at launch (65536 per SM shared by
     // MIN_BLOCKS CTAs, in multiples of 8); the producer keeps 24 and the consumers split the rest.
     // (the generated unit's __launch_bounds__ minimum): two CTAs per SM leave no room for head_dim
@@ -130,7 +136,8 @@ struct Sm90Forward {
     static constexpr int CONSUMER_REGISTERS_POOL =
         (LAUNCH_REGISTERS * (CONSUMERS + 1) - PRODUCER_REGISTERS) / CONSUMERS / 8 * 8;
     static constexpr int CONSUMER_REGISTERS = CONSUMER_REGISTERS_POOL > 240 ? 240 : CONSUMER_REGISTERS_POOL;
-    static_assert(HEAD_DIM % COLUMNS == 0 && HEAD_DIM <= 256, "head_dim: whole 128-byte lines, up to 256");
+    static_assert(HEAD_DIM % (COLUMNS / 2) == 0 && HEAD_DIM <= 256, "head_dim: whole 64-byte half lines, up to 256");
+    static_assert(!PAGED || HEAD_DIM == PADDED_DIM, "a paged cache's boxes and gathered rows are whole lines");
     static_assert(BLOCK_N == 64 || BLOCK_N == 128, "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T)");
     static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "one to three warpgroups of 64 rows");
     static_assert(WARPS == 4 * CONSUMERS || SPECIALIZED, "4 warps per consumer warpgroup, plus 4 for a producer");
@@ -349,8 +356,10 @@ struct Sm90Forward {
 
     // O and the LSE of this thread's rows: VARLEN, only the sequence's rows (its others are other
     // tokens', or none), at its tokens (fresh reads of its lengths: nothing kept through the loop).
-    __device__ __forceinline__ void store(const float (&o)[1][D_TILES][4], const OnlineSoftmax<1, N_TILES> &softmax)
+    // Of O, the head_dim columns (OUT_TILES): the tiles past them are padding.
+    __device__ __forceinline__ void store(const float (&padded)[1][D_TILES][4], const OnlineSoftmax<1, N_TILES> &softmax)
     {
+        const float(&o)[1][OUT_TILES][4] = reinterpret_cast<const float(&)[1][OUT_TILES][4]>(padded);
         if constexpr (VARLEN)
             store_sequence_output<T>(base, sequence_of<PAGED>(base, seqlens(), batch), batch, head, row0 + warp * 16, o,
                                      softmax);
@@ -393,20 +402,20 @@ struct Sm90Forward {
     // column blocks). a must stay unchanged until the group has completed.
     __device__ __forceinline__ void pv_issue(float (&o)[1][D_TILES][4], const unsigned (&a)[BLOCK_N / 16][4], int stage)
     {
-        float(&d)[HEAD_DIM / 2] = reinterpret_cast<float(&)[HEAD_DIM / 2]>(o);
+        float(&d)[PADDED_DIM / 2] = reinterpret_cast<float(&)[PADDED_DIM / 2]>(o);
         const unsigned long long dv = wgmma_descriptor_sw128_mn(v_tile(stage), KV_BLOCK_STRIDE, KV_ATOM_STRIDE);
         wgmma_fence_registers(d);
         wgmma_fence();
 #pragma unroll
         for (int k = 0; k < BLOCK_N / 16; k++)
-            wgmma_rs<HEAD_DIM, T>(d, a[k], dv + KV_ATOM_STRIDE / 8 * k);
+            wgmma_rs<PADDED_DIM, T>(d, a[k], dv + KV_ATOM_STRIDE / 8 * k);
         wgmma_commit();
     }
 
     // After the wait for a P V group: O may be read, and P's registers reused.
     __device__ __forceinline__ void pv_retire(float (&o)[1][D_TILES][4], unsigned (&a)[BLOCK_N / 16][4])
     {
-        wgmma_fence_registers(reinterpret_cast<float(&)[HEAD_DIM / 2]>(o));
+        wgmma_fence_registers(reinterpret_cast<float(&)[PADDED_DIM / 2]>(o));
 #pragma unroll
         for (int k = 0; k < BLOCK_N / 16; k++)
 #pragma unroll

@@ -18,10 +18,18 @@ static int specialized(const struct fc_variant *v)
     return v->warps == v->block_m / 16 + 4;
 }
 
+/* The head_dim the kernel computes: whole 128-byte column blocks (fwd_sm90.cuh's PADDED_DIM; an odd
+ * multiple of 32 is half a block short, and TMA fills that half with zeros). */
+static int padded_dim(const struct fc_variant *v)
+{
+    const int line = SWIZZLE_BYTES / fc_dtype_bytes(v->dtype);
+    return (v->head_dim + line - 1) / line * line;
+}
+
 /* Q, then the stages of K and V, 128B-swizzled, plus 1 KB to align them. */
 static int smem_bytes(const struct fc_variant *v)
 {
-    return 1024 + (v->block_m + 2 * v->stages * v->block_n) * v->head_dim * fc_dtype_bytes(v->dtype);
+    return 1024 + (v->block_m + 2 * v->stages * v->block_n) * padded_dim(v) * fc_dtype_bytes(v->dtype);
 }
 
 /* NOTE: from the H200 tile sweeps (docs/PERF_NOTES.md, v2 and v3): head_dim 64, the plain schedule
@@ -48,8 +56,11 @@ static int check(const struct fc_variant *v, char *why, size_t size)
 {
     if (v->arch != 90 || !v->arch_specific)
         return fc_variant_fail(why, size, "WGMMA and TMA need the sm_90a target, not sm_%d", v->arch);
-    if (v->head_dim % 64 || v->head_dim > 256)
-        return fc_variant_fail(why, size, "the sm90 kernel takes head_dim 64, 128, 192 or 256 so far, not %d",
+    if (v->head_dim % 32 || v->head_dim > 256)
+        return fc_variant_fail(why, size, "the sm90 kernel takes head_dim of a multiple of 32 up to 256, not %d",
+                               v->head_dim);
+    if (v->paged && v->head_dim % 64)
+        return fc_variant_fail(why, size, "the sm90 kernel reads a paged cache at head_dim 64, 128, 192 or 256, not %d",
                                v->head_dim);
     if (v->block_n != 64 && v->block_n != 128)
         return fc_variant_fail(why, size, "the sm90 kernel takes block_n 64 or 128, not %d", v->block_n);
@@ -138,8 +149,12 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     const int d = problem->head_dim;
     if (target->arch != 90 || !target->arch_specific)
         return NULL;
-    if (d % 64 || d > 256) {   /* 64-wide swizzle blocks */
-        *why_not = "the Hopper kernel takes multiples of 64 only, so far";
+    if (d % 32 || d > 256) {   /* 64-wide swizzle blocks, the last one maybe half zeros */
+        *why_not = "the Hopper kernel takes head_dim of a multiple of 32 up to 256";
+        return NULL;
+    }
+    if (problem->paged && d % 64) {
+        *why_not = "the Hopper kernel reads a paged cache at head_dim 64, 128, 192 or 256 (whole 128-byte lines)";
         return NULL;
     }
     defaults(v);

@@ -252,10 +252,13 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");
     p.seqlen_k = 300;
-    p.head_dim = 96;   /* the Hopper kernel does not take it yet: the mma.sync one does */
+    p.head_dim = 96;   /* the Hopper kernel, its last 128-byte column block half zeros */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm80_bf16_d96_causal_m128n64s2w8_sm_90a");
-    assert_non_null(strstr(info.reason, "multiples of 64 only"));
+    assert_string_equal(info.kernel, "sm90_bf16_d96_causal_m128n128s2w12p_sm_90a");
+    p.head_dim = 80;   /* not a multiple of 32: the mma.sync kernel, and why */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm80_bf16_d80_causal_m128n64s2w8_sm_90a");
+    assert_non_null(strstr(info.reason, "a multiple of 32"));
     assert_string_equal(fc_context_errmsg(ctx), "");
     p.head_dim = 40;   /* no tensor-core kernel: the selector says why */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
@@ -1031,6 +1034,12 @@ static void test_paged_plans(void **state)
     assert_non_null(strstr(plan.reason, "head stride = head_dim"));
     memset(p.k_stride, 0, sizeof p.k_stride);
     memset(p.v_stride, 0, sizeof p.v_stride);
+    /* head_dim 96, which the Hopper kernel takes dense, paged: not in whole lines, so sm80, and why */
+    p.head_dim = 96;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM80);
+    assert_non_null(strstr(plan.declined, "paged cache at head_dim 64, 128, 192 or 256"));
     /* forced sm90 at head_dim 64 is its plain schedule: pages of 12 refused by the plan, with why;
      * pages of 16 planned */
     p.page_size = 12;

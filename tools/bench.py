@@ -50,7 +50,7 @@ MATCH_TOLERANCE = 2e-2   # max |ours - peer| / max |peer|
 MATMUL_SIZE = 8192
 COPY_BYTES = 1 << 30
 
-PEERS = ("flash", "cudnn")
+PEERS = ("flash", "cudnn", "fa3")   # fa3: FlashAttention-3 (fa3-fwd, ../shared/PEERS.md), where installed
 
 
 class Problem(NamedTuple):
@@ -247,11 +247,37 @@ def sdpa_reasons(caught_warnings, limit=2):
     return reasons[:limit]
 
 
+def run_fa3(q, k, v, problem, power=None):
+    """FlashAttention-3's forward on q, k, v ([B, S, H, D]; GQA and bottom-right causal as ours): its
+    build has no fp16, so f16 rows run on bf16 copies of the same tensors (../shared/PEERS.md).
+    (output, result entry); its output is in bf16 and never the one ours is checked against."""
+    import torch
+
+    try:
+        from fa3_fwd_interface import flash_attn_func
+    except ImportError as error:
+        return None, {"error": f"fa3-fwd not installed ({first_line(error)}; ../shared/PEERS.md)"}
+    q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
+
+    def call():
+        out = flash_attn_func(q, k, v, causal=problem.causal)
+        return out[0] if isinstance(out, tuple) else out
+
+    try:
+        out = call()
+    except (RuntimeError, ValueError) as error:
+        return None, {"error": first_line(error)}
+    return out, measure_entry(call, power)
+
+
 def run_peer(name, q, k, v, problem, power=None):
-    """SDPA restricted to one backend on [B, H, S, D] views of q, k, v: (output, result entry)."""
+    """SDPA restricted to one backend on [B, H, S, D] views of q, k, v (or FlashAttention-3, run_fa3):
+    (output, result entry)."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
+    if name == "fa3":
+        return run_fa3(q, k, v, problem, power)
     backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[name]
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
     gqa = problem.heads_q != problem.heads_kv
@@ -374,11 +400,11 @@ def format_ratio(ratio):
 COLUMNS = (("case", 6), ("dtype", 5), ("B", 3), ("Hq", 3), ("Hkv", 3), ("Sq", 5), ("Sk", 5),
            ("D", 3), ("causal", 6), ("ours", 11), ("ours rate", 14), ("flash", 11),
            ("flash rate", 14), ("f/o", 6), ("cudnn", 11), ("cudnn rate", 14), ("c/o", 6),
-           ("check", 9))
+           ("fa3", 11), ("fa3 rate", 14), ("3/o", 6), ("check", 9))
 
 
 def table_lines(rows, ceilings):
-    """The fixed-width table; f/o and c/o are peer time / our time (above 1: ours is faster)."""
+    """The fixed-width table; f/o, c/o and 3/o are peer time / our time (above 1: ours is faster)."""
     lines = ["  ".join(f"{title:>{width}}" for title, width in COLUMNS)]
     for row in rows:
         results = row["results"]
@@ -388,9 +414,10 @@ def table_lines(rows, ceilings):
                  "yes" if row["causal"] else "no",
                  format_time(ours.get("ms"), row["unit"]) if ours else "-",
                  format_rate(ours, row, ceilings) if ours else "-"]
-        for name in PEERS:
-            cells += [format_time(results[name].get("ms"), row["unit"]),
-                      format_rate(results[name], row, ceilings), format_ratio(row[f"ratio_{name}"])]
+        for name in PEERS:   # rows saved before a peer existed have none of it
+            entry = results.get(name, {})
+            cells += [format_time(entry.get("ms"), row["unit"]), format_rate(entry, row, ceilings),
+                      format_ratio(row.get(f"ratio_{name}"))]
         cells.append(row["check"])
         lines.append("  ".join(f"{str(cell):>{width}}" for cell, (_, width) in zip(cells, COLUMNS)))
     return lines
@@ -407,7 +434,8 @@ def report(meta, ceilings, rows):
           f"triton {meta['triton']}, FlashCore {meta['flashcore'] or '(not run)'}")
     print(f"ceilings: fp16 matmul {ceilings['matmul_f16_tflops']:.0f} TFLOP/s, "
           f"copy {ceilings['copy_gbps']:.0f} GB/s (read + write)")
-    print("ratios f/o and c/o are peer time / our time: above 1 means FlashCore is faster; "
+    print("ratios f/o, c/o and 3/o (FlashAttention-3, f16 rows on bf16 copies) are peer time / our time: "
+          "above 1 means FlashCore is faster; "
           "decode rates are GB/s of K+V read and their share of the copy bandwidth")
     for index, row in enumerate(rows):
         for name, entry in row["results"].items():

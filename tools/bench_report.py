@@ -33,6 +33,7 @@ IMPLEMENTATION_STYLES = {   # name: (label, matplotlib format)
     "baseline": ("FlashCore, baseline build", "o:"),
     "flash": ("SDPA flash (FlashAttention-2)", "s-"),
     "cudnn": ("SDPA cuDNN", "^-"),
+    "fa3": ("FlashAttention-3 (fa3-fwd; f16 rows on bf16 copies)", "d-"),
 }
 
 

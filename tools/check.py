@@ -449,12 +449,12 @@ def build_cases(head_dims, quick, matrix="all", seed=0):
 
 def family_takes(family, case):
     """Whether a forced family takes a case (None: the selector's choice takes every case): sm90
-    head dims in multiples of 64, sm80 and decode of 16, decode at most 16 packed query rows."""
+    head dims in multiples of 32, sm80 and decode of 16, decode at most 16 packed query rows."""
     s = case.shape
     if family in (None, "reference"):
         return True
     if family == "sm90":
-        return case.head_dim % 64 == 0
+        return case.head_dim % 32 == 0
     packed = s.seqlen_q * (s.heads_q // s.heads_kv)
     return case.head_dim % 16 == 0 and (family != "decode" or packed <= 16)
 

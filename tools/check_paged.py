@@ -209,7 +209,7 @@ def family_takes(family, case):
     count (decode: at most 16 packed rows)."""
     if family in (None, "reference"):
         return True
-    if family == "sm90":   # head_dim 64's plain schedule: TMA boxes of a multiple of 8 tokens only
+    if family == "sm90":   # whole lines; head_dim 64's plain schedule: TMA boxes of a multiple of 8 tokens only
         return case.head_dim % 64 == 0 and (case.head_dim >= 128 or case.page_size % 8 == 0)
     packed = max(case.lens_q) * (case.heads_q // case.heads_kv)
     return case.head_dim % 16 == 0 and (family != "decode" or packed <= DECODE_ROWS)

@@ -160,12 +160,12 @@ def build_cases(head_dims, quick, seed):
 
 
 def family_takes(family, case):
-    """Whether a forced family takes a case: sm90 head dims in multiples of 64, sm80 and decode of
+    """Whether a forced family takes a case: sm90 head dims in multiples of 32, sm80 and decode of
     16, decode at most 16 packed rows (max_seqlen_q * heads_q / heads_kv)."""
     if family in (None, "reference"):
         return True
     if family == "sm90":
-        return case.head_dim % 64 == 0
+        return case.head_dim % 32 == 0
     packed = case.max_seqlen_q * (case.heads_q // case.heads_kv)
     return case.head_dim % 16 == 0 and (family != "decode" or packed <= DECODE_ROWS)
 
