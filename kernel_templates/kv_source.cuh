@@ -110,11 +110,20 @@ struct PageSlot {
     int page, slot;
 };
 
+// The page of a key's sequence that holds it (its index in the table's row). A power-of-two page
+// size (vLLM's 16, SGLang's 1) divides by a shift: a 32-bit division is ~20 instructions, in the
+// lookups' critical path (PERF_NOTES v8.5). Keys are never negative.
+__device__ __forceinline__ unsigned page_index(const fc_pages &pages, int key)
+{
+    const unsigned size = pages.page_size, k = key;
+    return (size & (size - 1)) == 0 ? k >> (__ffs(size) - 1) : k / size;
+}
+
 __device__ __forceinline__ PageSlot page_slot(const fc_pages &pages, int batch, int key)
 {
-    const int index = key / pages.page_size;
+    const unsigned index = page_index(pages, key);
     return PageSlot{pages.page_table[static_cast<long long>(batch) * pages.page_table_stride + index],
-                    key - index * pages.page_size};
+                    static_cast<int>(key - index * pages.page_size)};
 }
 
 // page_slot of a key that may lie past the sequence's (valid false: page 0, slot 0, no table read).
@@ -139,18 +148,14 @@ __device__ __forceinline__ StridedRows<T> sequence_rows(const void *tensor, cons
 // sink a plain load to its first use. For a lookup made ahead of its use (fwd_sm90.cuh's gather path:
 // the sunk read, a tile ahead, left its L2 latency in every tile's critical path, 0.73x the non-paged
 // run). NOTE: the table is read-only while the kernel runs (the caller's contract): the .nc path.
-// A power-of-two page size (vLLM's 16, SGLang's 1) divides by a shift: the producer warps that make
-// these lookups share their schedulers with the consumers, and a 32-bit division is ~20
-// instructions (PERF_NOTES v8.5). Keys are never negative.
 __device__ __forceinline__ PageSlot page_slot_ahead(const fc_pages &pages, int batch, int key)
 {
-    const unsigned size = pages.page_size, k = key;
-    const unsigned index = (size & (size - 1)) == 0 ? k >> (__ffs(size) - 1) : k / size;
+    const unsigned index = page_index(pages, key);
     int page;
     asm volatile("ld.global.nc.s32 %0, [%1];\n"
                  : "=r"(page)
                  : "l"(pages.page_table + static_cast<long long>(batch) * pages.page_table_stride + index));
-    return PageSlot{page, static_cast<int>(k - index * size)};
+    return PageSlot{page, static_cast<int>(key - index * pages.page_size)};
 }
 
 // Rows of one K/V head of a paged cache [pages, page_size, head, head_dim], strides {page, slot,
