@@ -70,12 +70,14 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long a
         wgmma_m64n128k16(d, a, b, accumulate, T{});
 }
 
-// O += P V over one 16-key k-step, N = head_dim = 64, 128, 192 or 256, P from registers.
+// O += P V over one 16-key k-step, N = head_dim = 64, 96, 128, 192 or 256, P from registers.
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long b)
 {
     if constexpr (N == 64)
         wgmma_m64n64k16_rs(d, a, b, 1, T{});
+    else if constexpr (N == 96)
+        wgmma_m64n96k16_rs(d, a, b, 1, T{});
     else if constexpr (N == 128)
         wgmma_m64n128k16_rs(d, a, b, 1, T{});
     else if constexpr (N == 192)
@@ -118,7 +120,20 @@ struct Sm90Forward {
         KV_ATOM_STRIDE = PAGED ? COLUMN_BLOCKS * ATOM_BYTES : ATOM_BYTES,   // the next 8 rows
     };
     static constexpr int SMEM_BYTES = SWIZZLE_ALIGN + Q_BYTES + 2 * STAGES * KV_BYTES;
-    static constexpr int N_TILES = BLOCK_N / 8, D_TILES = PADDED_DIM / 8;
+    // V at head_dim 96: P V at its exact width (WGMMA n96), V in 64-byte-swizzled blocks of 32 columns
+    // (three a row: a 128-byte swizzle's atoms are 64 columns wide, so n96 could not be described
+    // there), each its own TMA box; K and Q stay padded (PERF_NOTES v9). Other odd multiples of 32
+    // (160, 224) compute P V padded. NOTE: enumerators (see PRODUCER_THREADS).
+    enum : int {
+        V_EXACT = HEAD_DIM == 96,
+        V_WIDTH = V_EXACT ? HEAD_DIM : PADDED_DIM,            // P V's N and O's accumulator columns
+        V_LINE_BYTES = V_EXACT ? SWIZZLE_BYTES / 2 : SWIZZLE_BYTES,
+        V_COLUMNS = V_LINE_BYTES / E::BYTES,                  // columns of a V block
+        V_BLOCKS = V_WIDTH / V_COLUMNS,
+        V_BLOCK_BYTES = BLOCK_N * V_LINE_BYTES,
+        V_BYTES = V_BLOCKS * V_BLOCK_BYTES,                   // one V tile (in a KV_BYTES slot)
+    };
+    static constexpr int N_TILES = BLOCK_N / 8, D_TILES = V_WIDTH / 8;
     enum : int { OUT_TILES = HEAD_DIM / 8 };   // O's tiles that are stored (D_TILES past them: padding)
     // setmaxnreg: the pool is what ptxas gives each thread at launch (65536 per SM shared by
     // MIN_BLOCKS CTAs, in multiples of 8); the producer keeps 24 and the consumers split the rest.
@@ -138,6 +153,7 @@ struct Sm90Forward {
     static constexpr int CONSUMER_REGISTERS = CONSUMER_REGISTERS_POOL > 240 ? 240 : CONSUMER_REGISTERS_POOL;
     static_assert(HEAD_DIM % (COLUMNS / 2) == 0 && HEAD_DIM <= 256, "head_dim: whole 64-byte half lines, up to 256");
     static_assert(!PAGED || HEAD_DIM == PADDED_DIM, "a paged cache's boxes and gathered rows are whole lines");
+    static_assert(V_WIDTH % V_COLUMNS == 0, "whole V blocks");
     static_assert(BLOCK_N == 64 || BLOCK_N == 128, "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T)");
     static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "one to three warpgroups of 64 rows");
     static_assert(WARPS == 4 * CONSUMERS || SPECIALIZED, "4 warps per consumer warpgroup, plus 4 for a producer");
@@ -221,26 +237,30 @@ struct Sm90Forward {
                                 COLUMNS * j, row0 + 64 * g, head, batch, bar);
     }
 
-    // One thread: K or V (map) of tile t into the slot at dst; rows past seqlen_k arrive as zeros
-    // (TMA out-of-bounds fill). VARLEN: the sequence's rows (origin); rows past its keys bring
-    // whatever follows them (see clear_tail_rows).
+    // One thread: K or V (map; V: its blocks, V_BLOCKS of V_COLUMNS) of tile t into the slot at
+    // dst; rows past seqlen_k arrive as zeros (TMA out-of-bounds fill). VARLEN: the sequence's rows
+    // (origin); rows past its keys bring whatever follows them (see clear_tail_rows).
+    template <bool V = false>
     __device__ __forceinline__ void load_tile(const fc_tensor_map &map, unsigned dst, int t, unsigned bar,
                                               const SequenceTmaOrigin &origin = {})
     {
+        constexpr int BLOCKS = V ? int(V_BLOCKS) : int(COLUMN_BLOCKS);
+        constexpr int BLOCK_BYTES = V ? int(V_BLOCK_BYTES) : int(KV_BLOCK_BYTES);
+        constexpr int WIDTH = V ? int(V_COLUMNS) : int(COLUMNS);
         if constexpr (PAGED) {
             load_paged_tile(map, dst, t, bar, 0, 1);
             return;
         }
         if constexpr (VARLEN) {
             const SequenceTmaRows rows{kv_head, origin.batch, origin.k_row0};
-            for (int j = 0; j < COLUMN_BLOCKS; j++)
-                rows.load(dst + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), COLUMNS * j,
+            for (int j = 0; j < BLOCKS; j++)
+                rows.load(dst + j * BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), WIDTH * j,
                           WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
             return;
         }
         const StridedTmaRows rows{kv_head, batch};
-        for (int j = 0; j < COLUMN_BLOCKS; j++)
-            rows.load(dst + j * KV_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), COLUMNS * j,
+        for (int j = 0; j < BLOCKS; j++)
+            rows.load(dst + j * BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), WIDTH * j,
                       WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
     }
 
@@ -317,9 +337,9 @@ struct Sm90Forward {
     __device__ __forceinline__ void load_kv(int t, unsigned bar, const SequenceTmaOrigin &origin = {})
     {
         const int stage = t % STAGES;
-        mbarrier_arrive_expect_tx(bar, 2 * KV_BYTES);
+        mbarrier_arrive_expect_tx(bar, KV_BYTES + V_BYTES);
         load_tile(args.k_map, k_tile(stage), t, bar, origin);
-        load_tile(args.v_map, v_tile(stage), t, bar, origin);
+        load_tile<true>(args.v_map, v_tile(stage), t, bar, origin);
     }
 
     // VARLEN, every consumer thread, once V of the CTA's last tile t has arrived in `stage`: its
@@ -337,8 +357,8 @@ struct Sm90Forward {
         const int valid = mask.seqlen_k() - key0;   // the tile's rows inside the sequence
         if (valid >= BLOCK_N || gathered(true))   // gathered: those rows were zero-filled
             return;
-        constexpr int LINE_CHUNKS = SWIZZLE_BYTES / 16, CHUNKS = COLUMN_BLOCKS * BLOCK_N * LINE_CHUNKS;
-        const unsigned v = v_tile(stage);   // (COLUMN_BLOCKS x BLOCK_N lines of 128 bytes)
+        constexpr int LINE_CHUNKS = V_LINE_BYTES / 16, CHUNKS = V_BLOCKS * BLOCK_N * LINE_CHUNKS;
+        const unsigned v = v_tile(stage);   // (V_BLOCKS x BLOCK_N lines of V_LINE_BYTES)
         for (int i = threadIdx.x; i < CHUNKS; i += CONSUMER_THREADS) {   // consumers are threads 0 ..
             const int line = i / LINE_CHUNKS;   // PAGED: grouped (8 lines of each column block in turn)
             const int row = PAGED ? line / (8 * COLUMN_BLOCKS) * 8 + line % 8 : line % BLOCK_N;
@@ -402,20 +422,25 @@ struct Sm90Forward {
     // column blocks). a must stay unchanged until the group has completed.
     __device__ __forceinline__ void pv_issue(float (&o)[1][D_TILES][4], const unsigned (&a)[BLOCK_N / 16][4], int stage)
     {
-        float(&d)[PADDED_DIM / 2] = reinterpret_cast<float(&)[PADDED_DIM / 2]>(o);
-        const unsigned long long dv = wgmma_descriptor_sw128_mn(v_tile(stage), KV_BLOCK_STRIDE, KV_ATOM_STRIDE);
+        float(&d)[V_WIDTH / 2] = reinterpret_cast<float(&)[V_WIDTH / 2]>(o);
+        unsigned long long dv;   // V_EXACT: 64-byte-swizzled blocks, atoms of 8 rows x 64 bytes
+        if constexpr (V_EXACT)
+            dv = wgmma_descriptor_sw64_mn(v_tile(stage), V_BLOCK_BYTES, 8 * V_LINE_BYTES);
+        else
+            dv = wgmma_descriptor_sw128_mn(v_tile(stage), KV_BLOCK_STRIDE, KV_ATOM_STRIDE);
+        constexpr int V_ATOM_STRIDE = V_EXACT ? 8 * int(V_LINE_BYTES) : int(KV_ATOM_STRIDE);
         wgmma_fence_registers(d);
         wgmma_fence();
 #pragma unroll
         for (int k = 0; k < BLOCK_N / 16; k++)
-            wgmma_rs<PADDED_DIM, T>(d, a[k], dv + KV_ATOM_STRIDE / 8 * k);
+            wgmma_rs<V_WIDTH, T>(d, a[k], dv + V_ATOM_STRIDE / 8 * k);
         wgmma_commit();
     }
 
     // After the wait for a P V group: O may be read, and P's registers reused.
     __device__ __forceinline__ void pv_retire(float (&o)[1][D_TILES][4], unsigned (&a)[BLOCK_N / 16][4])
     {
-        wgmma_fence_registers(reinterpret_cast<float(&)[PADDED_DIM / 2]>(o));
+        wgmma_fence_registers(reinterpret_cast<float(&)[V_WIDTH / 2]>(o));
 #pragma unroll
         for (int k = 0; k < BLOCK_N / 16; k++)
 #pragma unroll
@@ -542,8 +567,8 @@ struct Sm90Forward {
             load_tile(args.k_map, k_tile(stage), t, b.slot(b.k_full, t), origin);
             if (round > 0)
                 mbarrier_wait(b.slot(b.v_empty, t), (round - 1) & 1);
-            mbarrier_arrive_expect_tx(b.slot(b.v_full, t), KV_BYTES);
-            load_tile(args.v_map, v_tile(stage), t, b.slot(b.v_full, t), origin);
+            mbarrier_arrive_expect_tx(b.slot(b.v_full, t), V_BYTES);
+            load_tile<true>(args.v_map, v_tile(stage), t, b.slot(b.v_full, t), origin);
         }
     }
 

@@ -245,12 +245,13 @@ static int kernel_type(const struct fc_variant *v, char *out, size_t size)
                     v->softcap ? "true" : "false", v->varlen ? ", true" : "", v->paged ? ", true" : "");
 }
 
-/* A 4-D view (head_dim, seq, head, batch) of one tensor, boxes of one swizzle row x box_rows. A
+/* A 4-D view (head_dim, seq, head, batch) of one tensor, boxes of one swizzled line (line_bytes: the
+ * swizzle, 128 bytes; V at head_dim 96, 64: fwd_sm90.cuh's V_EXACT) x box_rows. A
  * varlen batch's tensors are packed tokens (batch stride 0): one batch of every token, whose
  * sequences the kernel finds through cu_seqlens (its batch stride is then never used: the token
  * stride stands in for it, a valid TMA stride where 0 might not be). */
 static enum fc_status encode(const struct fc_launch *l, struct fc_tensor_map *map, const void *base,
-                             const int64_t stride[3], int seqlen, int heads, int box_rows)
+                             const int64_t stride[3], int seqlen, int heads, int box_rows, int line_bytes)
 {
     const struct fc_problem *p = l->problem;
     const uint64_t bytes = (uint64_t)fc_dtype_bytes(p->dtype);
@@ -260,8 +261,8 @@ static enum fc_status encode(const struct fc_launch *l, struct fc_tensor_map *ma
         4,
         {(uint64_t)p->head_dim, (uint64_t)seqlen, (uint64_t)heads, batches},
         {(uint64_t)stride[1] * bytes, (uint64_t)stride[2] * bytes, batch_stride},
-        {(uint32_t)(SWIZZLE_BYTES / bytes), (uint32_t)box_rows, 1, 1},
-        SWIZZLE_BYTES,
+        {(uint32_t)(line_bytes / bytes), (uint32_t)box_rows, 1, 1},
+        line_bytes,
     };
     return fc_tma_encode(l->cuda, (CUtensorMap *)map, base, p->dtype, &desc, l->msg, l->msg_size);
 }
@@ -309,10 +310,12 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
         paged->box_rows = paths.k;   /* 0: gathered */
         paged->v_box_rows = paths.v;
     }
-    enum fc_status status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS);
+    /* V at head_dim 96: 64-byte lines (fwd_sm90.cuh's V_EXACT: P V at its exact width) */
+    const int v_line = p->head_dim == 96 ? SWIZZLE_BYTES / 2 : SWIZZLE_BYTES;
+    enum fc_status status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS, SWIZZLE_BYTES);
     if (status == FC_OK && !l->plan->variant.paged &&
-        ((status = encode(l, &a->k_map, p->k, p->k_stride, p->seqlen_k, p->heads_kv, block_n)) == FC_OK))
-        status = encode(l, &a->v_map, p->v, p->v_stride, p->seqlen_k, p->heads_kv, block_n);
+        ((status = encode(l, &a->k_map, p->k, p->k_stride, p->seqlen_k, p->heads_kv, block_n, SWIZZLE_BYTES)) == FC_OK))
+        status = encode(l, &a->v_map, p->v, p->v_stride, p->seqlen_k, p->heads_kv, block_n, v_line);
     /* paged: a gathered tensor's map is never read (its rows come through the page table): zeros,
      * not encoded, a driver call saved per launch */
     if (l->plan->variant.paged) {

@@ -88,6 +88,18 @@ __device__ __forceinline__ unsigned long long wgmma_descriptor_sw128_mn(unsigned
            static_cast<unsigned long long>((atom_stride & 0x3ffffu) >> 4) << 32 | SWIZZLE_128B << 62;
 }
 
+// The same in 64-byte-swizzled shared memory (SWIZZLE_64B): 32 16-bit values of N per 64-byte row,
+// atoms of 8 K-rows x 32 N-values (512 bytes), `atom_stride` bytes apart along K, `mn_block_bytes`
+// apart between successive 32-wide blocks of N (a head_dim of 96 is three: fwd_sm90.cuh's V).
+__device__ __forceinline__ unsigned long long wgmma_descriptor_sw64_mn(unsigned smem_address, unsigned mn_block_bytes,
+                                                                       unsigned atom_stride = 512)
+{
+    constexpr unsigned long long SWIZZLE_64B = 2;
+    return static_cast<unsigned long long>((smem_address & 0x3ffffu) >> 4) |
+           static_cast<unsigned long long>((mn_block_bytes & 0x3ffffu) >> 4) << 16 |
+           static_cast<unsigned long long>((atom_stride & 0x3ffffu) >> 4) << 32 | SWIZZLE_64B << 62;
+}
+
 // A from registers (the mma.sync A fragment of each warp's 16 rows), B an MN-major descriptor
 // (imm-trans-b = 1): the P V step of attention, P straight from the softmax registers.
 #define FC_WGMMA_RS(TAG, TY, N, COUNT, PLACES, A, B, PRED, ...)                                                     \
@@ -102,6 +114,8 @@ __device__ __forceinline__ void wgmma_m64n##N##k16_rs(float (&d)[COUNT], const u
 }
 
 #define FC_WGMMA_BOTH_TYPES(FORM, ...) FORM(half_t, "f16", __VA_ARGS__) FORM(bfloat16_t, "bf16", __VA_ARGS__)
+#define FC_WGMMA_PLACES_48_ACC FC_WGMMA_PLACES_0 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, " \
+    "%44, %45, %46, %47"
 #define FC_WGMMA_PLACES_64_ACC FC_WGMMA_PLACES_0 ", " FC_WGMMA_PLACES_32
 #define FC_WGMMA_PLACES_96_ACC FC_WGMMA_PLACES_64_ACC ", " FC_WGMMA_PLACES_64
 #define FC_WGMMA_PLACES_128_ACC FC_WGMMA_PLACES_96_ACC ", " FC_WGMMA_PLACES_96
@@ -110,8 +124,10 @@ __device__ __forceinline__ void wgmma_m64n##N##k16_rs(float (&d)[COUNT], const u
 FC_WGMMA_BOTH_TYPES(FC_WGMMA_SS, 64, 32, FC_WGMMA_PLACES_0, "%32", "%33", "%34", FC_WGMMA_ACC32(0))
 FC_WGMMA_BOTH_TYPES(FC_WGMMA_SS, 128, 64, FC_WGMMA_PLACES_64_ACC, "%64", "%65", "%66", FC_WGMMA_ACC32(0),
                     FC_WGMMA_ACC32(32))
-// P V: head_dim 64, 128, 192 (96 accumulators per thread) and 256 (128).
+// P V: head_dim 64, 96 (48 accumulators per thread), 128, 192 (96) and 256 (128).
 FC_WGMMA_BOTH_TYPES(FC_WGMMA_RS, 64, 32, FC_WGMMA_PLACES_0, "%32, %33, %34, %35", "%36", "%37", FC_WGMMA_ACC32(0))
+FC_WGMMA_BOTH_TYPES(FC_WGMMA_RS, 96, 48, FC_WGMMA_PLACES_48_ACC, "%48, %49, %50, %51", "%52", "%53",
+                    FC_WGMMA_ACC32(0), FC_WGMMA_ACC8(32), FC_WGMMA_ACC8(40))
 FC_WGMMA_BOTH_TYPES(FC_WGMMA_RS, 128, 64, FC_WGMMA_PLACES_64_ACC, "%64, %65, %66, %67", "%68", "%69",
                     FC_WGMMA_ACC32(0), FC_WGMMA_ACC32(32))
 FC_WGMMA_BOTH_TYPES(FC_WGMMA_RS, 192, 96, FC_WGMMA_PLACES_96_ACC, "%96, %97, %98, %99", "%100", "%101",
@@ -122,6 +138,7 @@ FC_WGMMA_BOTH_TYPES(FC_WGMMA_RS, 256, 128, FC_WGMMA_PLACES_128_ACC, "%128, %129,
 #undef FC_WGMMA_PLACES_128_ACC
 #undef FC_WGMMA_PLACES_96_ACC
 #undef FC_WGMMA_PLACES_64_ACC
+#undef FC_WGMMA_PLACES_48_ACC
 #undef FC_WGMMA_BOTH_TYPES
 #undef FC_WGMMA_RS
 #undef FC_WGMMA_SS
