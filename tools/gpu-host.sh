@@ -103,7 +103,7 @@ sanitize() {   # every tool must exit 0 (--error-exitcode makes any finding nonz
     local tool d c failed=0 log
     log=$(mktemp)   # one per call: sanitizer steps run side by side
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
-        for d in ${SANITIZE_DIMS:-64 128 256}; do
+        for d in ${SANITIZE_DIMS:-64 96 128 256}; do
             for c in "" --causal; do
                 compute-sanitizer --tool $tool --error-exitcode 9 "$FCJIT" --no-cache run ${SANITIZE_VARIANT:+--variant $SANITIZE_VARIANT} --batch 2 --heads-q 4 \
                     --heads-kv 2 --seqlen-q 129 --seqlen-k 200 --head-dim $d $c --iters 1 --warmup 0 \
@@ -224,7 +224,7 @@ check_variants() {   # tools/check.py forced onto each variant in turn (head dim
     local v failed=0
     for v in $CHECK_VARIANTS; do
         echo "--- $v"
-        FC_FORCE_VARIANT=$v python3 tools/check.py --head-dims "${CHECK_DIMS:-64,128,192,256}" --repeats 5 \
+        FC_FORCE_VARIANT=$v python3 tools/check.py --head-dims "${CHECK_DIMS:-64,96,128,160,192,224,256}" --repeats 5 \
             --json "$OUT/check-${v//:/-}.json" | tail -3 || failed=1
     done
     return $failed
