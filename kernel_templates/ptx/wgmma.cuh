@@ -14,17 +14,25 @@
 
 namespace fc {
 
+// A shared-memory matrix descriptor: the start address, the leading and stride byte offsets (each
+// >> 4, 14 bits) and the swizzle mode (1: 128 bytes, 2: 64), as the layouts below read them.
+__device__ __forceinline__ unsigned long long wgmma_descriptor(unsigned smem_address, unsigned leading_bytes,
+                                                               unsigned stride_bytes, unsigned long long swizzle)
+{
+    return static_cast<unsigned long long>((smem_address & 0x3ffffu) >> 4) |
+           static_cast<unsigned long long>((leading_bytes & 0x3ffffu) >> 4) << 16 |
+           static_cast<unsigned long long>((stride_bytes & 0x3ffffu) >> 4) << 32 | swizzle << 62;
+}
+
 // K-major operand in 128-byte-swizzled shared memory (what TMA writes with SWIZZLE_128B): rows of
 // 64 16-bit values, atoms of 8 rows x 128 bytes, 1024-byte aligned, `atom_stride` bytes apart
 // (1024: the atoms of a column block back to back). The k-th 16-wide slice of a row starts 32 * k
-// bytes in: add 2 * k to the descriptor (address >> 4).
+// bytes in: add 2 * k to the descriptor (address >> 4). The leading offset is unused by swizzled
+// K-major layouts (16).
 __device__ __forceinline__ unsigned long long wgmma_descriptor_sw128(unsigned smem_address,
                                                                      unsigned atom_stride = 1024)
 {
-    constexpr unsigned long long LEADING_BYTES = 16;    // unused by swizzled K-major layouts
-    constexpr unsigned long long SWIZZLE_128B = 1;
-    return static_cast<unsigned long long>((smem_address & 0x3ffffu) >> 4) | (LEADING_BYTES >> 4) << 16 |
-           static_cast<unsigned long long>((atom_stride & 0x3ffffu) >> 4) << 32 | SWIZZLE_128B << 62;
+    return wgmma_descriptor(smem_address, 16, atom_stride, 1);
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -82,10 +90,7 @@ __device__ __forceinline__ void wgmma_m64n##N##k16(float (&d)[COUNT], unsigned l
 __device__ __forceinline__ unsigned long long wgmma_descriptor_sw128_mn(unsigned smem_address, unsigned mn_block_bytes,
                                                                         unsigned atom_stride = 1024)
 {
-    constexpr unsigned long long SWIZZLE_128B = 1;
-    return static_cast<unsigned long long>((smem_address & 0x3ffffu) >> 4) |
-           static_cast<unsigned long long>((mn_block_bytes & 0x3ffffu) >> 4) << 16 |
-           static_cast<unsigned long long>((atom_stride & 0x3ffffu) >> 4) << 32 | SWIZZLE_128B << 62;
+    return wgmma_descriptor(smem_address, mn_block_bytes, atom_stride, 1);
 }
 
 // The same in 64-byte-swizzled shared memory (SWIZZLE_64B): 32 16-bit values of N per 64-byte row,
@@ -94,10 +99,7 @@ __device__ __forceinline__ unsigned long long wgmma_descriptor_sw128_mn(unsigned
 __device__ __forceinline__ unsigned long long wgmma_descriptor_sw64_mn(unsigned smem_address, unsigned mn_block_bytes,
                                                                        unsigned atom_stride = 512)
 {
-    constexpr unsigned long long SWIZZLE_64B = 2;
-    return static_cast<unsigned long long>((smem_address & 0x3ffffu) >> 4) |
-           static_cast<unsigned long long>((mn_block_bytes & 0x3ffffu) >> 4) << 16 |
-           static_cast<unsigned long long>((atom_stride & 0x3ffffu) >> 4) << 32 | SWIZZLE_64B << 62;
+    return wgmma_descriptor(smem_address, mn_block_bytes, atom_stride, 2);
 }
 
 // A from registers (the mma.sync A fragment of each warp's 16 rows), B an MN-major descriptor
