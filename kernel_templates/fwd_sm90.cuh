@@ -248,7 +248,7 @@ struct Sm90Forward {
         constexpr int BLOCK_BYTES = V ? int(V_BLOCK_BYTES) : int(KV_BLOCK_BYTES);
         constexpr int WIDTH = V ? int(V_COLUMNS) : int(COLUMNS);
         if constexpr (PAGED) {
-            load_paged_tile(map, dst, t, bar, 0, 1);
+            load_paged_tile(map, dst, t, bar);
             return;
         }
         if constexpr (VARLEN) {
@@ -264,16 +264,15 @@ struct Sm90Forward {
                       WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
     }
 
-    // PAGED: boxes lane, lane + lanes, ... of tile t into the slot at dst (`lanes` threads issue
-    // the tile together: box i is rows [i * box_rows, (i + 1) * box_rows), every column block).
-    __device__ __forceinline__ void load_paged_tile(const fc_tensor_map &map, unsigned dst, int t, unsigned bar,
-                                                    int lane, int lanes)
+    // PAGED, plain schedule (thread 0): every box of tile t into the slot at dst, each at its page,
+    // looked up here (box i is rows [i * box_rows, (i + 1) * box_rows), every column block).
+    __device__ __forceinline__ void load_paged_tile(const fc_tensor_map &map, unsigned dst, int t, unsigned bar)
     {
-        const PagedTmaRows rows{kv_head, batch, paged().box_rows, mask.seqlen_k(), COLUMN_BLOCKS};
+        const int box_rows = paged().box_rows, keys = mask.seqlen_k();
         const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
-        for (int i = lane; i * rows.box_rows < BLOCK_N; i += lanes) {
-            const PageSlot at = rows.box_page(paged().pages, key0 + i * rows.box_rows);
-            rows.load(dst + i * rows.box_rows / 8 * KV_ATOM_STRIDE, reinterpret_cast<const TensorMap &>(map), at, bar);
+        for (int i = 0; i * box_rows < BLOCK_N; i++) {
+            const int key = key0 + i * box_rows;
+            load_paged_box(map, dst, i, page_slot_if(key < keys, paged().pages, batch, key), bar, box_rows);
         }
     }
 
@@ -617,7 +616,7 @@ struct Sm90Forward {
     __device__ __forceinline__ void load_paged_box(const fc_tensor_map &map, unsigned dst, int box, const PageSlot &at,
                                                    unsigned bar, int box_rows)
     {
-        const PagedTmaRows rows{kv_head, batch, box_rows, 0, COLUMN_BLOCKS};
+        const PagedTmaRows rows{kv_head, COLUMN_BLOCKS};
         rows.load(dst + box * box_rows / 8 * KV_ATOM_STRIDE, reinterpret_cast<const TensorMap &>(map), at, bar);
     }
 

@@ -213,16 +213,12 @@ __device__ __forceinline__ SequenceTmaOrigin sequence_tma_origin(const fc_seqlen
 // page_size and the tile (so a box lies inside one page) and is a multiple of 8 (whole atoms). Box i
 // of the tile whose first key is `key` is the box at (0, 0, the head's first column block, group of
 // key + i * box_rows in its page, its page): one table read per box. A box that starts at or past
-// the sequence's `keys` reads page 0 (the table's row may end before it). NOTE: rows past the
-// sequence's keys are the page's other slots or page 0's (maybe NaN): the kernel masks them as it
-// masks a varlen box's (fwd_sm90.cuh zeroes V's).
+// the sequence's keys reads page 0 (the table's row may end before it: page_slot_if). NOTE: rows
+// past the sequence's keys are the page's other slots or page 0's (maybe NaN): the kernel masks them
+// as it masks a varlen box's (fwd_sm90.cuh zeroes V's).
 struct PagedTmaRows {
-    int head, batch, box_rows, keys, column_blocks;
+    int head, column_blocks;
 
-    __device__ __forceinline__ PageSlot box_page(const fc_pages &pages, int key) const
-    {
-        return key < keys ? page_slot(pages, batch, key) : PageSlot{0, 0};
-    }
     // One box at dst: the rows at `at`, every column block, counted on the mbarrier bar.
     __device__ __forceinline__ void load(unsigned dst, const TensorMap &map, const PageSlot &at, unsigned bar) const
     {
