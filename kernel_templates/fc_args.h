@@ -117,6 +117,12 @@ struct fc_sm90_varlen_args {
  * tensor with boxes of that many slots, and a key tile is block_n / rows boxes, each inside one page;
  * 0, two producer warps gather its rows by cp.async from the base argument's pointer and strides (the
  * map unused). src/family_sm90.c chooses. */
+/* The sm90 kernel's V rows: 128-byte-swizzled lines of 64 16-bit columns, but at head_dim 96
+ * 64-byte ones (three blocks of 32 columns), so that P V runs at its exact width (WGMMA n96; a
+ * 128-byte swizzle's atoms are 64 columns wide). fwd_sm90.cuh lays V out so, src/family_sm90.c
+ * encodes its TMA map so. */
+#define FC_SM90_V_LINE_BYTES(head_dim) ((head_dim) == 96 ? 64 : 128)
+
 struct fc_sm90_paged_args {
     struct fc_sm90_varlen_args varlen;
     struct fc_pages pages;

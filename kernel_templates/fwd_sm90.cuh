@@ -125,9 +125,9 @@ struct Sm90Forward {
     // there), each its own TMA box; K and Q stay padded (PERF_NOTES v9). Other odd multiples of 32
     // (160, 224) compute P V padded. NOTE: enumerators (see PRODUCER_THREADS).
     enum : int {
-        V_EXACT = HEAD_DIM == 96,
+        V_LINE_BYTES = FC_SM90_V_LINE_BYTES(HEAD_DIM),        // fc_args.h: the host's V map agrees
+        V_EXACT = V_LINE_BYTES < SWIZZLE_BYTES,
         V_WIDTH = V_EXACT ? HEAD_DIM : PADDED_DIM,            // P V's N and O's accumulator columns
-        V_LINE_BYTES = V_EXACT ? SWIZZLE_BYTES / 2 : SWIZZLE_BYTES,
         V_COLUMNS = V_LINE_BYTES / E::BYTES,                  // columns of a V block
         V_BLOCKS = V_WIDTH / V_COLUMNS,
         V_BLOCK_BYTES = BLOCK_N * V_LINE_BYTES,

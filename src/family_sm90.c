@@ -310,8 +310,7 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
         paged->box_rows = paths.k;   /* 0: gathered */
         paged->v_box_rows = paths.v;
     }
-    /* V at head_dim 96: 64-byte lines (fwd_sm90.cuh's V_EXACT: P V at its exact width) */
-    const int v_line = p->head_dim == 96 ? SWIZZLE_BYTES / 2 : SWIZZLE_BYTES;
+    const int v_line = FC_SM90_V_LINE_BYTES(p->head_dim);   /* 64 at head_dim 96: P V at its exact width */
     enum fc_status status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS, SWIZZLE_BYTES);
     if (status == FC_OK && !l->plan->variant.paged &&
         ((status = encode(l, &a->k_map, p->k, p->k_stride, p->seqlen_k, p->heads_kv, block_n, SWIZZLE_BYTES)) == FC_OK))
