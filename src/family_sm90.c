@@ -97,6 +97,8 @@ static int check(const struct fc_variant *v, char *why, size_t size)
  * schedule (no producer warpgroup) takes boxes of any count. */
 #define MAX_TMA_BOXES_PER_TILE 8
 #define MAX_K_BOXES_PER_TILE 16
+#define PLAIN_PAGES_RULE "the sm90 kernel's plain schedule reads pages by TMA boxes of a multiple of 8 tokens, each " \
+    "head's K/V row followed by the next head's from head_dim 128"
 struct page_paths {
     int k, v;   /* rows of K's and V's TMA boxes (> 0), 0 gathered, -1 neither */
 };
@@ -191,9 +193,8 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         return NULL;
     if (problem->paged) {
         const struct page_paths paths = page_box_rows(v, problem);
-        if (paths.k < 0 || paths.v < 0) {
-            *why_not = "the Hopper kernel's plain schedule (head_dim 64) reads pages by TMA boxes of a multiple of "
-                       "8 tokens (page_size a multiple of 8); only its warp-specialized one gathers rows";
+        if (paths.k < 0 || paths.v < 0) {   /* not so far: paged problems take the warp-specialized one */
+            *why_not = PLAIN_PAGES_RULE "; only its warp-specialized schedule gathers rows";
             return NULL;
         }
         return page_path_reason(v, problem, paths);
@@ -213,10 +214,9 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
     (void)target;
     const struct page_paths paths = problem->paged ? page_box_rows(&plan->variant, problem) : (struct page_paths){0, 0};
     if (paths.k < 0 || paths.v < 0) {
-        snprintf(msg, size, "the sm90 kernel's plain schedule reads pages by TMA boxes of a multiple of 8 tokens, each "
-                 "head's K/V row followed by the next head's from head_dim 128: page_size %d, head strides %lld and "
-                 "%lld at head_dim %d (its warp-specialized schedule, and the sm80 and decode kernels, take any page "
-                 "size and strides)", problem->page_size, (long long)problem->k_stride[2],
+        snprintf(msg, size, PLAIN_PAGES_RULE ": page_size %d, head strides %lld and %lld at head_dim %d (its "
+                 "warp-specialized schedule, and the sm80 and decode kernels, take any page size and strides)",
+                 problem->page_size, (long long)problem->k_stride[2],
                  (long long)problem->v_stride[2], problem->head_dim);
         return FC_ERR_UNSUPPORTED;
     }
