@@ -289,11 +289,11 @@ struct Sm90Forward {
     // slot 0); the tile's rows at `offsets` from it) of tile t into the slot at dst, rows past the
     // sequence's keys zero-filled: 16-byte chunk q % 8 of rows q / 8 + 8 j of every column block,
     // copied to where a grouped TMA box puts it (row q / 8 of atom j of each block; chunk c of line
-    // r at c ^ r % 8: the same for all of this thread's rows). A warp's copies are four whole 128-byte lines. NOTE: each row's address is
-    // found once for all its column blocks, from its offset found once for the tile; found per copy
-    // (and q signed, so every division a real one), the producer's ~50 instructions a copy took the
-    // consumers' issue slots (0.50x the non-paged run); with the page and slot multiplied out per
-    // row, ~20 a row (0.73x; PERF_NOTES v8.3).
+    // r at c ^ r % 8: the same for all of this thread's rows). A warp's copies are four whole
+    // 128-byte lines. NOTE: each row's address is found once for all its column blocks, from its
+    // offset found once for the tile; found per copy (and q signed, so every division a real one),
+    // the producer's ~50 instructions a copy took the consumers' issue slots (0.50x the non-paged
+    // run); with the page and slot multiplied out per row, ~20 a row (0.73x; PERF_NOTES v8.3).
     __device__ __forceinline__ void gather_tile(const T *head_rows, unsigned dst, int t, unsigned q,
                                                 const long long *offsets, int keys)
     {
