@@ -247,6 +247,21 @@ def sdpa_reasons(caught_warnings, limit=2):
     return reasons[:limit]
 
 
+def fa3_call(*args, varlen=False, **kwargs):
+    """A call of FlashAttention-3's forward (fa3-fwd, ../shared/PEERS.md: bf16, no fp16):
+    flash_attn_func(*args, **kwargs), or flash_attn_varlen_func with varlen, returning its output
+    alone (its builds may return (out, lse)). Raises ImportError where fa3-fwd is not installed."""
+    import fa3_fwd_interface
+
+    forward = fa3_fwd_interface.flash_attn_varlen_func if varlen else fa3_fwd_interface.flash_attn_func
+
+    def call():
+        result = forward(*args, **kwargs)
+        return result[0] if isinstance(result, tuple) else result
+
+    return call
+
+
 def run_fa3(q, k, v, problem, power=None):
     """FlashAttention-3's forward on q, k, v ([B, S, H, D]; GQA and bottom-right causal as ours): its
     build has no fp16, so f16 rows run on bf16 copies of the same tensors (../shared/PEERS.md).
@@ -254,14 +269,9 @@ def run_fa3(q, k, v, problem, power=None):
     import torch
 
     try:
-        from fa3_fwd_interface import flash_attn_func
+        call = fa3_call(*(t.to(torch.bfloat16) for t in (q, k, v)), causal=problem.causal)
     except ImportError as error:
         return None, {"error": f"fa3-fwd not installed ({first_line(error)}; ../shared/PEERS.md)"}
-    q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
-
-    def call():
-        out = flash_attn_func(q, k, v, causal=problem.causal)
-        return out[0] if isinstance(out, tuple) else out
 
     try:
         out = call()

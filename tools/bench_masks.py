@@ -127,23 +127,13 @@ def cudnn_attention(q, k, v, causal, window_left=-1, sinks=None):
 
 def fa3_softcap(q, k, v, causal, softcap):
     """(call, out) of FlashAttention-3 (fa3-fwd, bf16 only) with softcap; raises if absent."""
-    from fa3_fwd_interface import flash_attn_func
-
-    def call():
-        result = flash_attn_func(q, k, v, causal=causal, softcap=softcap)
-        return result[0] if isinstance(result, tuple) else result
-
+    call = bench.fa3_call(q, k, v, causal=causal, softcap=softcap)
     return call, call()
 
 
 def fa3_causal(q, k, v):
     """(call, out) of FlashAttention-3 (fa3-fwd, bf16 only), causal; raises if absent."""
-    from fa3_fwd_interface import flash_attn_func
-
-    def call():
-        result = flash_attn_func(q, k, v, causal=True)
-        return result[0] if isinstance(result, tuple) else result
-
+    call = bench.fa3_call(q, k, v, causal=True)
     return call, call()
 
 

@@ -105,17 +105,10 @@ def decode_rows(context, dtype, copy):
 
 def fa3_varlen(q, k, v, seqlen_q, seqlen_k):
     import torch
-    from fa3_fwd_interface import flash_attn_varlen_func
 
     cu_q = torch.tensor([0, seqlen_q], dtype=torch.int32, device="cuda")
     cu_k = torch.tensor([0, seqlen_k], dtype=torch.int32, device="cuda")
-    q1, k1, v1 = (t[0] for t in (q, k, v))
-
-    def call():
-        result = flash_attn_varlen_func(q1, k1, v1, cu_q, cu_k, seqlen_q, seqlen_k, causal=True)
-        return result[0] if isinstance(result, tuple) else result
-
-    return call
+    return bench.fa3_call(*(t[0] for t in (q, k, v)), cu_q, cu_k, seqlen_q, seqlen_k, varlen=True, causal=True)
 
 
 def chunk_rows(context, dtype, page_sizes=CHUNK_PAGES):

@@ -43,23 +43,11 @@ def causal_flops(lengths, heads, head_dim):
 
 
 def fa3_varlen(q, k, v, cu, max_len):
-    from fa3_fwd_interface import flash_attn_varlen_func
-
-    def call():
-        result = flash_attn_varlen_func(q, k, v, cu, cu, max_len, max_len, causal=True)
-        return result[0] if isinstance(result, tuple) else result
-
-    return call
+    return bench.fa3_call(q, k, v, cu, cu, max_len, max_len, varlen=True, causal=True)
 
 
 def fa3_dense(q, k, v):
-    from fa3_fwd_interface import flash_attn_func
-
-    def call():
-        result = flash_attn_func(q, k, v, causal=True)
-        return result[0] if isinstance(result, tuple) else result
-
-    return call
+    return bench.fa3_call(q, k, v, causal=True)
 
 
 def peer(make, reference=None):
