@@ -39,6 +39,44 @@ __device__ __forceinline__ BlockCoordinates block_coordinates(const fc_kernel_ar
     return block_coordinates<CAUSAL>(args, block_m, blockIdx.x);
 }
 
+// A persistent grid's units of work: its CTAs take units blockIdx.x, then gridDim.x apart, in turn,
+// each unit one row block (block_coordinates' order) or, causal, two of one (batch, head): row
+// blocks p and m_blocks - 1 - p, whose keys add up to the same count for every p, so that every
+// unit weighs the same (the middle block of an odd m_blocks alone). A unit's blocks are
+// tile_coordinates(.., unit, part) for part < unit_parts(unit). NOTE: not the heaviest blocks of
+// every head first: a round of CTAs then reads as many heads' K/V as it has CTAs, and L2 keeps
+// none of them (0.52x at 512 causal keys, PERF_NOTES v10); nor block_coordinates' order, whose
+// heavy and light blocks a CTA meets by the grid's stride, e.g. only its heaviest when gridDim.x
+// is a multiple of m_blocks.
+template <bool CAUSAL>
+__device__ __forceinline__ int persistent_units(const fc_kernel_args &args)
+{
+    return (CAUSAL ? (args.m_blocks + 1) / 2 : args.m_blocks) * args.heads_q * args.batch;
+}
+
+template <bool CAUSAL>
+__device__ __forceinline__ int unit_parts(const fc_kernel_args &args, int unit)
+{
+    if constexpr (!CAUSAL)
+        return 1;
+    const int p = unit % ((args.m_blocks + 1) / 2);
+    return p == args.m_blocks - 1 - p ? 1 : 2;
+}
+
+template <bool CAUSAL>
+__device__ __forceinline__ BlockCoordinates tile_coordinates(const fc_kernel_args &args, int block_m, int unit, int part)
+{
+    if constexpr (!CAUSAL)
+        return block_coordinates<false>(args, block_m, unit);
+    const int pairs = (args.m_blocks + 1) / 2, p = unit % pairs, heads = unit / pairs;
+    BlockCoordinates c;
+    c.head = heads % args.heads_q;
+    c.batch = heads / args.heads_q;
+    c.kv_head = c.head / args.q_per_kv;
+    c.row0 = (part == 0 ? args.m_blocks - 1 - p : p) * block_m;   // the heavier first
+    return c;
+}
+
 // O (divided by the row sums) and the LSE of this thread's rows, with the head's sink folded in
 // if there are sinks (softmax.cuh); rows past seqlen_q are skipped.
 template <typename T, int M_TILES, int D_TILES, int N_TILES>

@@ -42,7 +42,15 @@
 //   boxed and V gathered shares the work between the two (PERF_NOTES v8.4, v8.5).
 // The tail of the last tile (slots past the sequence's keys) is masked and zeroed as VARLEN's.
 //
-// Not yet: TMA stores of O, a persistent grid.
+// With PERSISTENT (dense, warp-specialized), the grid is as many CTAs as fit on the GPU at once, each
+// looping over the problem's row blocks (units of one, or causal two of equal weight, blockIdx.x then
+// gridDim.x apart: attention_common.cuh's persistent_units): the producer loads the next block's Q
+// as soon as the consumers' last Q K^T of this one is done (the "Q empty" barrier) and its first
+// K/V tiles as the ring frees, so a block's prologue and its epilogue (O and the LSE out of the
+// consumers' registers) overlap the work of the blocks beside it; the K/V ring and its barriers'
+// phases run on across blocks (PERF_NOTES v10).
+//
+// Not yet: TMA stores of O.
 #pragma once
 
 #include "attention_common.cuh"
@@ -87,7 +95,8 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
 }
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
-          bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false>
+          bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false,
+          bool PERSISTENT = false>
 struct Sm90Forward {
     using E = Element<T>;
     static constexpr int CONSUMERS = BLOCK_M / 64;                   // warpgroups, 64 rows each
@@ -160,6 +169,7 @@ struct Sm90Forward {
     static_assert(SPECIALIZED ? STAGES >= 2 && STAGES <= 4 : STAGES == 2, "2 stages (plain) or 2-4 (specialized)");
     static_assert(!PINGPONG || (SPECIALIZED && CONSUMERS >= 2), "ping-pong takes turns between consumers");
     static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
+    static_assert(!PERSISTENT || (SPECIALIZED && !VARLEN), "a persistent grid: dense, warp-specialized");
     static constexpr int TURN_BARRIER = 1;   // named barriers TURN_BARRIER + consumer: "your turn"
 
     const fc_sm90_args &args;
@@ -179,6 +189,16 @@ struct Sm90Forward {
         row0 = c.row0;
         warp = threadIdx.x / WARP_SIZE;
         group = threadIdx.x / 128;
+    }
+
+    // PERSISTENT: row block `part` of unit `unit` (attention_common.cuh's tile_coordinates).
+    __device__ __forceinline__ void set_tile(int unit, int part)
+    {
+        const BlockCoordinates c = tile_coordinates<CAUSAL>(base, BLOCK_M, unit, part);
+        batch = c.batch;
+        head = c.head;
+        kv_head = c.kv_head;
+        row0 = c.row0;
     }
 
     // VARLEN: the same argument followed by the per-sequence lengths (fc_args.h).
@@ -544,30 +564,33 @@ struct Sm90Forward {
         store(o, softmax);
     }
 
-    // Barriers of the specialized schedule: Q, then per slot K full, V full, K empty, V empty.
+    // Barriers of the specialized schedule: Q, then per slot K full, V full, K empty, V empty;
+    // PERSISTENT, then Q empty (every consumer thread done with Q K^T of the block). Slots are
+    // taken in ring order: the ring's i-th tile goes to slot i % STAGES, its round i / STAGES.
     struct Barriers {
-        unsigned q, k_full, v_full, k_empty, v_empty;
-        __device__ __forceinline__ unsigned slot(unsigned first, int t) const { return first + 8 * (t % STAGES); }
+        unsigned q, k_full, v_full, k_empty, v_empty, q_empty;
+        __device__ __forceinline__ unsigned slot(unsigned first, int i) const { return first + 8 * (i % STAGES); }
     };
 
     // The producer thread: Q, then K and V of every tile, each into its slot once every consumer
     // thread has released the tile that was there (round r waits for phase r - 1 of the slot).
-    __device__ __forceinline__ void produce(const Barriers &b, int tiles)
+    // ring: the ring's tiles before this block's (PERSISTENT; else 0).
+    __device__ __forceinline__ void produce(const Barriers &b, int tiles, int ring = 0)
     {
         SequenceTmaOrigin origin{};   // VARLEN: where the sequence's rows start
         if constexpr (VARLEN)
             origin = sequence_tma_origin<PAGED>(seqlens(), batch);
         load_q(b.q, origin);
         for (int t = 0; t < tiles; t++) {
-            const int stage = t % STAGES, round = t / STAGES;
+            const int i = PERSISTENT ? ring + t : t, stage = i % STAGES, round = i / STAGES;
             if (round > 0)
-                mbarrier_wait(b.slot(b.k_empty, t), (round - 1) & 1);
-            mbarrier_arrive_expect_tx(b.slot(b.k_full, t), KV_BYTES);
-            load_tile(args.k_map, k_tile(stage), t, b.slot(b.k_full, t), origin);
+                mbarrier_wait(b.slot(b.k_empty, i), (round - 1) & 1);
+            mbarrier_arrive_expect_tx(b.slot(b.k_full, i), KV_BYTES);
+            load_tile(args.k_map, k_tile(stage), t, b.slot(b.k_full, i), origin);
             if (round > 0)
-                mbarrier_wait(b.slot(b.v_empty, t), (round - 1) & 1);
-            mbarrier_arrive_expect_tx(b.slot(b.v_full, t), V_BYTES);
-            load_tile<true>(args.v_map, v_tile(stage), t, b.slot(b.v_full, t), origin);
+                mbarrier_wait(b.slot(b.v_empty, i), (round - 1) & 1);
+            mbarrier_arrive_expect_tx(b.slot(b.v_full, i), V_BYTES);
+            load_tile<true>(args.v_map, v_tile(stage), t, b.slot(b.v_full, i), origin);
         }
     }
 
@@ -668,58 +691,79 @@ struct Sm90Forward {
                 named_barrier_arrive(TURN_BARRIER + (group + 1) % CONSUMERS, 256);
     }
 
+    // PERSISTENT, if `done`: this consumer thread is done with Q of the block (its last Q K^T has
+    // completed): the producer may load the next block's. NOTE: the test too only where PERSISTENT
+    // (a test of nothing still moved other variants' branches).
+    __device__ __forceinline__ void release_q_if(bool done, const Barriers &b) const
+    {
+        if constexpr (PERSISTENT)
+            if (done)
+                mbarrier_arrive(b.q_empty);
+    }
+
     // A consumer warpgroup: Q K^T(t) and P V(t - 1) in flight together, the softmax of tile t
     // computed while P V(t - 1) runs; O takes the correction of tile t - 1 while Q K^T(t) runs.
-    __device__ __forceinline__ void consume(const Barriers &b, int tiles)
+    // ring: the ring's tiles before this block's, block: the CTA's blocks before it (PERSISTENT;
+    // else 0 and 0). With ping-pong, each block's turns start afresh, consumer 0 first: the last
+    // consumer's go-ahead for the next block comes after its final turn of this one, which waited
+    // for every other consumer's final turn, so no turn barrier is arrived at twice unseen.
+    __device__ __forceinline__ void consume(const Barriers &b, int tiles, int ring = 0, int block = 0)
     {
         float o[1][D_TILES][4];
         zero(o);
         OnlineSoftmax<1, N_TILES> softmax;
         softmax.init();
-        mbarrier_wait(b.q, 0);   // also when no key is visible: no TMA write may outlive the CTA
+        mbarrier_wait(b.q, block & 1);   // also when no key is visible: no TMA write may outlive the CTA
+        release_q_if(tiles == 0, b);
         if (tiles > 0) {
             float s[1][N_TILES][4], correction[1][2];
             unsigned a[BLOCK_N / 16][4];   // P of the tile before
             if (PINGPONG && group == CONSUMERS - 1)
                 named_barrier_arrive(TURN_BARRIER, 256);   // consumer 0 goes first
-            wait_full(b.slot(b.k_full, 0), 0, false);
+            wait_full(b.slot(b.k_full, ring), (ring / STAGES) & 1, false);
             turn_begin();
-            qk_issue(s, 0);
+            qk_issue(s, ring % STAGES);
             turn_end(false);
             wgmma_wait<0>();
             wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
-            mbarrier_arrive(b.slot(b.k_empty, 0));
+            mbarrier_arrive(b.slot(b.k_empty, ring));
+            release_q_if(tiles == 1, b);
             softmax_tile(s, softmax, correction, 0);   // O is 0: its correction changes nothing
             p_fragments(a, s);
             for (int t = 1; t < tiles; t++) {
-                wait_full(b.slot(b.k_full, t), (t / STAGES) & 1, false);
-                wait_full(b.slot(b.v_full, t - 1), ((t - 1) / STAGES) & 1, true);
+                const int i = ring + t;
+                wait_full(b.slot(b.k_full, i), (i / STAGES) & 1, false);
+                wait_full(b.slot(b.v_full, i - 1), ((i - 1) / STAGES) & 1, true);
                 turn_begin();
-                qk_issue(s, t % STAGES);
+                qk_issue(s, i % STAGES);
                 rescale_output(o, correction);
-                pv_issue(o, a, (t - 1) % STAGES);
+                pv_issue(o, a, (i - 1) % STAGES);
                 turn_end(false);
                 wgmma_wait<1>();   // Q K^T(t) is done, P V(t - 1) may still run
                 wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
-                mbarrier_arrive(b.slot(b.k_empty, t));
+                mbarrier_arrive(b.slot(b.k_empty, i));
+                release_q_if(t == tiles - 1, b);
                 softmax_tile(s, softmax, correction, t);
                 wgmma_wait<0>();
                 pv_retire(o, a);
-                mbarrier_arrive(b.slot(b.v_empty, t - 1));
+                mbarrier_arrive(b.slot(b.v_empty, i - 1));
                 p_fragments(a, s);
             }
-            wait_full(b.slot(b.v_full, tiles - 1), ((tiles - 1) / STAGES) & 1, true);
+            const int last = ring + tiles - 1;
+            wait_full(b.slot(b.v_full, last), (last / STAGES) & 1, true);
             // VARLEN: before this consumer's turn. NOTE: no deadlock with ping-pong: every consumer
             // has taken its turns of the loop (each needs only the previous consumer's turn of the
             // same tile, passed before that one got here), and the final turns come after the clear.
             if constexpr (VARLEN)
-                clear_tail_rows(tiles - 1, (tiles - 1) % STAGES);
+                clear_tail_rows(tiles - 1, last % STAGES);
             turn_begin();
             rescale_output(o, correction);
-            pv_issue(o, a, (tiles - 1) % STAGES);
+            pv_issue(o, a, last % STAGES);
             turn_end(true);
             wgmma_wait<0>();
             pv_retire(o, a);
+            if constexpr (PERSISTENT)   // the slot is free for the ring's next tile
+                mbarrier_arrive(b.slot(b.v_empty, last));
         }
         softmax.finish();
         store(o, softmax);
@@ -727,13 +771,18 @@ struct Sm90Forward {
 
     __device__ void run_specialized()
     {
-        __shared__ __align__(8) unsigned long long barriers[1 + 4 * STAGES];
+        __shared__ __align__(8) unsigned long long barriers[1 + 4 * STAGES + PERSISTENT];
         Barriers b;
         b.q = smem_address(barriers);
         b.k_full = b.q + 8;
         b.v_full = b.k_full + 8 * STAGES;
         b.k_empty = b.v_full + 8 * STAGES;
         b.v_empty = b.k_empty + 8 * STAGES;
+        b.q_empty = b.v_empty + 8 * STAGES;   // PERSISTENT only
+        if constexpr (PERSISTENT) {
+            run_persistent(b);
+            return;
+        }
         const int tiles = key_tiles();
         if (threadIdx.x == 0) {
             mbarrier_init(b.q, 1);
@@ -764,6 +813,50 @@ struct Sm90Forward {
         }
         registers_claim<CONSUMER_REGISTERS>();
         consume(b, tiles);
+    }
+
+    // PERSISTENT: the producer thread and the consumers walk the same row blocks (those of units
+    // blockIdx.x, then gridDim.x apart: attention_common.cuh's persistent_units), each block's key
+    // tiles continuing the ring where the last block's ended; the producer loads a block's Q once
+    // every consumer thread is done with the last block's (phase block - 1 of Q empty).
+    __device__ void run_persistent(const Barriers &b)
+    {
+        const int units = persistent_units<CAUSAL>(base);   // the host checked the row blocks fit an int
+        if (threadIdx.x == 0) {
+            mbarrier_init(b.q, 1);
+            mbarrier_init(b.q_empty, CONSUMER_THREADS);
+            for (int s = 0; s < STAGES; s++) {
+                mbarrier_init(b.k_full + 8 * s, 1);
+                mbarrier_init(b.v_full + 8 * s, 1);
+                mbarrier_init(b.k_empty + 8 * s, CONSUMER_THREADS);
+                mbarrier_init(b.v_empty + 8 * s, CONSUMER_THREADS);
+            }
+            mbarrier_init_fence();
+        }
+        __syncthreads();   // the last CTA-wide barrier: the warpgroups run apart from here on
+        if (group == CONSUMERS) {   // the producer warpgroup: one thread issues, the rest leave
+            registers_release<PRODUCER_REGISTERS>();
+            if (threadIdx.x != CONSUMER_THREADS)
+                return;
+            for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
+                for (int part = 0; part < unit_parts<CAUSAL>(base, unit); part++, block++) {
+                    set_tile(unit, part);
+                    const int tiles = key_tiles();
+                    if (block > 0)
+                        mbarrier_wait(b.q_empty, (block - 1) & 1);
+                    produce(b, tiles, ring);
+                    ring += tiles;
+                }
+            return;
+        }
+        registers_claim<CONSUMER_REGISTERS>();
+        for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
+            for (int part = 0; part < unit_parts<CAUSAL>(base, unit); part++, block++) {
+                set_tile(unit, part);
+                const int tiles = key_tiles();
+                consume(b, tiles, ring, block);
+                ring += tiles;
+            }
     }
 };
 

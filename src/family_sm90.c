@@ -11,11 +11,22 @@
 #define STATIC_SMEM 256      /* the kernel's mbarriers */
 #define SWIZZLE_BYTES 128    /* every tile is 128B-swizzled: rows of 128 bytes */
 #define Q_BOX_ROWS 64        /* each consumer warpgroup's Q rows arrive as one box */
+#define SM_SMEM_BYTES 233472   /* shared memory of a Hopper SM (228 KB) */
+#define CTA_RESERVED_SMEM 1024 /* the driver's share of it per CTA */
+#define H100_SMS 132           /* the plan's SM count where the target's is unknown */
 
 /* The warp-specialized schedule: a producer warpgroup beside block_m / 64 consumer warpgroups. */
 static int specialized(const struct fc_variant *v)
 {
     return v->warps == v->block_m / 16 + 4;
+}
+
+/* A dense problem's warp-specialized kernel runs a persistent grid (fwd_sm90.cuh's PERSISTENT): as many
+ * CTAs as fit on the GPU, each looping over row blocks, so that one block's prologue and epilogue
+ * overlap the work of the others (PERF_NOTES v10). Varlen and paged variants keep a CTA per block. */
+static int persistent(const struct fc_variant *v)
+{
+    return specialized(v) && !v->varlen && !v->paged;
 }
 
 /* The head_dim the kernel computes: whole 128-byte column blocks (fwd_sm90.cuh's PADDED_DIM; an odd
@@ -30,6 +41,16 @@ static int padded_dim(const struct fc_variant *v)
 static int smem_bytes(const struct fc_variant *v)
 {
     return 1024 + (v->block_m + 2 * v->stages * v->block_n) * padded_dim(v) * fc_dtype_bytes(v->dtype);
+}
+
+/* CTAs of the variant that one SM holds at once: the kernel's own minimum (fwd_sm90.cuh's MIN_BLOCKS,
+ * for which ptxas fits the registers: two for one consumer warpgroup beside the producer up to head_dim
+ * 128), as far as the shared memory takes them (each CTA also holds 1 KB the driver reserves). */
+static int ctas_per_sm(const struct fc_variant *v)
+{
+    const int min_blocks = specialized(v) && v->block_m == 64 && v->head_dim <= 128 ? 2 : 1;
+    const int fit = SM_SMEM_BYTES / (smem_bytes(v) + STATIC_SMEM + CTA_RESERVED_SMEM);
+    return fit < min_blocks ? (fit > 0 ? fit : 1) : min_blocks;
 }
 
 /* NOTE: from the H200 tile sweeps (docs/PERF_NOTES.md, v2 and v3): head_dim 64, the plain schedule
@@ -202,6 +223,9 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     if (v->varlen)
         return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128, with per-sequence lengths (each "
                "sequence's rows from its first token; keys past its end masked and their V rows zeroed)";
+    if (persistent(v))
+        return "sm90 kernel: TMA + WGMMA, warp-specialized (1.3-2.6x the sm80 kernel in the H200 sweep), on a "
+               "persistent grid (as many CTAs as the SMs hold, each looping over row blocks)";
     return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128 (1.3-2.6x the sm80 kernel in the H200 "
            "sweep)";
 }
@@ -211,7 +235,6 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
 static enum fc_status launch_shape(const struct fc_problem *problem, const struct fc_target *target,
                                    struct fc_plan *plan, char *msg, size_t size)
 {
-    (void)target;
     const struct page_paths paths = problem->paged ? page_box_rows(&plan->variant, problem) : (struct page_paths){0, 0};
     if (paths.k < 0 || paths.v < 0) {
         snprintf(msg, size, PLAIN_PAGES_RULE ": page_size %d, head strides %lld and %lld at head_dim %d (its "
@@ -220,7 +243,17 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
                  (long long)problem->v_stride[2], problem->head_dim);
         return FC_ERR_UNSUPPORTED;
     }
-    return fc_plan_row_block_grid(problem, plan, msg, size);
+    const enum fc_status status = fc_plan_row_block_grid(problem, plan, msg, size);
+    if (status == FC_OK && persistent(&plan->variant)) {
+        /* the kernel's units (attention_common.cuh's persistent_units): causal, row blocks in pairs */
+        const unsigned units = plan->variant.causal ? plan->grid / (unsigned)plan->m_blocks *
+                                                          (unsigned)((plan->m_blocks + 1) / 2)
+                                                    : plan->grid;
+        const unsigned fit = (unsigned)(target->sm_count > 0 ? target->sm_count : H100_SMS) *
+                             (unsigned)ctas_per_sm(&plan->variant);
+        plan->grid = units < fit ? units : fit;
+    }
+    return status;
 }
 
 /* A paged cache takes no plain-schedule winner: its thread 0 would look each box's page up as it
@@ -238,11 +271,13 @@ static void fit_forced(struct fc_variant *v)
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
-    /* the VARLEN and PAGED arguments only where set: the other variants' source (and cache key) stays */
-    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s>",
+    /* the VARLEN, PAGED and PERSISTENT arguments only where set (PERSISTENT: neither of the others):
+     * the other variants' source (and cache key) stays */
+    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
-                    v->softcap ? "true" : "false", v->varlen ? ", true" : "", v->paged ? ", true" : "");
+                    v->softcap ? "true" : "false", v->varlen ? ", true" : "", v->paged ? ", true" : "",
+                    persistent(v) ? ", false, false, true" : "");
 }
 
 /* A 4-D view (head_dim, seq, head, batch) of one tensor, boxes of one swizzled line (line_bytes: the

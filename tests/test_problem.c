@@ -897,6 +897,66 @@ static void test_varlen_plans(void **state)
     assert_non_null(strstr(msg, "16-row tile: this problem has 20"));
 }
 
+/* Dense problems on the warp-specialized sm90 schedule run a persistent grid: as many CTAs as the SMs
+ * hold (one or two each), never more than the problem's row blocks; the plain schedule, and varlen
+ * problems (test_varlen_plans), keep one CTA per row block. */
+static void test_persistent_grid(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();
+    p.head_dim = 128;
+    p.seqlen_q = p.seqlen_k = 16384;
+    p.heads_q = p.heads_kv = 16;
+    p.batch = 1;
+    struct fc_problem problem;
+    struct fc_plan plan;
+    char msg[512] = "";
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    static const struct {
+        const char *forced;
+        unsigned grid;   /* on 132 SMs */
+    } CASES[] = {
+        {"sm90:m128n128w12", 132},   /* 165 KB: one a SM */
+        {"sm90:m64n64w8", 264},      /* 82 KB, one consumer: two a SM */
+        {"sm90:m64n128w8", 132},     /* 148 KB: two would not fit */
+        {"sm90:m128n128w8", 2048},   /* plain: a CTA per row block */
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        struct fc_plan_override forced;
+        assert_int_equal(fc_plan_override_parse(CASES[i].forced, &forced), 0);
+        assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
+        assert_int_equal(plan.m_blocks * 16, 16384 / plan.variant.block_m * 16);
+        assert_int_equal(plan.grid, CASES[i].grid);
+    }
+    /* fewer row blocks than the GPU holds: one CTA each */
+    p.seqlen_q = 512;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    struct fc_plan_override forced;
+    assert_int_equal(fc_plan_override_parse("sm90:m128n128w12", &forced), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.grid, 4 * 16);
+    /* causal: units of two row blocks (5 of each head's 9 at 1100 rows, the middle one alone) */
+    p.seqlen_q = 1100;
+    p.batch = 2;
+    p.causal = 1;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.m_blocks, 9);
+    assert_int_equal(plan.grid, 5 * 16 * 2 < 132 ? 5 * 16 * 2 : 132);
+    p.seqlen_q = 16 * 128;   /* 16 blocks, 8 units a head */
+    p.batch = 1;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.grid, 8 * 16);
+    p.causal = 0;
+    /* an unknown SM count plans for an H100's 132 */
+    const struct fc_target unknown = {90, 1, 0};
+    p.seqlen_q = 16384;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &unknown, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.grid, 132);
+}
+
 /* A paged cache: the shape rules (page_size, num_pages, the table's stride, the cache's strides and
  * sizes, varlen's max_seqlen_k), the tensor rules (page_table iff paged, aligned; cu_seqlens_k NULL
  * with varlen queries), and what the problem and plan become. */
@@ -1105,6 +1165,7 @@ int main(void)
         cmocka_unit_test(test_window_resolves_into_the_mask),
         cmocka_unit_test(test_varlen_rules),
         cmocka_unit_test(test_varlen_plans),
+        cmocka_unit_test(test_persistent_grid),
         cmocka_unit_test(test_paged_rules),
         cmocka_unit_test(test_paged_plans),
         cmocka_unit_test(test_context_create_failures_keep_a_message),

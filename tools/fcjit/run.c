@@ -399,15 +399,25 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
     if (status != FC_OK) {
         fprintf(stderr, "fcjit explain: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
     } else if (g->json) {
-        printf("{\"gpu\": \"%s\", \"arch\": \"%s\", \"kernel\": \"%s\", \"splits\": %d, \"reason\": \"%s\", "
-               "\"tuned_bucket\": \"%s\", \"tuned_buckets\": %zu, \"heuristic\": \"%s\", \"features\": \"%s\"}\n",
-               gpu, arch, kernel, plan.splits, reason, bucket, ctx->tuned.count, heuristic_name, mask);
+        printf("{\"gpu\": \"%s\", \"arch\": \"%s\", \"kernel\": \"%s\", \"splits\": %d, \"grid\": %u, "
+               "\"threads\": %u, \"reason\": \"%s\", \"tuned_bucket\": \"%s\", \"tuned_buckets\": %zu, "
+               "\"heuristic\": \"%s\", \"features\": \"%s\"}\n",
+               gpu, arch, kernel, plan.splits, plan.grid, plan.threads, reason, bucket, ctx->tuned.count,
+               heuristic_name, mask);
     } else {
         print_shape(&o);
         printf(" on %s (%s)\n  kernel:    %s\n", gpu, arch, kernel);
         if (plan.splits > 1)
             printf("  splits:    %d CTAs along the keys per (batch, K/V head), then a combine kernel\n", plan.splits);
         printf("  why:       %s\n", reason);
+        printf("  grid:      %u CTAs of %u threads, %u bytes of dynamic shared memory", plan.grid, plan.threads,
+               plan.smem_bytes);
+        const long long blocks = (long long)plan.m_blocks * problem.heads_q * problem.batch;
+        if (plan.splits <= 1 && blocks > plan.grid)   /* a persistent grid (fwd_sm90.cuh) */
+            printf(" (persistent: %lld row blocks%s, CTA i taking units i, i + %u, ...)", blocks,
+                   plan.variant.causal ? " in units of two of equal work, blocks p and last - p of a head" : "",
+                   plan.grid);
+        printf("\n");
         printf("  features:  %s\n", mask);
         if (bucket[0])
             printf("  bucket:    %s (nearest of %zu tuned on this GPU)\n", bucket, ctx->tuned.count);
