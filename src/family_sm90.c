@@ -183,10 +183,14 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     defaults(v);
     /* varlen: the longest sequence's lengths, as a dense batch of them (the tiles' reasons hold
      * per sequence); dense: max_seqlen_q/_k are seqlen_q/_k */
-    if (check(v, NULL, 0) == 0 && d == 128 && problem->mask.causal && problem->max_seqlen_k <= SHORT_KEYS) {
+    if (check(v, NULL, 0) == 0 && d == 128 && problem->mask.causal && problem->max_seqlen_k <= SHORT_KEYS &&
+        !persistent(v)) {
         /* NOTE: few causal key tiles leave too little to hide a 165 KB CTA's prologue: one
          * consumer warpgroup x 64 keys (82 KB, two CTAs per SM) measured faster on the H200
-         * at 512 keys (264 vs 226 TF/s) and 1k (357 vs 341); slower from 2k on (428 vs 451). */
+         * at 512 keys (264 vs 226 TF/s) and 1k (357 vs 341); slower from 2k on (428 vs 451).
+         * Varlen and paged problems only: on a persistent grid (dense) the next block's prologue
+         * hides under this one's work, and two consumers x 128 keys are as fast at 512 keys and
+         * 11% faster at 1k (H100, PERF_NOTES v10). */
         v->block_m = 64;
         v->warps = 8;
         v->block_n = 64;

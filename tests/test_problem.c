@@ -234,9 +234,13 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");
     assert_non_null(strstr(info.reason, "WGMMA"));
-    p.head_dim = 128;   /* 300 keys, causal: one consumer warpgroup, short tiles */
+    p.head_dim = 128;   /* 300 keys, causal: two consumer warpgroups on a persistent grid */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m64n64s2w8_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
+    p.seqused_k = (const int32_t *)device_memory;   /* per-sequence lengths: one consumer, short tiles */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_var_m64n64s2w8_sm_90a");
+    p.seqused_k = NULL;
     p.seqlen_k = 4096;   /* two consumer warpgroups and a producer */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
