@@ -231,6 +231,49 @@ static void test_sm90_kernel_matches_reference_over_awkward_shapes(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* The persistent grid (dense warp-specialized sm90 variants) looping: each forced schedule planned as
+ * for a GPU of one SM, so that one CTA (two with one consumer warpgroup) takes every row block in
+ * turn: the K/V ring's phases across many blocks, the Q-empty barrier, causal units of two blocks,
+ * blocks with no visible key (causal Sq > Sk, windows) between blocks with keys, ping-pong turns
+ * starting afresh each block. Plain-schedule variants run their usual grid. */
+static void test_sm90_persistent_grid_loops_over_row_blocks(void **state)
+{
+    (void)state;
+    if (!sm90_ctx[0])
+        skip();
+    static const int LOOP_SHAPES[] = {0, 2, 3, 5, 7};   /* 8 to 66 row blocks of 128 */
+    static const int LOOP_FEATURES[] = {0, 3, 4, 7};    /* causal window, wide window, sinks, all three */
+    static const int LOOP_DIMS[] = {64, 96, 128, 256};
+    int failures = 0;
+    for (size_t i = 0; i < SM90_FORCED_COUNT; i++) {
+        struct fc_context *forced = sm90_ctx[i];
+        const int sm_count = forced->target.sm_count;
+        forced->target.sm_count = 1;
+        print_message("--- FC_FORCE_VARIANT=%s, planned for one SM\n", SM90_FORCED[i].variant);
+        int cases = 0, failed = 0;
+        for (size_t d = 0; d < sizeof LOOP_DIMS / sizeof LOOP_DIMS[0]; d++) {
+            if (LOOP_DIMS[d] > SM90_FORCED[i].max_head_dim)
+                continue;
+            const enum fc_dtype dtype = d % 2 ? FC_F16 : FC_BF16;
+            for (int causal = 0; causal <= 1; causal++)
+                for (size_t s = 0; s < sizeof LOOP_SHAPES / sizeof LOOP_SHAPES[0]; s++) {
+                    struct fc_check_case c = make_case(LOOP_SHAPES[s], LOOP_DIMS[d], dtype, causal);
+                    failed += run_and_report(forced, &c);
+                    cases++;
+                }
+            for (size_t f = 0; f < sizeof LOOP_FEATURES / sizeof LOOP_FEATURES[0]; f++) {
+                struct fc_check_case c = make_feature_case(3, LOOP_DIMS[d], dtype, LOOP_FEATURES[f]);
+                failed += run_and_report(forced, &c);
+                cases++;
+            }
+        }
+        forced->target.sm_count = sm_count;
+        print_message("%d cases, %d failed\n", cases, failed);
+        failures += failed;
+    }
+    assert_int_equal(failures, 0);
+}
+
 static void test_reference_kernel_matches_reference_over_awkward_shapes(void **state)
 {
     (void)state;
@@ -716,6 +759,7 @@ int main(void)
         cmocka_unit_test(test_selected_kernels_match_reference_over_awkward_shapes),
         cmocka_unit_test(test_reference_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_sm90_kernel_matches_reference_over_awkward_shapes),
+        cmocka_unit_test(test_sm90_persistent_grid_loops_over_row_blocks),
         cmocka_unit_test(test_sm80_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_decode_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_bit_identical_over_repeated_runs),
