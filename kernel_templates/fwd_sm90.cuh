@@ -224,6 +224,16 @@ struct Sm90Forward {
     __device__ __forceinline__ unsigned k_tile(int stage) const { return q_tile() + Q_BYTES + stage * KV_BYTES; }
     __device__ __forceinline__ unsigned v_tile(int stage) const { return k_tile(STAGES) + stage * KV_BYTES; }
 
+    // The same tiles as WGMMA reads them (ptx/wgmma.cuh's SmemTile): Q and K 128B-swizzled, K's and
+    // V's blocks and atoms as the tile layout above puts them; V at head_dim 96 64B-swizzled.
+    using QTile = SmemTile<SWIZZLE_BYTES, Q_BLOCK_BYTES, ATOM_BYTES>;
+    using KTile = SmemTile<SWIZZLE_BYTES, KV_BLOCK_STRIDE, KV_ATOM_STRIDE>;
+    using VTile = SmemTile<V_LINE_BYTES, V_EXACT ? int(V_BLOCK_BYTES) : int(KV_BLOCK_STRIDE),
+                           V_EXACT ? 8 * int(V_LINE_BYTES) : int(KV_ATOM_STRIDE)>;
+    __device__ __forceinline__ QTile q_smem(int g) const { return {q_tile(g)}; }
+    __device__ __forceinline__ KTile k_smem(int stage) const { return {k_tile(stage)}; }
+    __device__ __forceinline__ VTile v_smem(int stage) const { return {v_tile(stage)}; }
+
     // The first tile of keys this CTA sees (0 without a window): its loops count tiles from it.
     __device__ __forceinline__ int first_tile() const { return mask.key_begin(row0) / BLOCK_N; }
     // The first key of the loops' tile t is (first_tile() + t) * BLOCK_N. NOTE: written out where
@@ -414,10 +424,7 @@ struct Sm90Forward {
 #pragma unroll
         for (int k = 0; k < K_STEPS; k++) {
             const int block = k / STEPS_PER_BLOCK, step = STEP_DESCRIPTOR * (k % STEPS_PER_BLOCK);
-            const unsigned long long dq = wgmma_descriptor_sw128(q_tile(group) + block * Q_BLOCK_BYTES) + step;
-            const unsigned long long dk =
-                wgmma_descriptor_sw128(k_tile(stage) + block * KV_BLOCK_STRIDE, KV_ATOM_STRIDE) + step;
-            wgmma_ss<BLOCK_N, T>(d, dq, dk, k > 0);
+            wgmma_ss<BLOCK_N, T>(d, q_smem(group).k_major(block) + step, k_smem(stage).k_major(block) + step, k > 0);
         }
         wgmma_commit();
     }
@@ -442,17 +449,12 @@ struct Sm90Forward {
     __device__ __forceinline__ void pv_issue(float (&o)[1][D_TILES][4], const unsigned (&a)[BLOCK_N / 16][4], int stage)
     {
         float(&d)[V_WIDTH / 2] = reinterpret_cast<float(&)[V_WIDTH / 2]>(o);
-        unsigned long long dv;   // V_EXACT: 64-byte-swizzled blocks, atoms of 8 rows x 64 bytes
-        if constexpr (V_EXACT)
-            dv = wgmma_descriptor_sw64_mn(v_tile(stage), V_BLOCK_BYTES, 8 * V_LINE_BYTES);
-        else
-            dv = wgmma_descriptor_sw128_mn(v_tile(stage), KV_BLOCK_STRIDE, KV_ATOM_STRIDE);
-        constexpr int V_ATOM_STRIDE = V_EXACT ? 8 * int(V_LINE_BYTES) : int(KV_ATOM_STRIDE);
+        const unsigned long long dv = v_smem(stage).mn_major();
         wgmma_fence_registers(d);
         wgmma_fence();
 #pragma unroll
         for (int k = 0; k < BLOCK_N / 16; k++)
-            wgmma_rs<V_WIDTH, T>(d, a[k], dv + V_ATOM_STRIDE / 8 * k);
+            wgmma_rs<V_WIDTH, T>(d, a[k], dv + VTile::mn_step(k));
         wgmma_commit();
     }
 
@@ -570,6 +572,9 @@ struct Sm90Forward {
     struct Barriers {
         unsigned q, k_full, v_full, k_empty, v_empty, q_empty;
         __device__ __forceinline__ unsigned slot(unsigned first, int i) const { return first + 8 * (i % STAGES); }
+        // the stage and the full barriers' phase of the ring's i-th tile
+        static __device__ __forceinline__ int stage(int i) { return i % STAGES; }
+        static __device__ __forceinline__ int phase(int i) { return (i / STAGES) & 1; }
     };
 
     // The producer thread: Q, then K and V of every tile, each into its slot once every consumer
@@ -720,9 +725,9 @@ struct Sm90Forward {
             unsigned a[BLOCK_N / 16][4];   // P of the tile before
             if (PINGPONG && group == CONSUMERS - 1)
                 named_barrier_arrive(TURN_BARRIER, 256);   // consumer 0 goes first
-            wait_full(b.slot(b.k_full, ring), (ring / STAGES) & 1, false);
+            wait_full(b.slot(b.k_full, ring), b.phase(ring), false);
             turn_begin();
-            qk_issue(s, ring % STAGES);
+            qk_issue(s, b.stage(ring));
             turn_end(false);
             wgmma_wait<0>();
             wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
@@ -732,12 +737,12 @@ struct Sm90Forward {
             p_fragments(a, s);
             for (int t = 1; t < tiles; t++) {
                 const int i = ring + t;
-                wait_full(b.slot(b.k_full, i), (i / STAGES) & 1, false);
-                wait_full(b.slot(b.v_full, i - 1), ((i - 1) / STAGES) & 1, true);
+                wait_full(b.slot(b.k_full, i), b.phase(i), false);
+                wait_full(b.slot(b.v_full, i - 1), b.phase(i - 1), true);
                 turn_begin();
-                qk_issue(s, i % STAGES);
+                qk_issue(s, b.stage(i));
                 rescale_output(o, correction);
-                pv_issue(o, a, (i - 1) % STAGES);
+                pv_issue(o, a, b.stage(i - 1));
                 turn_end(false);
                 wgmma_wait<1>();   // Q K^T(t) is done, P V(t - 1) may still run
                 wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
@@ -750,15 +755,15 @@ struct Sm90Forward {
                 p_fragments(a, s);
             }
             const int last = ring + tiles - 1;
-            wait_full(b.slot(b.v_full, last), (last / STAGES) & 1, true);
+            wait_full(b.slot(b.v_full, last), b.phase(last), true);
             // VARLEN: before this consumer's turn. NOTE: no deadlock with ping-pong: every consumer
             // has taken its turns of the loop (each needs only the previous consumer's turn of the
             // same tile, passed before that one got here), and the final turns come after the clear.
             if constexpr (VARLEN)
-                clear_tail_rows(tiles - 1, last % STAGES);
+                clear_tail_rows(tiles - 1, b.stage(last));
             turn_begin();
             rescale_output(o, correction);
-            pv_issue(o, a, last % STAGES);
+            pv_issue(o, a, b.stage(last));
             turn_end(true);
             wgmma_wait<0>();
             pv_retire(o, a);

@@ -102,6 +102,34 @@ __device__ __forceinline__ unsigned long long wgmma_descriptor_sw64_mn(unsigned 
     return wgmma_descriptor(smem_address, mn_block_bytes, atom_stride, 2);
 }
 
+// A tile in shared memory as TMA writes it and WGMMA reads it, its layout in its type: column
+// blocks of SWIZZLE-byte lines (128: 64 16-bit columns; 64: 32), block b at BLOCK_STRIDE * b bytes
+// in, each block's rows in swizzle atoms of 8 lines, ATOM_STRIDE bytes apart. It builds its own
+// WGMMA descriptors; the element type only changes how many columns a line holds.
+template <int SWIZZLE, int BLOCK_STRIDE, int ATOM_STRIDE>
+struct SmemTile {
+    static_assert(SWIZZLE == 128 || SWIZZLE == 64, "128- or 64-byte swizzled lines");
+    unsigned address;   // shared-space address of block 0
+
+    // As a K-major operand (Q or K of Q K^T, rows along M or N): column block `block`, its first
+    // 32-byte k-step; step k of the block is + 2 k.
+    __device__ __forceinline__ unsigned long long k_major(int block) const
+    {
+        static_assert(SWIZZLE == 128, "K-major tiles are 128B-swizzled");
+        return wgmma_descriptor_sw128(address + block * BLOCK_STRIDE, ATOM_STRIDE);
+    }
+    // As an MN-major operand (V of P V, rows along K): all its blocks, the first 16 rows.
+    __device__ __forceinline__ unsigned long long mn_major() const
+    {
+        if constexpr (SWIZZLE == 128)
+            return wgmma_descriptor_sw128_mn(address, BLOCK_STRIDE, ATOM_STRIDE);
+        else
+            return wgmma_descriptor_sw64_mn(address, BLOCK_STRIDE, ATOM_STRIDE);
+    }
+    // ... rows 16 k to 16 k + 15: mn_major() plus this (two atoms, in the descriptor's 16-byte units).
+    static __device__ __forceinline__ unsigned long long mn_step(int k) { return ATOM_STRIDE / 8 * k; }
+};
+
 // A from registers (the mma.sync A fragment of each warp's 16 rows), B an MN-major descriptor
 // (imm-trans-b = 1): the P V step of attention, P straight from the softmax registers.
 #define FC_WGMMA_RS(TAG, TY, N, COUNT, PLACES, A, B, PRED, ...)                                                     \
