@@ -1,5 +1,6 @@
 /* The sm90 family: Hopper (sm_90a), TMA + WGMMA, kernel_templates/fwd_sm90.cuh. Its tiles, what it
  * takes, its shared memory, its source, and its argument (TMA maps of Q, K and V). */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -255,6 +256,11 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
                                                     : plan->grid;
         const unsigned fit = (unsigned)(target->sm_count > 0 ? target->sm_count : H100_SMS) *
                              (unsigned)ctas_per_sm(&plan->variant);
+        if (units > (unsigned)INT_MAX - fit) {   /* the kernel's int unit counter steps past units by gridDim.x */
+            snprintf(msg, size, "%u units of row blocks are more than a persistent grid of %u CTAs counts (%d)",
+                     units, fit, INT_MAX - (int)fit);
+            return FC_ERR_UNSUPPORTED;
+        }
         plan->grid = units < fit ? units : fit;
     }
     return status;

@@ -558,6 +558,20 @@ static void test_sizes_at_the_int_limits(void **state)
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
     assert_non_null(strstr(msg, "more than one launch takes"));
+    p.batch = 1;   /* 2^31 - 2 row blocks (6487866 of 128 x 331 heads): a launch takes them, but a persistent
+                    * grid's unit counter (an int, stepping by gridDim.x) would pass INT_MAX */
+    p.seqlen_q = p.seqlen_k = 6487866 * 128;
+    p.heads_q = p.heads_kv = 331;
+    p.head_dim = 128;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "more than a persistent grid"));
+    p.causal = 1;   /* causal: half as many units, in pairs */
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.grid, 132);
+    p.causal = 0;
+    p.head_dim = 64;
     p.seqlen_q = 1;   /* decode-shaped: its own grid, batch x heads_kv x splits */
     p.seqlen_k = 64;
     p.heads_q = 1 << 12;
