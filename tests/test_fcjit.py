@@ -183,7 +183,7 @@ def test_tune_dry_run_pairs_buckets_with_candidates(cli, directory):
     names = plan["plan"][0]["candidates"]
     assert all(not "causal" in name for name in names) and len(names) == plan["measurements"] // 4, plan
     code, out, _ = cli.run("--tune", "--dry-run")   # the shipped spec, `fcjit --tune` spelling
-    assert code == EXIT_OK and "84 buckets" in out, out
+    assert code == EXIT_OK and "108 buckets" in out, out
     code, out, _ = cli.run("tune", "--dry-run", "--spec", path, "--arch", "sm_80")
     assert code == EXIT_OK and out.startswith("0 buckets"), out
     with open(path, "w") as handle:

@@ -36,7 +36,7 @@
 
 /* tuning_db/tune.yaml: dtype x head_dim x causal x seqlen, then dtype x head_dim x causal x gqa x
  * seqlen for GQA 4 */
-#define SHIPPED_TUNE_PROBLEMS (2 * 3 * 2 * 6 + 2 * 1 * 2 * 1 * 3)
+#define SHIPPED_TUNE_PROBLEMS (2 * 4 * 2 * 6 + 2 * 1 * 2 * 1 * 3)
 #define TOKENS_DEFAULT 16384
 
 /* Real sm_90a candidates of the head_dim 128, causal buckets, and one for another arch. */
@@ -332,8 +332,9 @@ static void test_shipped_tune_spec(void **state)
      * fastest; the GQA entry comes second. */
     assert_problem(&problems.items[0], FC_F16, 64, 0, 512, 1, TOKENS_DEFAULT);
     assert_problem(&problems.items[1], FC_F16, 64, 0, 1024, 1, TOKENS_DEFAULT);
-    assert_problem(&problems.items[2 * 3 * 2 * 6 - 1], FC_BF16, 256, 1, 16384, 1, TOKENS_DEFAULT);
-    assert_problem(&problems.items[2 * 3 * 2 * 6], FC_F16, 128, 0, 1024, 4, TOKENS_DEFAULT);
+    assert_problem(&problems.items[2 * 6], FC_F16, 96, 0, 512, 1, TOKENS_DEFAULT);
+    assert_problem(&problems.items[2 * 4 * 2 * 6 - 1], FC_BF16, 256, 1, 16384, 1, TOKENS_DEFAULT);
+    assert_problem(&problems.items[2 * 4 * 2 * 6], FC_F16, 128, 0, 1024, 4, TOKENS_DEFAULT);
     assert_problem(&problems.items[problems.count - 1], FC_BF16, 128, 1, 16384, 4, TOKENS_DEFAULT);
     fc_variant_list_free(&variants);
     fc_tune_problem_list_free(&problems);
