@@ -51,7 +51,7 @@ __device__ __forceinline__ BlockCoordinates block_coordinates(const fc_kernel_ar
 template <bool CAUSAL>
 __device__ __forceinline__ int persistent_units(const fc_kernel_args &args)
 {
-    return (CAUSAL ? (args.m_blocks + 1) / 2 : args.m_blocks) * args.heads_q * args.batch;
+    return FC_PERSISTENT_HEAD_UNITS(args.m_blocks, CAUSAL) * args.heads_q * args.batch;
 }
 
 template <bool CAUSAL>
@@ -59,7 +59,7 @@ __device__ __forceinline__ int unit_parts(const fc_kernel_args &args, int unit)
 {
     if constexpr (!CAUSAL)
         return 1;
-    const int p = unit % ((args.m_blocks + 1) / 2);
+    const int p = unit % FC_PERSISTENT_HEAD_UNITS(args.m_blocks, true);
     return p == args.m_blocks - 1 - p ? 1 : 2;
 }
 
@@ -68,7 +68,7 @@ __device__ __forceinline__ BlockCoordinates tile_coordinates(const fc_kernel_arg
 {
     if constexpr (!CAUSAL)
         return block_coordinates<false>(args, block_m, unit);
-    const int pairs = (args.m_blocks + 1) / 2, p = unit % pairs, heads = unit / pairs;
+    const int pairs = FC_PERSISTENT_HEAD_UNITS(args.m_blocks, true), p = unit % pairs, heads = unit / pairs;
     BlockCoordinates c;
     c.head = heads % args.heads_q;
     c.batch = heads / args.heads_q;

@@ -123,6 +123,16 @@ struct fc_sm90_varlen_args {
  * encodes its TMA map so. */
 #define FC_SM90_V_LINE_BYTES(head_dim) ((head_dim) == 96 ? 64 : 128)
 
+/* The sm90 kernel's CTAs per SM as its __launch_bounds__ minimum (ptxas fits the registers for it):
+ * two for one consumer warpgroup beside the producer up to head_dim 128, else one. fwd_sm90.cuh's
+ * MIN_BLOCKS; src/family_sm90.c sizes the persistent grid from it. */
+#define FC_SM90_MIN_BLOCKS(specialized, consumers, head_dim) \
+    ((specialized) && (consumers) == 1 && (head_dim) <= 128 ? 2 : 1)
+
+/* A persistent grid's units of work per (batch, head): each row block, or causal, row blocks p and
+ * m_blocks - 1 - p together (attention_common.cuh's persistent_units; src/family_sm90.c's grid). */
+#define FC_PERSISTENT_HEAD_UNITS(m_blocks, causal) ((causal) ? ((m_blocks) + 1) / 2 : (m_blocks))
+
 struct fc_sm90_paged_args {
     struct fc_sm90_varlen_args varlen;
     struct fc_pages pages;

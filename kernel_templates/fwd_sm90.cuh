@@ -148,7 +148,7 @@ struct Sm90Forward {
     // MIN_BLOCKS CTAs, in multiples of 8); the producer keeps 24 and the consumers split the rest.
     // (the generated unit's __launch_bounds__ minimum): two CTAs per SM leave no room for head_dim
     // 256's P V accumulators (the n256 P V WGMMA alone needs 158 registers, ptxas C7602)
-    static constexpr int MIN_BLOCKS = SPECIALIZED && CONSUMERS == 1 && HEAD_DIM <= 128 ? 2 : 1;
+    static constexpr int MIN_BLOCKS = FC_SM90_MIN_BLOCKS(SPECIALIZED, CONSUMERS, HEAD_DIM);
     static constexpr int LAUNCH_REGISTERS = 65536 / (THREADS * MIN_BLOCKS) / 8 * 8 > 248
                                                 ? 248 : 65536 / (THREADS * MIN_BLOCKS) / 8 * 8;
     // PAGED: the gather path's addresses and page ids need more than 24

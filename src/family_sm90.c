@@ -44,14 +44,14 @@ static int smem_bytes(const struct fc_variant *v)
     return 1024 + (v->block_m + 2 * v->stages * v->block_n) * padded_dim(v) * fc_dtype_bytes(v->dtype);
 }
 
-/* CTAs of the variant that one SM holds at once: the kernel's own minimum (fwd_sm90.cuh's MIN_BLOCKS,
- * for which ptxas fits the registers: two for one consumer warpgroup beside the producer up to head_dim
- * 128), as far as the shared memory takes them (each CTA also holds 1 KB the driver reserves). */
+/* CTAs of the variant that one SM holds at once: the kernel's own minimum (fc_args.h's
+ * FC_SM90_MIN_BLOCKS, for which ptxas fits the registers), as far as the shared memory takes them
+ * (each CTA also holds 1 KB the driver reserves); at least one. */
 static int ctas_per_sm(const struct fc_variant *v)
 {
-    const int min_blocks = specialized(v) && v->block_m == 64 && v->head_dim <= 128 ? 2 : 1;
+    const int min_blocks = FC_SM90_MIN_BLOCKS(specialized(v), v->block_m / 64, v->head_dim);
     const int fit = SM_SMEM_BYTES / (smem_bytes(v) + STATIC_SMEM + CTA_RESERVED_SMEM);
-    return fit < min_blocks ? (fit > 0 ? fit : 1) : min_blocks;
+    return fit >= min_blocks ? min_blocks : fit > 1 ? fit : 1;
 }
 
 /* NOTE: from the H200 tile sweeps (docs/PERF_NOTES.md, v2 and v3): head_dim 64, the plain schedule
@@ -251,9 +251,8 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
     const enum fc_status status = fc_plan_row_block_grid(problem, plan, msg, size);
     if (status == FC_OK && persistent(&plan->variant)) {
         /* the kernel's units (attention_common.cuh's persistent_units): causal, row blocks in pairs */
-        const unsigned units = plan->variant.causal ? plan->grid / (unsigned)plan->m_blocks *
-                                                          (unsigned)((plan->m_blocks + 1) / 2)
-                                                    : plan->grid;
+        const unsigned units = plan->grid / (unsigned)plan->m_blocks *
+                               (unsigned)FC_PERSISTENT_HEAD_UNITS(plan->m_blocks, plan->variant.causal);
         const unsigned fit = (unsigned)(target->sm_count > 0 ? target->sm_count : H100_SMS) *
                              (unsigned)ctas_per_sm(&plan->variant);
         if (units > (unsigned)INT_MAX - fit) {   /* the kernel's int unit counter steps past units by gridDim.x */
@@ -262,6 +261,7 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
             return FC_ERR_UNSUPPORTED;
         }
         plan->grid = units < fit ? units : fit;
+        plan->units = units;
     }
     return status;
 }

@@ -945,6 +945,7 @@ static void test_persistent_grid(void **state)
         assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
         assert_int_equal(plan.m_blocks * 16, 16384 / plan.variant.block_m * 16);
         assert_int_equal(plan.grid, CASES[i].grid);
+        assert_int_equal(plan.units, CASES[i].grid == 2048 ? 0u : (unsigned)plan.m_blocks * 16);   /* explain's */
     }
     /* fewer row blocks than the GPU holds: one CTA each */
     p.seqlen_q = 512;

@@ -412,11 +412,10 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
         printf("  why:       %s\n", reason);
         printf("  grid:      %u CTAs of %u threads, %u bytes of dynamic shared memory", plan.grid, plan.threads,
                plan.smem_bytes);
-        const long long blocks = (long long)plan.m_blocks * problem.heads_q * problem.batch;
-        if (plan.splits <= 1 && blocks > plan.grid)   /* a persistent grid (fwd_sm90.cuh) */
-            printf(" (persistent: %lld row blocks%s, CTA i taking units i, i + %u, ...)", blocks,
-                   plan.variant.causal ? " in units of two of equal work, blocks p and last - p of a head" : "",
-                   plan.grid);
+        if (plan.units)   /* a persistent grid (fwd_sm90.cuh) */
+            printf(" (persistent: %u units of %s, CTA i taking units i, i + %u, ...)", plan.units,
+                   plan.variant.causal ? "two row blocks of equal work, blocks p and last - p of a head"
+                                       : "one row block", plan.grid);
         printf("\n");
         printf("  features:  %s\n", mask);
         if (bucket[0])
