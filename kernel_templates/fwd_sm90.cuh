@@ -784,13 +784,11 @@ struct Sm90Forward {
         b.k_empty = b.v_full + 8 * STAGES;
         b.v_empty = b.k_empty + 8 * STAGES;
         b.q_empty = b.v_empty + 8 * STAGES;   // PERSISTENT only
-        if constexpr (PERSISTENT) {
-            run_persistent(b);
-            return;
-        }
-        const int tiles = key_tiles();
+        const int tiles = key_tiles();         // PERSISTENT: each block's, in run_persistent
         if (threadIdx.x == 0) {
             mbarrier_init(b.q, 1);
+            if constexpr (PERSISTENT)
+                mbarrier_init(b.q_empty, CONSUMER_THREADS);
             for (int s = 0; s < STAGES; s++) {   // filled by a TMA thread, or the gatherers
                 mbarrier_init(b.k_full + 8 * s, gathered(false) ? GATHERERS : 1);
                 mbarrier_init(b.v_full + 8 * s, gathered(true) ? GATHERERS : 1);
@@ -800,6 +798,10 @@ struct Sm90Forward {
             mbarrier_init_fence();
         }
         __syncthreads();   // the last CTA-wide barrier: the warpgroups run apart from here on
+        if constexpr (PERSISTENT) {
+            run_persistent(b);
+            return;
+        }
         if (group == CONSUMERS) {   // the producer warpgroup: one thread issues (PAGED: one warp), the rest leave
             registers_release<PRODUCER_REGISTERS>();
             if constexpr (PAGED) {   // threads 0-63 of the warpgroup load K, 64-127 V
@@ -823,22 +825,11 @@ struct Sm90Forward {
     // PERSISTENT: the producer thread and the consumers walk the same row blocks (those of units
     // blockIdx.x, then gridDim.x apart: attention_common.cuh's persistent_units), each block's key
     // tiles continuing the ring where the last block's ended; the producer loads a block's Q once
-    // every consumer thread is done with the last block's (phase block - 1 of Q empty).
+    // every consumer thread is done with the last block's (phase block - 1 of Q empty). After
+    // run_specialized's barrier set-up.
     __device__ void run_persistent(const Barriers &b)
     {
         const int units = persistent_units<CAUSAL>(base);   // the host checked the row blocks fit an int
-        if (threadIdx.x == 0) {
-            mbarrier_init(b.q, 1);
-            mbarrier_init(b.q_empty, CONSUMER_THREADS);
-            for (int s = 0; s < STAGES; s++) {
-                mbarrier_init(b.k_full + 8 * s, 1);
-                mbarrier_init(b.v_full + 8 * s, 1);
-                mbarrier_init(b.k_empty + 8 * s, CONSUMER_THREADS);
-                mbarrier_init(b.v_empty + 8 * s, CONSUMER_THREADS);
-            }
-            mbarrier_init_fence();
-        }
-        __syncthreads();   // the last CTA-wide barrier: the warpgroups run apart from here on
         if (group == CONSUMERS) {   // the producer warpgroup: one thread issues, the rest leave
             registers_release<PRODUCER_REGISTERS>();
             if (threadIdx.x != CONSUMER_THREADS)
