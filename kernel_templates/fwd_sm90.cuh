@@ -587,6 +587,7 @@ struct Sm90Forward {
             origin = sequence_tma_origin<PAGED>(seqlens(), batch);
         load_q(b.q, origin);
         for (int t = 0; t < tiles; t++) {
+            // NOTE: t itself without PERSISTENT: ring + t with ring 0 moved other variants' branches
             const int i = PERSISTENT ? ring + t : t, stage = i % STAGES, round = i / STAGES;
             if (round > 0)
                 mbarrier_wait(b.slot(b.k_empty, i), (round - 1) & 1);
