@@ -19,5 +19,10 @@ struct ElementTraits {
 template <typename T> struct Element;
 template <> struct Element<half_t> : ElementTraits<2, 16> {};
 template <> struct Element<bfloat16_t> : ElementTraits<2, 16> {};
+template <> struct Element<e4m3_t> : ElementTraits<1, 32> {};
+
+// A kernel's K/V storage type: T, or e4m3 with the KV_FP8 switch (an FP8 KV cache).
+template <typename T, bool KV_FP8> struct KvElement { using type = T; };
+template <typename T> struct KvElement<T, true> { using type = e4m3_t; };
 
 }  // namespace fc

@@ -41,6 +41,9 @@ struct fc_kernel_args {
      * computed as tanh(S * softcap_scale) into exp2 with the factor softcap_log2 */
     float softcap_scale;            /* softmax_scale / softcap */
     float softcap_log2;             /* softcap * log2(e) */
+    /* FP8 K/V (the variant's KV_FP8 switch): fp32 [batch, heads_kv] dequantization scales, or NULL
+     * for 1; k_descale joins the softmax scale, v_descale the output */
+    const float *k_descale, *v_descale;
 };
 
 /* Per-sequence lengths, for variants with the VARLEN switch (varlen batches, seqused_k): they take

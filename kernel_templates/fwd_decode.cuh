@@ -9,6 +9,15 @@
 // warps merge (max, sum, O) through shared memory at the end. With one split the CTA writes O and
 // the LSE; with several it writes fp32 O (already divided by its sum) and its LSE per split, and
 // CombineSplits, the second kernel of the module, merges them.
+//
+// KV_FP8 (an FP8 KV cache, sm_89+): K and V stay e4m3 in shared memory, half the bytes through the
+// ring, and become 16-bit at the fragments (cvt.rn.f16x2.e4m3x2, exact). A sum over an index does not
+// care how that index is ordered, so each product takes the order the bytes come in: Q K^T pairs dims
+// (4c, 4c+1 | 4c+2, 4c+3) of a 16-dim step with a K row's 32-bit word c (Q's fragment is read in that
+// order too), and P V takes, for key rows 2c, 2c+1, 2c+8, 2c+9, the word of dims 4g..4g+3 of a 32-dim
+// group: its byte j belongs to n-tile j of the group, whose column g is then dim 4g + j (the merge
+// writes O back in dim order). P V runs in f16 (P in [0, 1]; V exact); the scales are fp32 per (batch,
+// K/V head): k_descale joins the softmax scale, v_descale the output.
 #pragma once
 
 #include "attention_common.cuh"
@@ -34,23 +43,27 @@ __device__ __forceinline__ long long partial_rows(const fc_kernel_args &args)
 }
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS, bool WINDOW = false,
-          bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false>
+          bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false, bool KV_FP8 = false>
 struct DecodeForward {
     static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
+    static_assert(!KV_FP8 || HEAD_DIM % 32 == 0, "FP8 K/V: head_dim in 32-dim groups of P V's n-tiles");
     using E = Element<T>;
+    using KV = typename KvElement<T, KV_FP8>::type;   // K/V storage
+    using EK = Element<KV>;
     static constexpr int ROWS = 16;                     // one m-tile of packed (head, query) rows
     static constexpr int THREADS = WARPS * WARP_SIZE;
     static constexpr int KEYS = BLOCK_N / WARPS;        // keys of each tile per warp
     static constexpr int N_TILES = KEYS / 8, D_TILES = HEAD_DIM / 8, K_STEPS = HEAD_DIM / E::MMA_K;
-    static constexpr int CHUNKS = HEAD_DIM / E::PER_CHUNK;   // 16-byte chunks per row
+    static constexpr int CHUNKS = HEAD_DIM / E::PER_CHUNK;      // 16-byte chunks per Q row
+    static constexpr int KV_CHUNKS = HEAD_DIM / EK::PER_CHUNK;  // ... per K/V row
     static constexpr int PITCH = HEAD_DIM * E::BYTES + 16;   // padded Q rows: conflict-free ldmatrix (fwd_sm80.cuh)
     // NOTE: K and V rows are not padded but swizzled where a row is whole 128-byte lines (chunk c
     // of row r at c ^ (r % 8)): each warp's cp.async then fills whole 128-byte lines of shared
     // memory from whole lines of global memory, and L2 sees one 4-sector request per line. Into
     // padded rows, the same copies reached L2 as 2.7 requests per line and 1.5x the sectors
     // (Nsight Compute, PERF_NOTES v4.4), which held DRAM at 88% of its peak.
-    static constexpr bool SWIZZLED = CHUNKS % 8 == 0;
-    static constexpr int KV_PITCH = SWIZZLED ? HEAD_DIM * E::BYTES : PITCH;
+    static constexpr bool SWIZZLED = KV_CHUNKS % 8 == 0;
+    static constexpr int KV_PITCH = HEAD_DIM * EK::BYTES + (SWIZZLED ? 0 : 16);
     static constexpr int Q_BYTES = ROWS * PITCH, KV_BYTES = BLOCK_N * KV_PITCH;
     static constexpr int MERGE_BYTES = WARPS * ROWS * (HEAD_DIM + 2) * 4;   // per warp: O, max, sum
     static constexpr int PIPE_BYTES = 2 * STAGES * KV_BYTES;
@@ -64,11 +77,11 @@ struct DecodeForward {
 
     // PAGED: the pages of the rows of a thread's chunks of one tile (its copy j: chunk threadIdx.x + j
     // * THREADS), looked up a tile before their copies are issued (lookup_pages), where a thread has
-    // at most 8 copies a tile; with more (head_dim 256: 16, two registers each) the lookups stay at
-    // the copies: kept, they spilled. Sizes written out, not members: a member constant put a symbol
+    // at most 8 copies a tile; with more (head_dim 256: 16, two registers each), or at head_dim 256 at
+    // all (FP8 K/V: 8), the lookups stay at the copies: kept, they spilled. Sizes written out, not members: a member constant put a symbol
     // in every variant's PTX.
-    __device__ static constexpr int page_copies() { return (BLOCK_N * CHUNKS + THREADS - 1) / THREADS; }
-    __device__ static constexpr bool pages_ahead() { return PAGED && page_copies() <= 8; }
+    __device__ static constexpr int page_copies() { return (BLOCK_N * KV_CHUNKS + THREADS - 1) / THREADS; }
+    __device__ static constexpr bool pages_ahead() { return PAGED && page_copies() <= 8 && HEAD_DIM <= 128; }
     struct TilePages {
         PageSlot at[pages_ahead() ? page_copies() : 1];
     };
@@ -106,6 +119,12 @@ struct DecodeForward {
     // the key loop, its offsets spilled the head_dim 256 kernels (12-20 bytes).
     __device__ __forceinline__ Sequence sequence() const { return sequence_of<PAGED>(args, seqlens_of(args), batch); }
 
+    // KV_FP8: this (sequence, K/V head)'s scale from a [batch, heads_kv] array, 1 without one.
+    __device__ __forceinline__ float descale(const float *scales) const
+    {
+        return scales ? scales[batch * args.heads_kv + kv_head] : 1.f;
+    }
+
     // Packed row r: query head kv_head * q_per_kv + r / seqlen_q, query row r % seqlen_q.
     __device__ __forceinline__ int row_head(int r) const
     {
@@ -130,13 +149,13 @@ struct DecodeForward {
     }
 
     // Keys [first, first + BLOCK_N) of K or V into a tile; keys at or past `end` are zeros.
-    __device__ __forceinline__ void load_tile(unsigned dst, const StridedRows<T> &rows, int first, int end)
+    __device__ __forceinline__ void load_tile(unsigned dst, const StridedRows<KV> &rows, int first, int end)
     {
 #pragma unroll
-        for (int i = threadIdx.x; i < BLOCK_N * CHUNKS; i += THREADS) {
-            const int r = i / CHUNKS, c = i % CHUNKS;
+        for (int i = threadIdx.x; i < BLOCK_N * KV_CHUNKS; i += THREADS) {
+            const int r = i / KV_CHUNKS, c = i % KV_CHUNKS;
             const bool valid = first + r < end;
-            cp_async_16_stream(dst + kv_offset(r, c), valid ? rows.row(first + r) + c * E::PER_CHUNK : rows.base, valid);
+            cp_async_16_stream(dst + kv_offset(r, c), valid ? rows.row(first + r) + c * EK::PER_CHUNK : rows.base, valid);
         }
     }
 
@@ -150,8 +169,8 @@ struct DecodeForward {
             return;
 #pragma unroll
         for (int j = 0; j < page_copies(); j++) {
-            const int i = threadIdx.x + j * THREADS, r = i / CHUNKS;
-            pages.at[j] = i < BLOCK_N * CHUNKS && first + r < end ? page_slot(pages_of(args), batch, first + r)
+            const int i = threadIdx.x + j * THREADS, r = i / KV_CHUNKS;
+            pages.at[j] = i < BLOCK_N * KV_CHUNKS && first + r < end ? page_slot(pages_of(args), batch, first + r)
                                                                   : PageSlot{0, 0};
         }
     }
@@ -164,33 +183,33 @@ struct DecodeForward {
     __device__ __forceinline__ void load_paged(unsigned k_dst, unsigned v_dst, int first, int end,
                                                const TilePages &pages)
     {
-        const PagedRows<T> k(args.k, args.k_stride, kv_head), v(args.v, args.v_stride, kv_head);
+        const PagedRows<KV> k(args.k, args.k_stride, kv_head), v(args.v, args.v_stride, kv_head);
         if constexpr (pages_ahead()) {
 #pragma unroll
             for (int j = 0; j < page_copies(); j++) {
-                const int i = threadIdx.x + j * THREADS, r = i / CHUNKS, c = i % CHUNKS;
-                if (i < BLOCK_N * CHUNKS) {
+                const int i = threadIdx.x + j * THREADS, r = i / KV_CHUNKS, c = i % KV_CHUNKS;
+                if (i < BLOCK_N * KV_CHUNKS) {
                     const bool valid = first + r < end;
-                    cp_async_16_stream(k_dst + kv_offset(r, c), k.row(pages.at[j]) + c * E::PER_CHUNK, valid);
-                    cp_async_16_stream(v_dst + kv_offset(r, c), v.row(pages.at[j]) + c * E::PER_CHUNK, valid);
+                    cp_async_16_stream(k_dst + kv_offset(r, c), k.row(pages.at[j]) + c * EK::PER_CHUNK, valid);
+                    cp_async_16_stream(v_dst + kv_offset(r, c), v.row(pages.at[j]) + c * EK::PER_CHUNK, valid);
                 }
             }
         } else {
 #pragma unroll
-            for (int i = threadIdx.x; i < BLOCK_N * CHUNKS; i += THREADS) {
-                const int r = i / CHUNKS, c = i % CHUNKS;
+            for (int i = threadIdx.x; i < BLOCK_N * KV_CHUNKS; i += THREADS) {
+                const int r = i / KV_CHUNKS, c = i % KV_CHUNKS;
                 const bool valid = first + r < end;
                 const PageSlot at = page_slot_if(valid, pages_of(args), batch, first + r);
-                cp_async_16_stream(k_dst + kv_offset(r, c), k.row(at) + c * E::PER_CHUNK, valid);
-                cp_async_16_stream(v_dst + kv_offset(r, c), v.row(at) + c * E::PER_CHUNK, valid);
+                cp_async_16_stream(k_dst + kv_offset(r, c), k.row(at) + c * EK::PER_CHUNK, valid);
+                cp_async_16_stream(v_dst + kv_offset(r, c), v.row(at) + c * EK::PER_CHUNK, valid);
             }
         }
     }
 
     // One stage of the ring: K and V tiles from `first` on (strided rows, or PAGED through the table
     // at `pages`).
-    __device__ __forceinline__ void load_kv(unsigned k_dst, unsigned v_dst, const StridedRows<T> &k,
-                                            const StridedRows<T> &v, int first, int end, const TilePages &pages)
+    __device__ __forceinline__ void load_kv(unsigned k_dst, unsigned v_dst, const StridedRows<KV> &k,
+                                            const StridedRows<KV> &v, int first, int end, const TilePages &pages)
     {
         if constexpr (PAGED) {
             load_paged(k_dst, v_dst, first, end, pages);
@@ -215,14 +234,117 @@ struct DecodeForward {
     }
 
     // K or V rows of this CTA's batch, or of its sequence (VARLEN: from its first key token on).
-    __device__ __forceinline__ StridedRows<T> kv_rows(const void *tensor, const long long (&s)[3]) const
+    __device__ __forceinline__ StridedRows<KV> kv_rows(const void *tensor, const long long (&s)[3]) const
     {
-        return sequence_rows<VARLEN, T>(tensor, s, batch, kv_head, VARLEN ? sequence().k_row0 : 0);
+        return sequence_rows<VARLEN, KV>(tensor, s, batch, kv_head, VARLEN ? sequence().k_row0 : 0);
+    }
+
+    // KV_FP8: Q's fragment of k-step kk in the dims of K's bytes (see the top).
+    __device__ __forceinline__ void load_q_step(unsigned (&q)[4], unsigned q_smem, int kk) const
+    {
+        const unsigned at = q_smem + (lane / 4) * PITCH + (16 * kk + 4 * (lane % 4)) * E::BYTES;
+        ld_shared_v2(q[0], q[2], at);              // row g: dims 4c, 4c+1 | 4c+2, 4c+3
+        ld_shared_v2(q[1], q[3], at + 8 * PITCH);  // row g + 8
+    }
+
+    // Q's fragments, kept in registers for every tile: ldmatrix's order, or KV_FP8 load_q_step's. NOTE:
+    // not at head_dim 256 with FP8 K/V, whose Q K^T reads them from shared memory at each step: kept
+    // beside O's 128 accumulators, they spilled.
+    static constexpr bool Q_IN_REGISTERS = !KV_FP8 || HEAD_DIM <= 128;
+    using QFragments = unsigned[Q_IN_REGISTERS ? K_STEPS : 1][4];
+    __device__ __forceinline__ void load_q_fragments(QFragments &q, unsigned q_smem) const
+    {
+#pragma unroll
+        for (int kk = 0; kk < (Q_IN_REGISTERS ? K_STEPS : 0); kk++) {
+            if constexpr (KV_FP8)
+                load_q_step(q[kk], q_smem, kk);
+            else
+                ldmatrix_x4(q[kk], q_smem + (lane % 16) * PITCH + (2 * kk + lane / 16) * 16);
+        }
+    }
+
+    // KV_FP8: S = Q K^T over this warp's keys. ldmatrix of e4m3 rows: matrix j is 8 keys x 16 dims (one
+    // k-step) of n-tile n + j % 2, k-step k + j / 2; lane (g, c) gets key g's dims 4c .. 4c+3.
+    __device__ __forceinline__ void qk_fp8(float (&s)[1][N_TILES][4], const QFragments &q, unsigned k_smem,
+                                           unsigned q_smem)
+    {
+#pragma unroll
+        for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                s[0][n][i] = 0.f;
+#pragma unroll
+        for (int k = 0; k < K_STEPS; k += 2)
+#pragma unroll
+        {
+            unsigned read[2][4];   // !Q_IN_REGISTERS: steps k and k + 1
+            if constexpr (!Q_IN_REGISTERS) {
+                load_q_step(read[0], q_smem, k);
+                load_q_step(read[1], q_smem, k + 1);
+            }
+#pragma unroll
+            for (int n = 0; n < N_TILES; n += 2) {
+                unsigned b[4];
+                const int j = lane / 8, key = warp * KEYS + (n + j % 2) * 8 + lane % 8;
+                ldmatrix_x4(b, k_smem + kv_offset(key, k + j / 2));
+#pragma unroll
+                for (int m = 0; m < 4; m++) {
+                    const unsigned b0 = e4m3x2_to<T>(b[m]), b1 = e4m3x2_to<T>(b[m] >> 16);
+                    if constexpr (Q_IN_REGISTERS)
+                        MMA::run(s[0][n + m % 2], q[k + m / 2], b0, b1);
+                    else
+                        MMA::run(s[0][n + m % 2], read[m / 2], b0, b1);
+                }
+            }
+        }
+    }
+
+    // KV_FP8: O += P V over this warp's keys (f16). Lane (g, c) reads, of key rows 2c, 2c+1, 2c+8, 2c+9
+    // of a 16-key step, the word of dims 4g .. 4g+3 of each 32-dim group; byte j of those words makes
+    // n-tile j's B fragment (keys paired by a byte permute).
+    __device__ __forceinline__ void pv_fp8(float (&o)[1][D_TILES][4], const float (&p)[1][N_TILES][4], unsigned v_smem)
+    {
+        using MmaH = Mma<half_t>;
+        const int g = lane / 4, c = lane % 4;
+#pragma unroll
+        for (int k = 0; k < KEYS / 16; k++) {
+            unsigned a[4];
+            p_fragment<half_t, N_TILES>(a, p[0], k);
+            const int key = warp * KEYS + k * 16 + 2 * c;
+#pragma unroll
+            for (int x = 0; x < HEAD_DIM / 32; x++) {
+                const int chunk = 2 * x + g / 4, word = 4 * (g % 4);
+                const unsigned w0 = ld_shared_u32(v_smem + kv_offset(key, chunk) + word);
+                const unsigned w1 = ld_shared_u32(v_smem + kv_offset(key + 1, chunk) + word);
+                const unsigned w2 = ld_shared_u32(v_smem + kv_offset(key + 8, chunk) + word);
+                const unsigned w3 = ld_shared_u32(v_smem + kv_offset(key + 9, chunk) + word);
+#pragma unroll
+                for (int j = 0; j < 4; j += 2) {   // bytes j, j+1 of the words: n-tiles 4x + j, 4x + j + 1
+                    const unsigned selector = j | (4 + j) << 4 | (j + 1) << 8 | (5 + j) << 12;
+                    const unsigned lo = __byte_perm(w0, w1, selector), hi = __byte_perm(w2, w3, selector);
+                    MmaH::run(o[0][4 * x + j], a, e4m3x2_to_f16x2(lo), e4m3x2_to_f16x2(hi));
+                    MmaH::run(o[0][4 * x + j + 1], a, e4m3x2_to_f16x2(lo >> 16), e4m3x2_to_f16x2(hi >> 16));
+                }
+            }
+        }
+    }
+
+    // Column e (0, 1) of lane (g, c)'s pair of d-tile d: its head dim (KV_FP8: see pv_fp8).
+    __device__ __forceinline__ int o_dim(int d, int e) const
+    {
+        if constexpr (KV_FP8)
+            return 32 * (d / 4) + 4 * (2 * (lane % 4) + e) + d % 4;
+        else
+            return d * 8 + 2 * (lane % 4) + e;
     }
 
     // S = Q K^T over this warp's keys of the tile.
-    __device__ __forceinline__ void qk(float (&s)[1][N_TILES][4], const unsigned (&q)[K_STEPS][4], unsigned k_smem)
+    __device__ __forceinline__ void qk(float (&s)[1][N_TILES][4], const QFragments &q, unsigned k_smem, unsigned q_smem)
     {
+        if constexpr (KV_FP8) {
+            qk_fp8(s, q, k_smem, q_smem);
+            return;
+        }
 #pragma unroll
         for (int n = 0; n < N_TILES; n++)
 #pragma unroll
@@ -243,6 +365,10 @@ struct DecodeForward {
     // O += P V over this warp's keys of the tile.
     __device__ __forceinline__ void pv(float (&o)[1][D_TILES][4], const float (&p)[1][N_TILES][4], unsigned v_smem)
     {
+        if constexpr (KV_FP8) {
+            pv_fp8(o, p, v_smem);
+            return;
+        }
 #pragma unroll
         for (int k = 0; k < KEYS / 16; k++) {
             unsigned a[4];
@@ -296,7 +422,7 @@ struct DecodeForward {
             if (rows <= 0)   // an empty sequence: nothing to write
                 return;
         }
-        const StridedRows<T> k = kv_rows(args.k, args.k_stride), v = kv_rows(args.v, args.v_stride);
+        const StridedRows<KV> k = kv_rows(args.k, args.k_stride), v = kv_rows(args.v, args.v_stride);
         const KeyMask<CAUSAL, WINDOW, VARLEN> mask(args);
         const unsigned q_smem = smem_address(smem), k_smem = q_smem + Q_BYTES, v_smem = k_smem + STAGES * KV_BYTES;
         // The splits share the keys some packed row sees, from the first (0 without a window; the
@@ -329,11 +455,14 @@ struct DecodeForward {
                 o[0][d][i] = 0.f;
         OnlineSoftmax<1, N_TILES> softmax;
         softmax.init();
-        // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh)
-        const bool fold_scale = SOFTCAP || args.scale_log2 > 0.f;
-        const float factor = SOFTCAP ? args.softcap_log2 : fold_scale ? args.scale_log2 : 1.f;
-        const float prescale = fold_scale ? 1.f : args.scale_log2;
-        unsigned q_frag[K_STEPS][4];
+        // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh);
+        // KV_FP8: times this K/V head's k_descale
+        const float k_descale = KV_FP8 ? descale(args.k_descale) : 1.f;
+        const float scale_log2 = KV_FP8 ? args.scale_log2 * k_descale : args.scale_log2;
+        const bool fold_scale = SOFTCAP || scale_log2 > 0.f;
+        const float factor = SOFTCAP ? args.softcap_log2 : fold_scale ? scale_log2 : 1.f;
+        const float prescale = fold_scale ? 1.f : scale_log2;
+        QFragments q_frag;
 
         for (int t = 0; t < tiles; t++) {
             cp_async_wait<STAGES - 2>();   // tile t (and Q) has landed for this thread ...
@@ -348,19 +477,17 @@ struct DecodeForward {
             }
             cp_async_commit();   // possibly empty: keeps one group per tile
             if (t == 0)
-#pragma unroll
-                for (int kk = 0; kk < K_STEPS; kk++)
-                    ldmatrix_x4(q_frag[kk], q_smem + (lane % 16) * PITCH + (2 * kk + lane / 16) * 16);
+                load_q_fragments(q_frag, q_smem);
 
             const int stage = t % STAGES, key0 = key_begin + t * BLOCK_N;
             float s[1][N_TILES][4];
-            qk(s, q_frag, k_smem + stage * KV_BYTES);
+            qk(s, q_frag, k_smem + stage * KV_BYTES, q_smem);
             // rows past `rows` hold zeros: their scores are finite, and they are never written. The
             // packed rows are the query rows 0 .. seqlen_q - 1, so the tile is partial for them if it
             // is for those rows.
             const bool masked = mask.partial(0, sequence_len_q<VARLEN>(args) - 1, key0, BLOCK_N);
             if constexpr (SOFTCAP)
-                soft_cap(s, args.softcap_scale);
+                soft_cap(s, KV_FP8 ? args.softcap_scale * k_descale : args.softcap_scale);
             if (masked || !fold_scale)
                 mask_packed(s, mask, key0, masked, prescale);
             float correction[1][2];
@@ -387,9 +514,9 @@ struct DecodeForward {
             const int r = lane / 4 + 8 * h;
 #pragma unroll
             for (int d = 0; d < D_TILES; d++) {
-                float *at = merge_o + (warp * ROWS + r) * HEAD_DIM + d * 8 + 2 * (lane % 4);
-                at[0] = o[0][d][2 * h];
-                at[1] = o[0][d][2 * h + 1];
+                float *at = merge_o + (warp * ROWS + r) * HEAD_DIM;
+                at[o_dim(d, 0)] = o[0][d][2 * h];
+                at[o_dim(d, 1)] = o[0][d][2 * h + 1];
             }
             if (lane % 4 == 0) {
                 merge_max[warp * ROWS + r] = softmax.row_max[0][h];
@@ -399,6 +526,7 @@ struct DecodeForward {
         __syncthreads();
         constexpr float LN2 = 0.693147180559945309f;
         const bool partial = args.splits > 1;
+        const float v_descale = KV_FP8 ? descale(args.v_descale) : 1.f;
         for (int i = threadIdx.x; i < rows * HEAD_DIM; i += THREADS) {
             const int r = i / HEAD_DIM, c = i % HEAD_DIM;
             float top = -infinity();
@@ -416,7 +544,9 @@ struct DecodeForward {
             const int head = row_head(r), query = row_query(r);
             if (!partial && args.sinks)   // one split: the sink joins here (else in the combine)
                 value *= fold_sink(top, sum, args.sinks[head] * LOG2E);
-            const float out = sum > 0.f ? value / sum : 0.f;   // no visible key: 0
+            float out = sum > 0.f ? value / sum : 0.f;   // no visible key: 0
+            if constexpr (KV_FP8)
+                out *= v_descale;
             const float lse = sum > 0.f ? (top + log2_approx(sum)) * LN2 : -infinity();
             const long long row = lse_index(head, query);
             if (partial) {

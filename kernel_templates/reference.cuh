@@ -2,7 +2,8 @@
 //
 // It is the correctness oracle of the GPU tests and the fallback for any shape no fast kernel
 // takes, so it favours clarity over speed: CUDA cores only, one key per lane for Q K^T, one head
-// dim per lane for P V, online softmax in fp32 (exp2, scale folded into Q).
+// dim per lane for P V, online softmax in fp32 (exp2, scale folded into Q). KV_FP8: K and V are e4m3
+// (an FP8 KV cache), converted exactly as they are read, their scales applied in fp32.
 #pragma once
 
 #include "element.cuh"
@@ -17,15 +18,16 @@
 namespace fc {
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int WARPS, bool WINDOW = false, bool SOFTCAP = false,
-          bool VARLEN = false, bool PAGED = false>
+          bool VARLEN = false, bool PAGED = false, bool KV_FP8 = false>
 struct ReferenceKernel : SequenceState<VARLEN> {
     static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
     static constexpr int BLOCK_N = WARP_SIZE;                    // one key per lane
     static constexpr int THREADS = WARPS * WARP_SIZE;
     static constexpr int ROWS = BLOCK_M / WARPS;                 // query rows per warp
     static constexpr int DIMS_PER_LANE = (HEAD_DIM + WARP_SIZE - 1) / WARP_SIZE;
-    using E = Element<T>;
-    static constexpr int WORDS_PER_ROW = HEAD_DIM / E::PER_WORD;    // 32-bit words of a row
+    using KV = typename KvElement<T, KV_FP8>::type;   // K/V storage
+    using E = Element<KV>;
+    static constexpr int WORDS_PER_ROW = HEAD_DIM / E::PER_WORD;    // 32-bit words of a K/V row
     // NOTE: one spare word per K/V row puts lane j's row on bank j: Q K^T reads are conflict-free.
     static constexpr int PITCH_WORDS = WORDS_PER_ROW + 1;
     static_assert(HEAD_DIM % 8 == 0 && HEAD_DIM <= 256, "head_dim: a multiple of 8 up to 256");
@@ -33,8 +35,8 @@ struct ReferenceKernel : SequenceState<VARLEN> {
 
     struct Shared {
         float q[BLOCK_M * HEAD_DIM];              // (BLOCK_M, HEAD_DIM) fp32, scaled (see load_q)
-        unsigned k[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) T, packed in words, padded rows
-        unsigned v[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) T, packed in words, padded rows
+        unsigned k[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) KV, packed in words, padded rows
+        unsigned v[BLOCK_N * PITCH_WORDS];        // (BLOCK_N, HEAD_DIM) KV, packed in words, padded rows
     };
     static constexpr int SMEM_BYTES = sizeof(Shared);
     static constexpr int MIN_BLOCKS = 1;
@@ -109,17 +111,24 @@ struct ReferenceKernel : SequenceState<VARLEN> {
             return (static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row;
     }
 
+    // KV_FP8: this (sequence, K/V head)'s scale from a [batch, heads_kv] array, 1 without one.
+    __device__ __forceinline__ float descale(const float *scales) const
+    {
+        return KV_FP8 && scales ? scales[batch * args.heads_kv + kv_head] : 1.f;
+    }
+
     // Q times scale * log2(e): a dot product is then a score in the log2 domain; with a softcap,
-    // times scale / softcap: a dot product is what the tanh takes.
+    // times scale / softcap: a dot product is what the tanh takes. KV_FP8: times k_descale too.
     __device__ void load_q()
     {
+        const float scale = (SOFTCAP ? args.softcap_scale : args.scale_log2) * descale(args.k_descale);
         const T *q = static_cast<const T *>(args.q) + batch * args.q_stride[0] + head * args.q_stride[2];
         if constexpr (VARLEN)
             q += q_row0() * args.q_stride[1];
         for (int i = threadIdx.x; i < BLOCK_M * HEAD_DIM; i += THREADS) {
             const int row = row0 + i / HEAD_DIM, d = i % HEAD_DIM;
             smem.q[i] = row < len_q()
-                            ? to_float(q[row * args.q_stride[1] + d]) * (SOFTCAP ? args.softcap_scale : args.scale_log2)
+                            ? to_float(q[row * args.q_stride[1] + d]) * scale
                             : 0.f;
         }
     }
@@ -132,8 +141,8 @@ struct ReferenceKernel : SequenceState<VARLEN> {
             load_kv_paged(key0);
             return;
         }
-        const StridedRows<T> k = sequence_rows<VARLEN, T>(args.k, args.k_stride, batch, kv_head, this->k_row0());
-        const StridedRows<T> v = sequence_rows<VARLEN, T>(args.v, args.v_stride, batch, kv_head, this->k_row0());
+        const StridedRows<KV> k = sequence_rows<VARLEN, KV>(args.k, args.k_stride, batch, kv_head, this->k_row0());
+        const StridedRows<KV> v = sequence_rows<VARLEN, KV>(args.v, args.v_stride, batch, kv_head, this->k_row0());
         for (int i = threadIdx.x; i < BLOCK_N * WORDS_PER_ROW; i += THREADS) {
             const int j = i / WORDS_PER_ROW, w = i % WORDS_PER_ROW, key = key0 + j;
             unsigned kw = 0, vw = 0;
@@ -150,7 +159,7 @@ struct ReferenceKernel : SequenceState<VARLEN> {
     // the table is a few cached lines). Rows past the sequence's keys are zeros, as above.
     __device__ void load_kv_paged(int key0)
     {
-        const PagedRows<T> k(args.k, args.k_stride, kv_head), v(args.v, args.v_stride, kv_head);
+        const PagedRows<KV> k(args.k, args.k_stride, kv_head), v(args.v, args.v_stride, kv_head);
         for (int i = threadIdx.x; i < BLOCK_N * WORDS_PER_ROW; i += THREADS) {
             const int j = i / WORDS_PER_ROW, w = i % WORDS_PER_ROW, key = key0 + j;
             unsigned kw = 0, vw = 0;
@@ -197,11 +206,20 @@ struct ReferenceKernel : SequenceState<VARLEN> {
             for (int r = 0; r < ROWS; r++)
                 s[r] = 0.f;
             for (int w = 0; w < WORDS_PER_ROW; w++) {
-                float k0, k1;
-                unpack2<T>(smem.k[lane * PITCH_WORDS + w], k0, k1);
-                for (int r = 0; r < ROWS; r++) {
-                    const float2 q = reinterpret_cast<const float2 *>(smem.q + (warp * ROWS + r) * HEAD_DIM)[w];
-                    s[r] += q.x * k0 + q.y * k1;
+                if constexpr (KV_FP8) {   // four keys' dims a word
+                    float kx[E::PER_WORD];
+                    unpack_word<KV>(smem.k[lane * PITCH_WORDS + w], kx);
+                    for (int r = 0; r < ROWS; r++) {
+                        const float4 q = reinterpret_cast<const float4 *>(smem.q + (warp * ROWS + r) * HEAD_DIM)[w];
+                        s[r] += q.x * kx[0] + q.y * kx[1] + q.z * kx[2] + q.w * kx[3];
+                    }
+                } else {
+                    float k0, k1;
+                    unpack2<T>(smem.k[lane * PITCH_WORDS + w], k0, k1);
+                    for (int r = 0; r < ROWS; r++) {
+                        const float2 q = reinterpret_cast<const float2 *>(smem.q + (warp * ROWS + r) * HEAD_DIM)[w];
+                        s[r] += q.x * k0 + q.y * k1;
+                    }
                 }
             }
 
@@ -222,13 +240,13 @@ struct ReferenceKernel : SequenceState<VARLEN> {
             }
 
             // O += P V: this lane's head dims, every key of the tile.
-            using Bits = decltype(T::bits);   // the raw storage of one element
+            using Bits = decltype(KV::bits);   // the raw storage of one element
             const Bits *v_tile = reinterpret_cast<const Bits *>(smem.v);
             for (int j = 0; j < BLOCK_N; j++) {
                 float vj[DIMS_PER_LANE];
                 for (int i = 0; i < DIMS_PER_LANE; i++) {
                     const int d = lane + i * WARP_SIZE;
-                    T x;
+                    KV x;
                     x.bits = d < HEAD_DIM ? v_tile[j * E::PER_WORD * PITCH_WORDS + d] : 0;
                     vj[i] = to_float(x);
                 }
@@ -256,7 +274,7 @@ struct ReferenceKernel : SequenceState<VARLEN> {
             float top = row_max[r], sum = row_sum[r], scale = 1.f;
             if (args.sinks)   // the head's sink joins the denominator (softmax.cuh)
                 scale = fold_sink(top, sum, args.sinks[head] * LOG2E);
-            const float inverse = sum > 0.f ? scale / sum : 0.f;   // no visible key: 0
+            const float inverse = sum > 0.f ? scale * descale(args.v_descale) / sum : 0.f;   // no visible key: 0
             for (int i = 0; i < DIMS_PER_LANE; i++) {
                 const int d = lane + i * WARP_SIZE;
                 if (d < HEAD_DIM)

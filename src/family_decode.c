@@ -21,9 +21,9 @@
 /* 16 packed rows of Q (padded), the K/V ring (its space reused for the warps' merge). */
 static int smem_bytes(const struct fc_variant *v)
 {
-    const int row_bytes = v->head_dim * fc_dtype_bytes(v->dtype);
+    const int row_bytes = v->head_dim * fc_dtype_bytes(v->dtype), kv_row_bytes = v->kv_fp8 ? v->head_dim : row_bytes;
     const int pitch = row_bytes + CHUNK_BYTES;
-    const int kv_pitch = row_bytes % 128 ? pitch : row_bytes;   /* swizzled K/V rows: no padding */
+    const int kv_pitch = kv_row_bytes % 128 ? kv_row_bytes + CHUNK_BYTES : kv_row_bytes;   /* swizzled: no padding */
     const int ring = 2 * v->stages * v->block_n * kv_pitch, merge = v->warps * ROWS * (v->head_dim + 2) * 4;
     return ROWS * pitch + (ring > merge ? ring : merge);
 }
@@ -43,7 +43,7 @@ static void defaults(struct fc_variant *v)
     if (v->arch >= 90 && v->arch < 100 && v->head_dim <= 128 && !v->paged) {
         v->block_n = 128;
         v->warps = 8;
-        v->stages = 2;
+        v->stages = v->kv_fp8 ? 4 : 2;   /* FP8: tiles of half the bytes, twice as many in flight */
         return;
     }
     v->block_n = 64;
@@ -72,6 +72,12 @@ static int check(const struct fc_variant *v, char *why, size_t size)
                                v->block_n);
     if (v->stages < 2 || v->stages > 4)
         return fc_variant_fail(why, size, "the decode kernel takes 2 to 4 stages, not %d", v->stages);
+    if (v->kv_fp8 && v->arch < 89)
+        return fc_variant_fail(why, size, "the decode kernel converts FP8 K/V with cvt.f16x2.e4m3x2, which needs sm_89 "
+                               "or later, not sm_%d", v->arch);
+    if (v->kv_fp8 && v->head_dim % 32)
+        return fc_variant_fail(why, size, "the decode kernel takes FP8 K/V at head_dim in multiples of 32 (its P V "
+                               "reads 32-dim groups), not %d", v->head_dim);
     if (smem_bytes(v) > fc_arch_smem_limit(v->arch))
         return fc_variant_fail(why, size, "needs %d bytes of shared memory, more than the arch allows", smem_bytes(v));
     return 0;
@@ -80,13 +86,22 @@ static int check(const struct fc_variant *v, char *why, size_t size)
 static const char *select_for(const struct fc_problem *problem, const struct fc_target *target,
                               struct fc_variant *v, const char **why_not)
 {
-    (void)why_not;   /* many query rows are not a reason worth a word */
+    /* many query rows are not a reason worth a word */
     const long long packed_rows = (long long)problem->max_seqlen_q * (problem->heads_q / problem->heads_kv);
     if (target->arch < 80 || problem->head_dim % 16 || packed_rows > ROWS)
         return NULL;
     defaults(v);
-    if (fc_variant_check(v, NULL, 0))
+    if (fc_variant_check(v, NULL, 0)) {
+        if (problem->kv_fp8)   /* the other families decline FP8 K/V: say why this one did too */
+            *why_not = target->arch < 89 ? "the decode kernel dequantizes FP8 K/V on sm_89 and later"
+                                         : "the decode kernel takes FP8 K/V at head_dim in multiples of 32";
         return NULL;
+    }
+    if (problem->kv_fp8)
+        return problem->paged ? "decode kernel: a K/V head's query rows fit one 16-row tile, keys split across CTAs; "
+                                "FP8 K/V (half the bytes) gathered through the page table, dequantized in registers"
+                              : "decode kernel: a K/V head's query rows fit one 16-row tile, keys split across CTAs; "
+                                "FP8 K/V read at half the bytes and dequantized in registers";
     if (problem->paged)
         return "decode kernel: a K/V head's query rows fit one 16-row tile, keys split across CTAs; paged K/V "
                "gathered (one table read per key row, rows copied by cp.async)";
@@ -154,6 +169,11 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
     /* the VARLEN argument only where it is set: the other variants' source (and cache key) stays */
+    if (v->kv_fp8)   /* every switch spelled out: KV_FP8 is the last */
+        return snprintf(out, size, "fc::DecodeForward<%s, %d, %s, %d, %d, %d, %s, %s, %s, %s, true>",
+                        fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_n,
+                        v->stages, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
+                        v->varlen ? "true" : "false", v->paged ? "true" : "false");
     return snprintf(out, size, "fc::DecodeForward<%s, %d, %s, %d, %d, %d, %s, %s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_n,
                     v->stages, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
@@ -232,6 +252,7 @@ const struct fc_family fc_family_decode = {
     .second_entry = "fc_combine_kernel",
     .tuned = 0,   /* not tuned: its splits follow the GPU's size, not a bucket */
     .splits_option = 1,
+    .fp8_kv = 1,
     .defaults = defaults,
     .check = check,
     .smem_bytes = smem_bytes,

@@ -20,6 +20,8 @@ struct fc_family {
     int tuned;                   /* a tuned winner may replace the heuristic's choice of it */
     int splits_option;           /* FC_FORCE_VARIANT's `k` (CTAs along the keys) applies */
     int pingpong_option;         /* a variant's pingpong (consumers taking turns) may be 1 */
+    int fp8_kv;                  /* takes e4m3 K/V (kv_fp8 variants: an FP8 KV cache) */
+    const char *fp8_kv_why_not;  /* without fp8_kv: why not, for the selector's record (NULL: nothing to say) */
 
     /** Tiles for v's dtype, head_dim, causality and arch, fitted to the arch's shared memory. */
     void (*defaults)(struct fc_variant *v);

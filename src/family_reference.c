@@ -5,12 +5,13 @@
 #include "family_internal.h"
 
 #define BLOCK_N 32        /* one key per lane */
-#define PAD_ELEMENTS 2    /* one spare 32-bit word per K/V row: lane j's row on bank j */
 
 /* fp32 Q rows, and K and V tiles in padded rows. */
 static int smem_bytes(const struct fc_variant *v)
 {
-    return v->block_m * v->head_dim * 4 + 2 * v->block_n * (v->head_dim + PAD_ELEMENTS) * fc_dtype_bytes(v->dtype);
+    const int kv_bytes = v->kv_fp8 ? 1 : fc_dtype_bytes(v->dtype);
+    const int kv_pitch = v->head_dim * kv_bytes + 4;   /* one spare 32-bit word */
+    return v->block_m * v->head_dim * 4 + 2 * v->block_n * kv_pitch;
 }
 
 /* NOTE: 4 warps x 4 query rows: each K element read from shared memory serves 4 rows. */
@@ -39,10 +40,11 @@ static int check(const struct fc_variant *v, char *why, size_t size)
 static const char *select_for(const struct fc_problem *problem, const struct fc_target *target,
                               struct fc_variant *v, const char **why_not)
 {
-    (void)problem;
     (void)target;
     (void)why_not;
     defaults(v);
+    if (problem->kv_fp8)
+        return "reference kernel: simple, fp32 on CUDA cores; FP8 K/V converted exactly as they are read";
     return "reference kernel: simple, fp32 on CUDA cores";
 }
 
@@ -50,6 +52,11 @@ static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
     /* NOTE: the VARLEN argument only where it is set, so that the other variants' source (and cache
      * key) is what it was */
+    if (v->kv_fp8)   /* every switch spelled out: KV_FP8 is the last */
+        return snprintf(out, size, "fc::ReferenceKernel<%s, %d, %s, %d, %d, %s, %s, %s, %s, true>",
+                        fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false",
+                        v->block_m, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
+                        v->varlen ? "true" : "false", v->paged ? "true" : "false");
     return snprintf(out, size, "fc::ReferenceKernel<%s, %d, %s, %d, %d, %s, %s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
@@ -64,6 +71,7 @@ const struct fc_family fc_family_reference = {
     .varlen_args_type = "fc_varlen_args",
     .paged_args_type = "fc_paged_args",
     .tuned = 1,
+    .fp8_kv = 1,
     .defaults = defaults,
     .check = check,
     .smem_bytes = smem_bytes,

@@ -105,6 +105,7 @@ const struct fc_family fc_family_sm80 = {
     .varlen_args_type = "fc_varlen_args",
     .paged_args_type = "fc_paged_args",
     .tuned = 1,
+    .fp8_kv_why_not = "the mma.sync prefill kernel reads 16-bit K/V (FP8 K/V go to the decode or reference kernel)",
     .defaults = defaults,
     .check = check,
     .smem_bytes = smem_bytes,

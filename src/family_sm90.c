@@ -387,6 +387,7 @@ const struct fc_family fc_family_sm90 = {
     .paged_args_type = "fc_sm90_paged_args",
     .tuned = 1,
     .pingpong_option = 1,
+    .fp8_kv_why_not = "the Hopper kernel's WGMMA reads K and V in q's 16-bit type (FP8 K/V go to the decode or reference kernel)",
     .defaults = defaults,
     .check = check,
     .smem_bytes = smem_bytes,

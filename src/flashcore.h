@@ -48,7 +48,9 @@ enum fc_status {
 enum fc_dtype {
     FC_F16 = 0,
     FC_BF16 = 1,
-    FC_E4M3 = 2,   /**< reserved: rejected with FC_ERR_UNSUPPORTED for now */
+    FC_E4M3 = 2,   /**< FP8 e4m3 (OCP "e4m3fn": no infinities, NaN 0x7f/0xff): K and V only for now
+                        (fc_attention_params.kv_dtype, an FP8 KV cache); as dtype, FC_ERR_UNSUPPORTED */
+    FC_DTYPE_SAME = -1,   /**< fc_attention_params.kv_dtype only: K and V are dtype (its default) */
 };
 
 enum fc_log_level {
@@ -174,6 +176,19 @@ struct fc_attention_params {
     const int32_t *page_table;
     int page_table_stride;        /**< paged: elements between sequences' rows of page_table, >= ceil(seqlen_k / page_size) */
     int num_pages;                /**< paged: pages in k and v, >= 1 */
+    /* Fields below were added after the paged fields (read only where struct_size covers them). */
+    /** An FP8 KV cache: FC_E4M3 makes k and v e4m3 (one byte an element; their strides stay in
+     *  elements, now multiples of 16) while q and out stay dtype (FC_F16 or FC_BF16); the kernels
+     *  dequantize as they read. FC_DTYPE_SAME (the default) or dtype itself: k and v are dtype.
+     *  head_dim must then be a multiple of 16. Works dense, varlen and paged, with every mask, sinks,
+     *  softcap, GQA and the LSE. */
+    enum fc_dtype kv_dtype;
+    /** FP8 K/V: dequantization scales, FA3's k_descale / v_descale: device fp32 [batch, heads_kv]
+     *  (varlen: batch is the sequence count), packed, 4-byte aligned, or NULL for 1. The kernels
+     *  compute with k_descale[b * heads_kv + h] * K and v_descale[...] * V of sequence b, K/V head h,
+     *  so scores are scale * q . (k_descale k) before any softcap. NULL unless kv_dtype is FC_E4M3.
+     *  Contents (finite, positive for sense) are the caller's contract, as cu_seqlens' are. */
+    const float *k_descale, *v_descale;
 };
 
 /** What the selector chose for a problem (fc_attention_plan). */

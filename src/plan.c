@@ -60,6 +60,7 @@ static void base_variant(const struct fc_problem *problem, const struct fc_targe
     v->softcap = problem->softcap > 0.f;
     v->varlen = fc_problem_per_sequence(problem);
     v->paged = problem->paged;
+    v->kv_fp8 = problem->kv_fp8;
     v->arch = target->arch;
     v->arch_specific = target->arch_specific;
 }
@@ -74,6 +75,10 @@ static void select_family(const struct fc_problem *problem, const struct fc_targ
             continue;
         base_variant(problem, target, &plan->variant);
         plan->variant.family = fc_families[i]->id;
+        if (problem->kv_fp8 && !fc_families[i]->fp8_kv) {   /* one rule for every family: the table says */
+            declined = fc_families[i]->fp8_kv_why_not ? fc_families[i]->fp8_kv_why_not : declined;
+            continue;
+        }
         const char *why_not = NULL;
         const char *reason = fc_families[i]->select(problem, target, &plan->variant, &why_not);
         if (reason) {
@@ -160,7 +165,8 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
     base_variant(problem, target, &scratch);
     scratch.family = winner->variant.family;
     const char *why_not = NULL;
-    if (!winner_family || !winner_family->select || !winner_family->select(problem, target, &scratch, &why_not))
+    if (!winner_family || !winner_family->select || (problem->kv_fp8 && !winner_family->fp8_kv) ||
+        !winner_family->select(problem, target, &scratch, &why_not))
         return;
     if (winner_family->takes_winner && !winner_family->takes_winner(problem, &winner->variant))
         return;
@@ -171,6 +177,7 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
     replaced.variant.softcap = plan->variant.softcap;
     replaced.variant.varlen = plan->variant.varlen;
     replaced.variant.paged = plan->variant.paged;
+    replaced.variant.kv_fp8 = plan->variant.kv_fp8;
     char why[256];
     if (launch_shape(problem, target, &replaced, why, sizeof why) != FC_OK)
         return;   /* a winner this problem's launch cannot take: the heuristic's choice stays */

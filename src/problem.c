@@ -166,6 +166,21 @@ static enum fc_status resolve_mask(const struct fc_attention_params *p, int seql
     return FC_OK;
 }
 
+/* The K/V element type: dtype's (kv_dtype FC_DTYPE_SAME or dtype), or FC_E4M3 for an FP8 KV cache,
+ * whose rows of head_dim bytes must each start on 16 bytes. */
+static enum fc_status resolve_kv_dtype(const struct fc_attention_params *p, int *kv_fp8, char *msg, size_t size)
+{
+    *kv_fp8 = p->kv_dtype == FC_E4M3;
+    if (p->kv_dtype != FC_DTYPE_SAME && p->kv_dtype != p->dtype && !*kv_fp8)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "kv_dtype %d (%s) with dtype %s: K and V are either dtype "
+                    "(FC_DTYPE_SAME, the default) or FC_E4M3 (an FP8 KV cache)", (int)p->kv_dtype,
+                    fc_dtype_name(p->kv_dtype), fc_dtype_name(p->dtype));
+    if (*kv_fp8 && p->head_dim % 16)
+        return fail(FC_ERR_UNSUPPORTED, msg, size, "head_dim %d with FP8 K/V (kv_dtype FC_E4M3): it must be a "
+                    "multiple of 16, so that each row of head_dim bytes starts on 16 bytes", p->head_dim);
+    return FC_OK;
+}
+
 /* Varlen's size rules (max_seqlen_q > 0 turns it on): both maxima positive, each at most its
  * tensor's token count. The sequences' own lengths are on the device: the caller's contract. */
 static enum fc_status check_varlen(const struct fc_attention_params *p, char *msg, size_t size)
@@ -259,8 +274,9 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
     if (!(p->softcap >= 0.f) || !isfinite(p->softcap))
         return fail(FC_ERR_INVALID_ARG, msg, size, "softcap must be 0 (none) or finite and positive (got %g)",
                     (double)p->softcap);
-    if ((status = check_sizes(p, msg, size)) != FC_OK || (status = check_varlen(p, msg, size)) != FC_OK ||
-        (status = check_paged(p, msg, size)) != FC_OK)
+    if ((status = check_sizes(p, msg, size)) != FC_OK ||
+        (status = resolve_kv_dtype(p, &out->kv_fp8, msg, size)) != FC_OK ||
+        (status = check_varlen(p, msg, size)) != FC_OK || (status = check_paged(p, msg, size)) != FC_OK)
         return status;
     out->paged = p->page_size > 0;
     out->page_size = p->page_size;
@@ -272,12 +288,12 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
     out->max_seqlen_k = out->varlen ? p->max_seqlen_k : p->seqlen_k;
     if ((status = resolve_mask(p, out->max_seqlen_q, out->max_seqlen_k, &out->mask, msg, size)) != FC_OK)
         return status;
-    const int bytes = dtype->bytes, d = p->head_dim;
+    const int bytes = dtype->bytes, kv_bytes = out->kv_fp8 ? 1 : bytes, d = p->head_dim;
     if (out->paged) {   /* [num_pages, page_size, heads_kv, head_dim]: strides {page, token, head} */
         if ((status = named_strides("k", &PAGED_STRIDES, p->k_stride, p->num_pages, p->page_size, p->heads_kv, d,
-                                    bytes, out->k_stride, msg, size)) ||
+                                    kv_bytes, out->k_stride, msg, size)) ||
             (status = named_strides("v", &PAGED_STRIDES, p->v_stride, p->num_pages, p->page_size, p->heads_kv, d,
-                                    bytes, out->v_stride, msg, size)))
+                                    kv_bytes, out->v_stride, msg, size)))
             return status;
         if (out->varlen) {
             if ((status = varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
@@ -289,13 +305,13 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
         }
     } else if (out->varlen) {
         if ((status = varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
-            (status = varlen_strides("k", p->k_stride, p->seqlen_k, p->heads_kv, d, bytes, out->k_stride, msg, size)) ||
-            (status = varlen_strides("v", p->v_stride, p->seqlen_k, p->heads_kv, d, bytes, out->v_stride, msg, size)) ||
+            (status = varlen_strides("k", p->k_stride, p->seqlen_k, p->heads_kv, d, kv_bytes, out->k_stride, msg, size)) ||
+            (status = varlen_strides("v", p->v_stride, p->seqlen_k, p->heads_kv, d, kv_bytes, out->v_stride, msg, size)) ||
             (status = varlen_strides("out", p->o_stride, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
             return status;
     } else if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
-               (status = fc_problem_strides("k", p->k_stride, p->batch, p->seqlen_k, p->heads_kv, d, bytes, out->k_stride, msg, size)) ||
-               (status = fc_problem_strides("v", p->v_stride, p->batch, p->seqlen_k, p->heads_kv, d, bytes, out->v_stride, msg, size)) ||
+               (status = fc_problem_strides("k", p->k_stride, p->batch, p->seqlen_k, p->heads_kv, d, kv_bytes, out->k_stride, msg, size)) ||
+               (status = fc_problem_strides("v", p->v_stride, p->batch, p->seqlen_k, p->heads_kv, d, kv_bytes, out->v_stride, msg, size)) ||
                (status = fc_problem_strides("out", p->o_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size))) {
         return status;
     }
@@ -375,6 +391,18 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
         return status;
     if ((status = check_sequence_pointers(p, msg, size)) != FC_OK)
         return status;
+    const int kv_fp8 = p->kv_dtype == FC_E4M3;   /* the shape rules checked the rest */
+    const struct { const char *name; const float *pointer; } descales[] = {
+        {"k_descale", p->k_descale}, {"v_descale", p->v_descale},
+    };
+    for (size_t i = 0; i < sizeof descales / sizeof descales[0]; i++) {
+        if (descales[i].pointer && !kv_fp8)
+            return fail(FC_ERR_INVALID_ARG, msg, size, "%s is set but K and V are not FP8 (kv_dtype FC_E4M3): "
+                        "16-bit K/V take no scale", descales[i].name);
+        if (descales[i].pointer &&
+            (status = fc_problem_pointer(descales[i].name, descales[i].pointer, sizeof(float), msg, size)))
+            return status;
+    }
     const int lse_batch = p->max_seqlen_q > 0 ? 1 : p->batch;   /* varlen: [heads_q, tokens] */
     int64_t rows;
     if (p->lse && (__builtin_mul_overflow((int64_t)lse_batch, (int64_t)p->heads_q, &rows) ||
@@ -391,6 +419,8 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
     out->cu_seqlens_k = p->cu_seqlens_k;
     out->seqused_k = p->seqused_k;
     out->page_table = p->page_table;
+    out->k_descale = p->k_descale;
+    out->v_descale = p->v_descale;
     return FC_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtype_internal.h"
 #include "flashcore.h"
 #include "mask_internal.h"
 
@@ -37,7 +38,17 @@ struct fc_problem {
     int paged;               /* page_size > 0 */
     int page_size, page_table_stride, num_pages;
     const int32_t *page_table;   /* NULL until the tensor rules */
+    /* An FP8 KV cache (the kernels' KV_FP8 switch): k and v are e4m3, one byte an element (k_stride /
+     * v_stride stay in elements), q and out dtype; each (sequence, K/V head) has a K and a V scale. */
+    int kv_fp8;              /* kv_dtype FC_E4M3 */
+    const float *k_descale, *v_descale;   /* [batch, heads_kv] fp32, NULL = 1 (a tensor rule) */
 };
+
+/** Storage bytes of one K or V element: 1 for an FP8 cache, else dtype's. */
+static inline int fc_problem_kv_bytes(const struct fc_problem *p)
+{
+    return p->kv_fp8 ? 1 : fc_dtype_bytes(p->dtype);
+}
 
 /** Whether the problem takes the kernels' per-sequence form (varlen, seqused_k, or a paged cache,
  *  whose kernels find each sequence's keys through its row of the page table). */

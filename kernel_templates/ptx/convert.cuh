@@ -1,10 +1,12 @@
-// Conversions between fp32 and the 16-bit storage types, one PTX instruction each where one exists.
+// Conversions between fp32 and the storage types (16-bit; e4m3 for FP8 K/V), one PTX instruction each
+// where one exists.
 #pragma once
 
 namespace fc {
 
 struct half_t { unsigned short bits; };       // IEEE binary16, stored raw
 struct bfloat16_t { unsigned short bits; };   // bfloat16, stored raw
+struct e4m3_t { unsigned char bits; };        // FP8 e4m3 (OCP "e4m3fn": bias 7, no infinities), stored raw
 
 __device__ __forceinline__ float to_float(half_t x)
 {
@@ -16,6 +18,30 @@ __device__ __forceinline__ float to_float(half_t x)
 __device__ __forceinline__ float to_float(bfloat16_t x)
 {
     return __uint_as_float(static_cast<unsigned>(x.bits) << 16);
+}
+
+// NOTE: by hand, exactly, on any arch (the reference kernel serves sm_75): 2^(e - 7) (1 + m / 8), a
+// subnormal (e = 0) m 2^-9; 0x7f / 0xff are NaN.
+__device__ __forceinline__ float to_float(e4m3_t x)
+{
+    const unsigned e = (x.bits >> 3) & 0xfu, m = x.bits & 7u;
+    float magnitude;
+    if (e == 0)
+        magnitude = static_cast<float>(m) * 0.001953125f;   // m * 2^-9
+    else if (e == 15 && m == 7)
+        magnitude = __uint_as_float(0x7fc00000u);
+    else
+        magnitude = __uint_as_float((e + 120u) << 23 | m << 20);
+    return x.bits & 0x80u ? -magnitude : magnitude;
+}
+
+// Two e4m3 values (the low 16 bits of `pair`, the lower byte first in memory) as one f16x2 register,
+// low half first: exact, e4m3 is a subset of f16 (sm_89).
+__device__ __forceinline__ unsigned e4m3x2_to_f16x2(unsigned pair)
+{
+    unsigned r;
+    asm("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; cvt.rn.f16x2.e4m3x2 %0, lo; }" : "=r"(r) : "r"(pair));
+    return r;
 }
 
 template <typename T> __device__ __forceinline__ T from_float(float f);
@@ -40,6 +66,16 @@ template <> __device__ __forceinline__ bfloat16_t from_float<bfloat16_t>(float f
     return b;
 }
 
+// The elements packed in one 32-bit word, in memory order (two 16-bit values, or four e4m3).
+template <typename T> __device__ __forceinline__ void unpack_word(unsigned word, float (&out)[4 / sizeof(T)])
+{
+    for (int i = 0; i < static_cast<int>(4 / sizeof(T)); i++) {
+        T x;
+        x.bits = static_cast<decltype(x.bits)>(word >> (8 * sizeof(T) * i));
+        out[i] = to_float(x);
+    }
+}
+
 // The two 16-bit values packed in one 32-bit word, low half first (memory order).
 template <typename T> __device__ __forceinline__ void unpack2(unsigned word, float &lo, float &hi)
 {
@@ -48,6 +84,20 @@ template <typename T> __device__ __forceinline__ void unpack2(unsigned word, flo
     b.bits = static_cast<unsigned short>(word >> 16);
     lo = to_float(a);
     hi = to_float(b);
+}
+
+// Two e4m3 values (the low 16 bits of `pair`) as one register of T pairs, exactly: f16 directly, bf16
+// through fp32 (sm_90 has no e4m3 -> bf16 conversion).
+template <typename T> __device__ __forceinline__ unsigned e4m3x2_to(unsigned pair);
+template <> __device__ __forceinline__ unsigned e4m3x2_to<half_t>(unsigned pair) { return e4m3x2_to_f16x2(pair); }
+template <> __device__ __forceinline__ unsigned e4m3x2_to<bfloat16_t>(unsigned pair)
+{
+    unsigned r;
+    asm("{ .reg .b16 lo, hi; .reg .f32 a, b; mov.b32 {lo, hi}, %1; cvt.f32.f16 a, lo; cvt.f32.f16 b, hi;"
+        " cvt.rn.bf16x2.f32 %0, b, a; }"
+        : "=r"(r)
+        : "r"(e4m3x2_to_f16x2(pair)));
+    return r;
 }
 
 }  // namespace fc

@@ -10,6 +10,19 @@ __device__ __forceinline__ unsigned smem_address(const void *pointer)
     return address;
 }
 
+__device__ __forceinline__ unsigned ld_shared_u32(unsigned address)
+{
+    unsigned r;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r) : "r"(address));
+    return r;
+}
+
+// Two 32-bit words at an 8-byte aligned shared address.
+__device__ __forceinline__ void ld_shared_v2(unsigned &a, unsigned &b, unsigned address)
+{
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(a), "=r"(b) : "r"(address));
+}
+
 // 16 zero bytes at a 16-byte aligned shared address.
 __device__ __forceinline__ void st_shared_zero16(unsigned address)
 {
