@@ -66,7 +66,7 @@ def _plan_device(q, device):
 
 def plan(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
          sinks=None, softcap=None, dtype=None, device=None, cu_seqlens_q=None, cu_seqlens_k=None,
-         max_seqlen_q=None, max_seqlen_k=None, seqused_k=None, page_table=None):
+         max_seqlen_q=None, max_seqlen_k=None, seqused_k=None, page_table=None, kv_dtype=None):
     """Which kernel flashcore.attention() would run for these inputs, and why. Needs no GPU.
 
     q, k, v: tensors on any device (CUDA, CPU, meta: only sizes, strides and dtype are read), or
@@ -77,7 +77,8 @@ def plan(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=
     batch + 1, is read) and max_seqlen_q/k ints; seqused_k: any [batch] tensor or list (its presence
     selects the per-sequence kernels). Paged: page_table, any [batch, pages_per_seq] tensor or that
     shape, with k and v [num_pages, page_size, heads_kv, head_dim] (tensors or shapes); max_seqlen_k
-    as attention() takes it. device: the CUDA ordinal to plan for
+    as attention() takes it. kv_dtype: with shapes, k's and v's type when it is not dtype
+    ("float8_e4m3fn": an FP8 KV cache); tensors give theirs. device: the CUDA ordinal to plan for
     (its arch and tuned winners); by default the tensors' CUDA device, else none: a device-less
     context, which plans for sm_90a with the heuristic alone. Returns a Plan; raises
     FlashCoreError if the problem is invalid or unsupported (the library's own message).
@@ -87,7 +88,7 @@ def plan(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=
         q, k, v, causal=causal, softmax_scale=softmax_scale, return_lse=return_lse, dtype=dtype,
         window=window, sinks=sinks, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
         cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
-        seqused_k=seqused_k, page_table=page_table)
+        seqused_k=seqused_k, page_table=page_table, kv_dtype=kv_dtype)
     return Plan(kernel, reason, splits, None if ordinal == FC_DEVICE_NONE else ordinal)
 
 
@@ -119,7 +120,7 @@ def _describe_problem(q, k, sequences):
 def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
             sinks=None, softcap=None, dtype=None, device=None, cu_seqlens_q=None,
             cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
-            page_table=None):
+            page_table=None, kv_dtype=None):
     """plan()'s answer as text, in the manner of `fcjit explain`: the problem, the device, the
     kernel, the split count, the selector's reason and the kernel's mask and score features."""
     sequences = _binding.sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -127,8 +128,11 @@ def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wind
     chosen = plan(q, k, v, causal=causal, softmax_scale=softmax_scale, return_lse=return_lse,
                   window=window, sinks=sinks, softcap=softcap, dtype=dtype, device=device,
                   cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
-                  max_seqlen_k=max_seqlen_k, seqused_k=seqused_k, page_table=page_table)
+                  max_seqlen_k=max_seqlen_k, seqused_k=seqused_k, page_table=page_table,
+                  kv_dtype=kv_dtype)
     dtype_name = _binding.DTYPE_NAMES[_binding.fc_dtype(q.dtype if dtype is None else dtype)]
+    if "kv8" in chosen.kernel.split("_"):
+        dtype_name += " (K/V e4m3)"
     scale = "" if softmax_scale is None else f" scale={softmax_scale:g}"
     options = "".join((f" window={tuple(window)}" if tuple(window) != (-1, -1) else "",
                        f" softcap={softcap:g}" if softcap else "", " +sinks" if sinks is not None else "",
@@ -140,7 +144,8 @@ def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wind
                           ("softcap" if "cap" in tokens else "no softcap"),
                           ("sinks (run time)" if sinks is not None else "no sinks"))
                          + (("per-sequence lengths (varlen, seqused_k)",) if "var" in tokens else ())
-                         + (("paged K/V",) if sequences.paged else ()))
+                         + (("paged K/V",) if sequences.paged else ())
+                         + (("FP8 K/V (e4m3, dequantized in the kernel)",) if "kv8" in tokens else ()))
     lines = [f"{_describe_problem(q, k, sequences)} "
              f"{dtype_name}{' causal' if causal else ''}{options}{scale}"
              f"{' +lse' if return_lse else ''} on {target} ({chosen.arch})",

@@ -4,7 +4,8 @@ a tensor is anything with .shape, .stride(), .dtype, .device and .data_ptr()."""
 import ctypes
 from typing import NamedTuple
 
-from ._structs import (FC_ERR_UNSUPPORTED, C_INT_MAX, DTYPES, AttentionParams, ArgumentError)
+from ._structs import (FC_ERR_UNSUPPORTED, C_INT_MAX, DTYPES, KV_DTYPES, FC_DTYPE_SAME, AttentionParams,
+                       ArgumentError)
 
 
 def fc_dtype(dtype):
@@ -142,6 +143,51 @@ def window_pair(window):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ArgumentError(f"window's {side} bound must be an int (-1 = unbounded), not {value!r}")
     return int(left), int(right)
+
+
+def kv_dtype_of(q_dtype, k_dtype, v_dtype):
+    """enum fc_dtype of K and V: FC_DTYPE_SAME when they are q's, FC_E4M3 when both are
+    float8_e4m3fn (an FP8 KV cache) beside a float16/bfloat16 q."""
+    fc_dtype(q_dtype)
+    if str(k_dtype) == str(q_dtype) and str(v_dtype) == str(q_dtype):
+        return FC_DTYPE_SAME
+    code = KV_DTYPES.get(str(k_dtype))
+    if code is not None and str(v_dtype) == str(k_dtype):
+        return code
+    for name, dtype in (("k", k_dtype), ("v", v_dtype)):
+        if str(dtype) != str(q_dtype) and str(dtype) not in KV_DTYPES:
+            raise ArgumentError(f"{name} is {dtype} but q is {q_dtype} (k and v are q's dtype, or both "
+                                "torch.float8_e4m3fn: an FP8 KV cache)")
+    raise ArgumentError(f"k is {k_dtype} and v is {v_dtype}: an FP8 KV cache has both "
+                        "torch.float8_e4m3fn")
+
+
+def descale_tensor(value, name, batch, heads_kv, device):
+    """An FP8 cache's k_descale / v_descale as the library takes it: a contiguous float32
+    [batch, heads_kv] tensor on the tensors' device (None stays None: a scale of 1). A float, or a
+    float32 tensor that broadcasts to [batch, heads_kv] (a per-tensor [] or [1] scale), is expanded
+    into a new tensor."""
+    import torch
+
+    if value is None:
+        return None
+    if not isinstance(value, torch.Tensor):
+        try:
+            value = torch.full((batch, heads_kv), float(value), dtype=torch.float32, device=device)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"{name} must be a float or a float32 tensor of [batch, heads_kv] "
+                                f"scales, not {type(value).__name__}") from None
+    if value.dtype != torch.float32:
+        raise ArgumentError(f"{name} must be float32, not {value.dtype}")
+    if value.device != device:
+        raise ArgumentError(f"{name} is on {value.device} but q is on {device}")
+    if tuple(value.shape) != (batch, heads_kv) or not value.is_contiguous():
+        try:
+            value = value.expand(batch, heads_kv).contiguous()
+        except RuntimeError:
+            raise ArgumentError(f"{name} must be [batch, heads_kv] = [{batch}, {heads_kv}] (or broadcast "
+                                f"to it), not {tuple(value.shape)}") from None
+    return value
 
 
 def check_sinks(sinks, heads_q, device):

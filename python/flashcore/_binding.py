@@ -23,12 +23,14 @@ from ._structs import (FC_OK, FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED, FC_DEVICE_
                        FC_BF16, LOG_LEVELS, PLAN_KERNEL_CHARS, PLAN_REASON_CHARS,
                        LAUNCH_TEMPLATES_MAX, LIBRARY_NAME, POINTER_ALIGN_BYTES, PLANNED_POINTER,
                        C_INT_MAX, DTYPES, DTYPE_NAMES, Options, Strides, AttentionParams,
-                       MergeParams, PlanInfo, FlashCoreError, ArgumentError)
+                       MergeParams, PlanInfo, FlashCoreError, ArgumentError, FC_E4M3,
+                       FC_DTYPE_SAME, KV_DTYPES)
 from ._arguments import (fc_dtype, _element_strides, _first_size, is_tensor, rank_hint, PAGES_FORM,
                          sizes_and_strides, check_shapes, lse_shape, window_pair, check_sinks,
                          Sequences, DENSE, sequence_arguments, check_sequences,
                          library_takes_sequences, paged_sizes, library_takes_paging,
-                         predates_paging_message, predates_sequences_message)
+                         predates_paging_message, predates_sequences_message, kv_dtype_of,
+                         descale_tensor)
 
 _libraries = {}   # resolved path -> the loaded library
 _library_lock = threading.Lock()
@@ -191,7 +193,7 @@ class Context:
     def attention(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
                   lse=None, *, window=(-1, -1), sinks=None, softcap=None, cu_seqlens_q=None,
                   cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
-                  page_table=None):
+                  page_table=None, k_descale=None, v_descale=None):
         """Runs attention on torch's current stream of the tensors' device.
 
         q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim];
@@ -214,18 +216,21 @@ class Context:
         else seqlen_k: max_seqlen_k if given, else pages_per_seq * page_size (all the row holds).
         Dense q [B, Sq, Hq, D], or varlen q with cu_seqlens_q, max_seqlen_q and max_seqlen_k (no
         cu_seqlens_k). Page ids are the caller's contract.
+        FP8 KV cache: k and v torch.float8_e4m3fn (q and out stay float16/bfloat16), dense, varlen
+        or paged; k_descale, v_descale: their dequantization scales (FA3's), float32 [batch, heads_kv]
+        tensors on the device or anything that broadcasts to that (a float: per tensor), None = 1.
         Returns out, or (out, lse) when return_lse or lse is given. Raises FlashCoreError.
         """
         return self.prepare(q, k, v, causal, softmax_scale, out, return_lse, lse, window=window,
                             sinks=sinks, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
                             cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
                             max_seqlen_k=max_seqlen_k, seqused_k=seqused_k,
-                            page_table=page_table)()
+                            page_table=page_table, k_descale=k_descale, v_descale=v_descale)()
 
     def prepare(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
                 lse=None, stream=None, *, window=(-1, -1), sinks=None, softcap=None,
                 cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
-                seqused_k=None, page_table=None):
+                seqused_k=None, page_table=None, k_descale=None, v_descale=None):
         """Builds the call attention() would make, without launching it: see PreparedAttention.
 
         stream: a CUstream as an int; None = torch's current stream on the tensors' device. The
@@ -238,7 +243,8 @@ class Context:
         sequences = sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                        seqused_k, page_table)
         params, tensors, out, lse = self._bind(q, k, v, causal, softmax_scale, out, return_lse,
-                                               lse, window, sinks, softcap, sequences)
+                                               lse, window, sinks, softcap, sequences,
+                                               (k_descale, v_descale))
         if stream is None:
             stream = torch.cuda.current_stream(q.device).cuda_stream
         return PreparedAttention(self, params, stream, tensors, out, lse, sequences)
@@ -246,7 +252,7 @@ class Context:
     def plan(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
              lse=None, dtype=None, *, window=(-1, -1), sinks=None, softcap=None, cu_seqlens_q=None,
              cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
-             page_table=None):
+             page_table=None, kv_dtype=None):
         """Which kernel attention() would run with these arguments: (kernel, reason, splits).
 
         q, k, v (and out): tensors on any device (their sizes, strides and dtype count), or
@@ -256,8 +262,9 @@ class Context:
         [batch, pages_per_seq] shape, with k and v (tensors or shapes) [num_pages, page_size,
         heads_kv, head_dim]. return_lse, lse and sinks are accepted for symmetry with attention()
         and change no plan (sinks are a run-time input of every kernel); window, softcap, varlen,
-        seqused_k and paging do. Compiles and launches nothing. Raises FlashCoreError when the
-        problem is invalid or unsupported.
+        seqused_k and paging do. kv_dtype: k's and v's type when they are shapes (None: dtype;
+        "float8_e4m3fn" or a torch dtype: an FP8 KV cache); with tensors, theirs. Compiles and
+        launches nothing. Raises FlashCoreError when the problem is invalid or unsupported.
         """
         if dtype is None:
             if not is_tensor(q):
@@ -269,8 +276,13 @@ class Context:
                                        seqused_k, page_table)
         batch = _first_size(q)
         check_sequences(sequences, batch, None, planning=True)
+        if is_tensor(k) and is_tensor(v):
+            kv_code = kv_dtype_of(dtype, k.dtype, v.dtype)
+        else:
+            kv_code = kv_dtype_of(dtype, dtype if kv_dtype is None else kv_dtype,
+                                  dtype if kv_dtype is None else kv_dtype)
         params = self._params(q, k, v, fc_dtype(dtype), causal, softmax_scale, window, softcap,
-                              sequences)
+                              sequences, kv_code)
         if out is not None:
             params.o_stride = Strides(*sizes_and_strides(
                 out, "out", sequences.varlen_batch() if sequences.varlen else None)[1])
@@ -290,24 +302,25 @@ class Context:
                 info.splits)
 
     def launch(self, q, k, v, out, lse, causal, softmax_scale, stream, window=(-1, -1), sinks=None,
-               softcap=None, sequences=DENSE):
+               softcap=None, sequences=DENSE, descales=(None, None)):
         """Launches attention of checked tensors on stream: the op's path, with less host work.
 
         The caller has checked what attention() checks (torch tensors of one dtype on this
         context's device, matching shapes, sinks, the Sequences' tensors) and allocated out (and
         lse, or None). The parameter struct of each new problem (sizes, strides, dtype, causal,
         window, scale, softcap, lse or not, varlen's maxima and batch, seqused_k or not,
-        page_table's width and row stride) is built once and kept; a call copies it and sets the
-        pointers (sinks', cu_seqlens', seqused_k's and page_table's too).
+        page_table's width and row stride, K/V's type) is built once and kept; a call copies it and
+        sets the pointers (sinks', cu_seqlens', seqused_k's, page_table's and an FP8 cache's
+        descales', which the caller made float32 [batch, heads_kv] contiguous tensors).
         The library validates every call.
         """
-        key = (q.dtype, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(),
+        key = (q.dtype, k.dtype, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(),
                out.stride(), causal, softmax_scale, lse is None, window, softcap,
                sequences.host_key())
         template = self._templates.get(key)
         if template is None:
             template = self._params(q, k, v, fc_dtype(q.dtype), causal, softmax_scale, window,
-                                    softcap, sequences)
+                                    softcap, sequences, kv_dtype_of(q.dtype, k.dtype, v.dtype))
             template.o_stride = Strides(*_element_strides(out, "out"))
             if len(self._templates) >= LAUNCH_TEMPLATES_MAX:
                 self._templates.clear()
@@ -321,6 +334,7 @@ class Context:
             params.sinks = sinks.data_ptr()
         if sequences.per_sequence or sequences.paged:
             _set_sequence_pointers(params, sequences)
+        params.k_descale, params.v_descale = (None if t is None else t.data_ptr() for t in descales)
         status = self._lib.fc_attention_forward(self._live_handle(), ctypes.byref(params), stream)
         if status != FC_OK:
             raise self._error(status, sequences=sequences)
@@ -346,7 +360,7 @@ class Context:
             raise self._error(status)
 
     def _params(self, q, k, v, dtype, causal, softmax_scale, window=(-1, -1), softcap=None,
-                sequences=DENSE):
+                sequences=DENSE, kv_dtype=FC_DTYPE_SAME):
         """AttentionParams for the sizes, strides and options, with no pointers set."""
         varlen_batch = sequences.varlen_batch() if sequences.varlen else None
         (q_sizes, q_strides), (k_sizes, k_strides), (v_sizes, v_strides) = (
@@ -369,6 +383,11 @@ class Context:
         else:   # 0.2.0: the fields after causal stay unread (and must stay unset)
             self._lib.fc_attention_params_init(ctypes.byref(params))
         params.dtype = dtype
+        if kv_dtype != FC_DTYPE_SAME:
+            if not hasattr(self._lib, "fc_attention_params_init_sized"):
+                raise FlashCoreError("FC_ERR_UNSUPPORTED", FC_ERR_UNSUPPORTED,
+                                     "this libflashcore predates FP8 K/V (kv_dtype)")
+            params.kv_dtype = kv_dtype
         params.batch, params.seqlen_q, params.heads_q, params.head_dim = q_sizes
         params.seqlen_k, params.heads_kv = k_sizes[1], k_sizes[2]
         params.q_stride = Strides(*q_strides)
@@ -390,7 +409,7 @@ class Context:
         return params
 
     def _bind(self, q, k, v, causal, softmax_scale, out, return_lse, lse, window=(-1, -1), sinks=None,
-              softcap=None, sequences=DENSE):
+              softcap=None, sequences=DENSE, descales=(None, None)):
         """Checks what the C struct cannot express, allocates out/lse, fills AttentionParams."""
         import torch
 
@@ -398,11 +417,10 @@ class Context:
             if not isinstance(tensor, torch.Tensor):
                 raise ArgumentError(f"{name} must be a torch.Tensor, not {type(tensor).__name__}")
         dtype = fc_dtype(q.dtype)
-        for name, tensor in (("k", k), ("v", v)):
-            if tensor.dtype != q.dtype:
-                raise ArgumentError(f"{name} is {tensor.dtype} but q is {q.dtype}")
+        kv_dtype = kv_dtype_of(q.dtype, k.dtype, v.dtype)
         check_sequences(sequences, q.shape[0] if q.dim() else 0, q.device)
-        params = self._params(q, k, v, dtype, causal, softmax_scale, window, softcap, sequences)
+        params = self._params(q, k, v, dtype, causal, softmax_scale, window, softcap, sequences,
+                              kv_dtype)
         if q.device.type != "cuda" or q.device.index != self.device:
             raise ArgumentError(f"the tensors are on {q.device}, the context on cuda:{self.device}")
         if out is None:
@@ -426,6 +444,14 @@ class Context:
         params.q, params.k, params.v, params.out = (t.data_ptr() for t in (q, k, v, out))
         params.lse = lse.data_ptr() if lse is not None else None
         params.sinks = sinks.data_ptr() if sinks is not None else None
+        if any(d is not None for d in descales) and kv_dtype == FC_DTYPE_SAME:
+            raise ArgumentError("k_descale and v_descale scale an FP8 KV cache: k and v are "
+                                f"{k.dtype}, not torch.float8_e4m3fn")
+        batch = sequences.varlen_batch() if sequences.varlen else params.batch
+        descales = [descale_tensor(d, name, batch, params.heads_kv, q.device)
+                    for d, name in zip(descales, ("k_descale", "v_descale"))]
+        tensors += [d for d in descales if d is not None]
+        params.k_descale, params.v_descale = (None if d is None else d.data_ptr() for d in descales)
         _set_sequence_pointers(params, sequences)
         params.o_stride = Strides(*_element_strides(out, "out"))
         return params, tensors, out, lse

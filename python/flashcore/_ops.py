@@ -43,15 +43,14 @@ def _check_inputs(q, k, v, fake, sinks=None, sequences=_binding.DENSE):
         if not paged and tensor.dim() != rank:
             raise ArgumentError(f"{name} must be {rank}-D {form}, not {tuple(tensor.shape)}"
                                 + _binding.rank_hint(tensor.dim(), sequences.varlen))
-        if tensor.dtype not in _DTYPES:
+        if name == "q" and tensor.dtype not in _DTYPES:
             raise ArgumentError(f"{name} is {tensor.dtype}: float16 and bfloat16 are supported")
-        if tensor.dtype != q.dtype:
-            raise ArgumentError(f"{name} is {tensor.dtype} but q is {q.dtype}")
         if tensor.device != q.device:
             raise ArgumentError(f"{name} is on {tensor.device} but q is on {q.device}")
         if tensor.stride(-1) != 1:
             raise ArgumentError(f"{name}: the last dimension must be contiguous (stride 1), "
                                 f"not stride {tensor.stride(-1)}")
+    _binding.kv_dtype_of(q.dtype, k.dtype, v.dtype)   # q's, or an FP8 cache's e4m3
     _binding.check_shapes(q.shape, k.shape, v.shape, sequences.varlen, sequences.paged)
     _binding.check_sequences(sequences, q.shape[0], q.device)
     allowed = ("cuda", "meta") if fake else ("cuda",)
@@ -59,6 +58,20 @@ def _check_inputs(q, k, v, fake, sinks=None, sequences=_binding.DENSE):
         raise ArgumentError(f"the tensors are on {q.device}: flashcore.attention runs on CUDA "
                             "tensors")
     _binding.check_sinks(sinks, q.shape[-2], q.device)
+
+
+def _descales(q, k, k_descale, v_descale, sequences):
+    """An FP8 cache's scales as the library takes them: float32 [batch, heads_kv] contiguous
+    tensors (expanded where they broadcast), or None."""
+    if k_descale is None and v_descale is None:
+        return (None, None)
+    if _binding.kv_dtype_of(q.dtype, k.dtype, k.dtype) == _binding.FC_DTYPE_SAME:
+        raise ArgumentError("k_descale and v_descale scale an FP8 KV cache: k and v are "
+                            f"{k.dtype}, not torch.float8_e4m3fn")
+    batch = sequences.varlen_batch() if sequences.varlen else q.shape[0]
+    heads_kv = k.shape[-2]
+    return tuple(_binding.descale_tensor(d, name, batch, heads_kv, q.device)
+                 for d, name in ((k_descale, "k_descale"), (v_descale, "v_descale")))
 
 
 def _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, page_table=None):
@@ -81,10 +94,12 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                softcap: Optional[float] = None, cu_seqlens_q: Optional[torch.Tensor] = None,
                cu_seqlens_k: Optional[torch.Tensor] = None, max_seqlen_q: int = 0,
                max_seqlen_k: int = 0, seqused_k: Optional[torch.Tensor] = None,
-               page_table: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+               page_table: Optional[torch.Tensor] = None, k_descale: Optional[torch.Tensor] = None,
+               v_descale: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     sequences = _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k,
                            page_table)
     _check_inputs(q, k, v, fake=False, sinks=sinks, sequences=sequences)
+    descales = _descales(q, k, k_descale, v_descale, sequences)
     # NOTE: varlen: tokens of no sequence are left as torch.empty gives them (FlashAttention's
     # convention; zeroing them would cost a pass over out): Context.attention(out=...) keeps them.
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
@@ -92,14 +107,16 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                       device=q.device)
     _api.context(q.device.index).launch(q, k, v, out, lse if return_lse else None, causal,
                                          softmax_scale, _current_stream(q.device.index),
-                                         (window_left, window_right), sinks, softcap, sequences)
+                                         (window_left, window_right), sinks, softcap, sequences,
+                                         descales)
     return out, lse
 
 
 @_attention.register_fake
 def _attention_fake(q, k, v, causal, softmax_scale, return_lse, window_left=-1, window_right=-1,
                     sinks=None, softcap=None, cu_seqlens_q=None, cu_seqlens_k=None,
-                    max_seqlen_q=0, max_seqlen_k=0, seqused_k=None, page_table=None):
+                    max_seqlen_q=0, max_seqlen_k=0, seqused_k=None, page_table=None, k_descale=None,
+                    v_descale=None):
     sequences = _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k,
                            page_table)
     _check_inputs(q, k, v, fake=True, sinks=sinks, sequences=sequences)
@@ -110,7 +127,7 @@ def _attention_fake(q, k, v, causal, softmax_scale, return_lse, window_left=-1, 
 
 def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
               sinks=None, softcap=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
-              max_seqlen_k=None, seqused_k=None, page_table=None):
+              max_seqlen_k=None, seqused_k=None, page_table=None, k_descale=None, v_descale=None):
     """Fused attention on CUDA tensors: softmax(cap(scale * Q K^T) [+ mask], sinks) V.
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]
@@ -148,6 +165,13 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wi
     seqlen_q 1), or varlen with cu_seqlens_q, max_seqlen_q and max_seqlen_k (then no cu_seqlens_k).
     Slots and pages past a sequence's keys are never read. Page ids are the caller's contract.
 
+    FP8 KV cache: k and v torch.float8_e4m3fn (q stays float16 or bfloat16, and so does out), in
+    any of the forms above; k_descale, v_descale: their dequantization scales (FlashAttention-3's),
+    float32 [batch, heads_kv] CUDA tensors, or anything that broadcasts to that (a [] or [1]
+    tensor, or a float: one scale per tensor), None = 1. Attention is computed on k_descale * k and
+    v_descale * v, dequantized in the kernel (the decode kernel for up to 16 query rows per K/V
+    head; others run on the reference kernel).
+
     Runs on torch.cuda.current_stream(); works under torch.compile(fullgraph=True) and CUDA
     graph capture (after one call outside it, which compiles the kernel). Forward only: no
     autograd. Raises flashcore.FlashCoreError (ArgumentError, also a ValueError, for inputs
@@ -169,8 +193,20 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wi
                           bool(return_lse), window_left, window_right, sinks,
                           None if softcap is None else float(softcap), sequences.cu_seqlens_q,
                           sequences.cu_seqlens_k, sequences.max_seqlen_q, sequences.max_seqlen_k,
-                          sequences.seqused_k, sequences.page_table)
+                          sequences.seqused_k, sequences.page_table,
+                          *(_float_scale(d, q.device) for d in (k_descale, v_descale)))
     return (out, lse) if return_lse else out
+
+
+def _float_scale(value, device):
+    """A per-tensor scale given as a number, as the op takes it: a float32 [] tensor."""
+    if value is None or isinstance(value, torch.Tensor):
+        return value
+    try:
+        return torch.tensor(float(value), dtype=torch.float32, device=device)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"a descale must be a float or a float32 tensor, not "
+                            f"{type(value).__name__}") from None
 
 
 def _check_merge_inputs(out_a, lse_a, out_b, lse_b, fake):

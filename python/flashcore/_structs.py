@@ -7,6 +7,8 @@ FC_ERR_UNSUPPORTED = 2
 FC_DEVICE_NONE = -1
 FC_F16 = 0
 FC_BF16 = 1
+FC_E4M3 = 2
+FC_DTYPE_SAME = -1   # kv_dtype: K and V are dtype
 LOG_LEVELS = {"off": 0, "error": 1, "warn": 2, "info": 3, "debug": 4}
 
 PLAN_KERNEL_CHARS = 96
@@ -25,7 +27,9 @@ DTYPES = {
     "torch.float16": FC_F16, "float16": FC_F16, "f16": FC_F16, "fp16": FC_F16, "half": FC_F16,
     "torch.bfloat16": FC_BF16, "bfloat16": FC_BF16, "bf16": FC_BF16,
 }
-DTYPE_NAMES = {FC_F16: "f16", FC_BF16: "bf16"}
+DTYPE_NAMES = {FC_F16: "f16", FC_BF16: "bf16", FC_E4M3: "e4m3"}
+# K/V types besides q's: FP8 e4m3 (torch.float8_e4m3fn), an FP8 KV cache.
+KV_DTYPES = {"torch.float8_e4m3fn": FC_E4M3, "float8_e4m3fn": FC_E4M3, "e4m3": FC_E4M3, "fp8": FC_E4M3}
 
 
 class Options(ctypes.Structure):
@@ -82,6 +86,10 @@ class AttentionParams(ctypes.Structure):
         ("page_table", ctypes.c_void_p),    # const int32_t *, [batch, page_table_stride]
         ("page_table_stride", ctypes.c_int),
         ("num_pages", ctypes.c_int),
+        # an FP8 KV cache (src/flashcore.h), added after the paging fields; FC_DTYPE_SAME/NULL: none.
+        ("kv_dtype", ctypes.c_int),         # enum fc_dtype: FC_E4M3 for e4m3 k and v
+        ("k_descale", ctypes.c_void_p),     # const float *, [batch, heads_kv]; NULL: 1
+        ("v_descale", ctypes.c_void_p),
     ]
 
 

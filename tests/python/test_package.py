@@ -1,4 +1,5 @@
 """The flashcore package without a GPU and without torch: import, version, info, plan, errors."""
+import ctypes
 import importlib.metadata
 import os
 import pickle
@@ -314,9 +315,16 @@ class OlderLibrary:
         self._lib, self._version, self._message = lib, version, None
 
     def __getattr__(self, name):
-        if name == "fc_attention_params_init_sized" and self._version == "0.2.0":
-            raise AttributeError(name)
+        if name == "fc_attention_params_init_sized":
+            if self._version == "0.2.0":
+                raise AttributeError(name)
+            return self._init_sized
         return getattr(self._lib, name)
+
+    def _init_sized(self, params, size):
+        """0.3.0's initializer: its own fields' defaults, 0 in the bytes of fields it does not know."""
+        self._lib.fc_attention_params_init_sized(params, size)
+        ctypes.memset(ctypes.addressof(params._obj) + self.SIZE_0_3, 0, size - self.SIZE_0_3)
 
     def fc_version(self):
         return self._version.encode()

@@ -43,18 +43,17 @@ needs_paging = pytest.mark.skipif(not takes_paging(), reason="the loaded library
                                   "needs the C side's paged KV cache")
 
 
-def test_the_struct_ends_with_the_paging_fields_as_the_header_has_them():
+def test_the_struct_has_the_paging_fields_as_the_header_has_them():
     """int page_size; const int32_t *page_table; int page_table_stride; int num_pages; after
     seqused_k, C's alignment (LP64: the pointer 8-aligned, the struct a multiple of 8)."""
     names = [name for name, _ in AttentionParams._fields_]
-    assert names[-5:] == ["seqused_k", "page_size", "page_table", "page_table_stride", "num_pages"]
+    assert names[-8:-3] == ["seqused_k", "page_size", "page_table", "page_table_stride", "num_pages"]
     pointer = ctypes.sizeof(ctypes.c_void_p)
     base = AttentionParams.seqused_k.offset + pointer
     assert AttentionParams.page_size.offset == base
     assert AttentionParams.page_table.offset == base + pointer   # int, then padding to the pointer
     assert AttentionParams.page_table_stride.offset == base + 2 * pointer
     assert AttentionParams.num_pages.offset == base + 2 * pointer + 4
-    assert ctypes.sizeof(AttentionParams) == base + 2 * pointer + 8
 
 
 @pytest.fixture
@@ -308,9 +307,16 @@ class OlderLibrary:
         self._lib, self._version, self._known, self._message = lib, version, known, None
 
     def __getattr__(self, name):
-        if name == "fc_attention_params_init_sized" and self._version == "0.2.0":
-            raise AttributeError(name)
+        if name == "fc_attention_params_init_sized":
+            if self._version == "0.2.0":
+                raise AttributeError(name)
+            return self._init_sized
         return getattr(self._lib, name)
+
+    def _init_sized(self, params, size):
+        """An older initializer: its own fields' defaults, 0 in the bytes of fields it does not know."""
+        self._lib.fc_attention_params_init_sized(params, size)
+        ctypes.memset(ctypes.addressof(params._obj) + self._known, 0, size - self._known)
 
     def fc_version(self):
         return self._version.split("-")[0].encode()
@@ -620,3 +626,15 @@ def test_torch_paged_attention_agrees_with_check_paged_reference(torch, fields):
     stats, failures = check_paged.judge(case, (("torch", inputs.out),), inputs.lse,
                                         check_paged.reference(case, inputs, rows))
     assert not failures, (failures, stats)
+
+
+def test_the_struct_ends_with_the_fp8_cache_fields_as_the_header_has_them():
+    """enum fc_dtype kv_dtype; const float *k_descale, *v_descale; after num_pages."""
+    names = [name for name, _ in AttentionParams._fields_]
+    assert names[-4:] == ["num_pages", "kv_dtype", "k_descale", "v_descale"]
+    pointer = ctypes.sizeof(ctypes.c_void_p)
+    assert AttentionParams.kv_dtype.offset == AttentionParams.num_pages.offset + 4
+    assert AttentionParams.k_descale.offset % pointer == 0   # after padding to the pointer
+    assert AttentionParams.k_descale.offset <= AttentionParams.kv_dtype.offset + pointer
+    assert AttentionParams.v_descale.offset == AttentionParams.k_descale.offset + pointer
+    assert ctypes.sizeof(AttentionParams) == AttentionParams.v_descale.offset + pointer
