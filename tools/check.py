@@ -23,6 +23,12 @@ of "all".
     python3 tools/check.py --matrix paged --families decode --repeats 20
                                                     # paged KV caches (page sizes 1..256)
 
+    python3 tools/check.py --kv-dtype e4m3 --families decode,reference
+                                                    # an FP8 KV cache: K and V quantized to e4m3
+                                                    # with per-(batch, K/V head) scales; the
+                                                    # reference is computed on the dequantized
+                                                    # K/V, PyTorch's own from them in q's dtype
+
 Prints one line per case and closes with "N passed, M failed"; exits 1 if any case failed.
 """
 import argparse
@@ -144,13 +150,15 @@ class Case(NamedTuple):
     window: tuple = (-1, -1)
     sinks: Optional[tuple] = None
     softcap: Optional[float] = None
+    kv_dtype: Optional[str] = None   # "e4m3": an FP8 KV cache; None: q's dtype
 
     def describe(self):
         s = self.shape
         scale = "" if s.softmax_scale is None else f" scale={s.softmax_scale}"
         extra = "".join((f" window={self.window}" if tuple(self.window) != (-1, -1) else "",
                          f" sinks={self.sinks}" if self.sinks is not None else "",
-                         f" softcap={self.softcap:g}" if self.softcap is not None else ""))
+                         f" softcap={self.softcap:g}" if self.softcap is not None else "",
+                         f" kv={self.kv_dtype}" if self.kv_dtype else ""))
         return (f"{self.dtype:<4} d{self.head_dim:<3} {'causal' if self.causal else 'full  '} "
                 f"b{s.batch} sq{s.seqlen_q:<4} sk{s.seqlen_k:<4} hq{s.heads_q} hkv{s.heads_kv} "
                 f"{s.layout:<7}{scale}{extra}")
@@ -195,6 +203,22 @@ def make_inputs(case, device):
         storage = torch.empty(s.batch, s.seqlen_q, s.heads_q, d + OUT_PAD, **options)
         return Inputs(q, k, v, storage[..., :d], storage, storage[..., d:])
     raise ValueError(f"unknown layout {s.layout!r}")
+
+
+E4M3_MAX = 448.0   # torch.float8_e4m3fn's largest finite value
+
+
+def quantize_e4m3(x):
+    """x [B, S, H, D] as an FP8 cache holds it: (float8_e4m3fn contiguous, float32 [B, H] scales,
+    the dequantized values in float32, exact). Each (batch, head)'s scale maps its largest |x| to
+    a random fraction of e4m3's range (0.5-1: the scales differ from head to head)."""
+    import torch
+
+    amax = x.float().abs().amax(dim=(1, 3)).clamp(min=1e-6)                  # [B, H]
+    scale = amax / (E4M3_MAX * (0.5 + 0.5 * torch.rand_like(amax)))
+    quantized = (x.float() / scale[:, None, :, None]).to(torch.float8_e4m3fn).contiguous()
+    exact = quantized.float() * scale[:, None, :, None]
+    return quantized, scale.contiguous(), exact
 
 
 def visible_keys(seqlen_q, seqlen_k, causal, device, window=(-1, -1)):
@@ -265,13 +289,16 @@ def attention_pytorch(q, k, v, causal, visible, scale, sinks=None, softcap=None)
     return torch.matmul(probs, v)
 
 
-def reference(q, k, v, causal, scale, visible=None, window=(-1, -1), sinks=None, softcap=None):
+def reference(q, k, v, causal, scale, visible=None, window=(-1, -1), sinks=None, softcap=None,
+              exact_kv=None):
     """Float64 out [B, Sq, Hq, D] and lse [B, Hq, Sq], err_pt, and has_key [Sq].
 
     Computed per batch and chunk of heads to bound the float64 scores' memory. err_pt is PyTorch's
     max abs error over the rows that see a key (PyTorch gives NaN on the others). visible: an
     [Sq, Sk] bool mask of any other shape of visibility (then causal and window are ignored).
     sinks: float32 [Hq] logits or None; softcap: None or the cap (see attention_float64).
+    exact_kv: (k, v) for the float64 attention when k and v (then PyTorch's inputs) are rounded
+    copies of them (an FP8 cache's dequantized values in q's dtype).
     """
     import torch
 
@@ -293,7 +320,9 @@ def reference(q, k, v, causal, scale, visible=None, window=(-1, -1), sinks=None,
             kh = k[b].index_select(1, heads // group).transpose(0, 1)    # (h, Sk, D)
             vh = v[b].index_select(1, heads // group).transpose(0, 1)
             sinks_h = None if sinks is None else sinks.index_select(0, heads)
-            out_h, lse_h = attention_float64(qh, kh, vh, visible, has_key, scale, sinks_h, softcap)
+            k64, v64 = (kh, vh) if exact_kv is None else (
+                t[b].index_select(1, heads // group).transpose(0, 1) for t in exact_kv)
+            out_h, lse_h = attention_float64(qh, k64, v64, visible, has_key, scale, sinks_h, softcap)
             out_pt = attention_pytorch(qh, kh, vh, causal, visible, scale, sinks_h, softcap)
             err_pt = max(err_pt, max_abs_diff(out_pt[:, has_key], out_h[:, has_key]))
             out[b, :, first:first + len(heads)] = out_h.transpose(0, 1)
@@ -348,9 +377,15 @@ def run_case(context, case, repeats):
     lse = torch.empty(s.batch, s.heads_q, s.seqlen_q, dtype=torch.float32, device=device)
     kwargs = {"causal": case.causal, "softmax_scale": case.shape.softmax_scale, "out": out,
               "window": tuple(case.window), "sinks": sinks, "softcap": case.softcap}
+    exact_kv = None
+    if case.kv_dtype:   # ours reads the e4m3 cache; the references its dequantized values
+        (k8, k_scale, k_exact), (v8, v_scale, v_exact) = quantize_e4m3(k), quantize_e4m3(v)
+        exact_kv = (k_exact, v_exact)
+        k, v = k8, v8
+        kwargs.update(k_descale=k_scale, v_descale=v_scale)
     row = {**case.shape._asdict(), "dtype": case.dtype, "head_dim": case.head_dim,
            "causal": case.causal, "window": list(case.window), "sinks": case.sinks,
-           "softcap": case.softcap, "repeats": repeats}
+           "softcap": case.softcap, "kv_dtype": case.kv_dtype, "repeats": repeats}
     failures = []
 
     def poisoned_call(with_lse):
@@ -371,9 +406,10 @@ def run_case(context, case, repeats):
         row.update(passed=False, failures=[str(error)])
         return row
 
-    ref_out, ref_lse, err_pt, has_key = reference(q, k, v, case.causal, effective_scale(case),
+    ref_k, ref_v = (k, v) if exact_kv is None else (t.to(q.dtype) for t in exact_kv)
+    ref_out, ref_lse, err_pt, has_key = reference(q, ref_k, ref_v, case.causal, effective_scale(case),
                                                   window=tuple(case.window), sinks=sinks,
-                                                  softcap=case.softcap)
+                                                  softcap=case.softcap, exact_kv=exact_kv)
     bound = ERROR_FACTOR * err_pt + ERROR_SLACK
     err = max_abs_diff(first_out, ref_out)
     err_no_lse = max_abs_diff(out_no_lse, ref_out)
@@ -431,7 +467,7 @@ def random_matrix(matrix):
     return None
 
 
-def build_cases(head_dims, quick, matrix="all", seed=0):
+def build_cases(head_dims, quick, matrix="all", seed=0, kv_dtype=None):
     """The base matrix (head dims x dtypes x causal x shapes) and the features one (head dims x
     dtypes x FEATURES), or one of them, or the varlen or paged one (drawn from seed)."""
     module = random_matrix(matrix)
@@ -444,7 +480,8 @@ def build_cases(head_dims, quick, matrix="all", seed=0):
     features = [Case(dtype, head_dim, causal, shape, window, sinks, softcap)
                 for head_dim in head_dims for dtype in DTYPE_NAMES
                 for causal, shape, window, sinks, softcap in (QUICK_FEATURES if quick else FEATURES)]
-    return {"all": base + features, "base": base, "features": features}[matrix]
+    cases = {"all": base + features, "base": base, "features": features}[matrix]
+    return [case._replace(kv_dtype=kv_dtype) for case in cases] if kv_dtype else cases
 
 
 def family_takes(family, case):
@@ -453,10 +490,13 @@ def family_takes(family, case):
     s = case.shape
     if family in (None, "reference"):
         return True
+    if case.kv_dtype and family != "decode":   # FP8 K/V: the decode and reference kernels
+        return False
     if family == "sm90":
         return case.head_dim % 32 == 0
     packed = s.seqlen_q * (s.heads_q // s.heads_kv)
-    return case.head_dim % 16 == 0 and (family != "decode" or packed <= 16)
+    multiple = 32 if case.kv_dtype else 16
+    return case.head_dim % multiple == 0 and (family != "decode" or packed <= 16)
 
 
 def format_row(case, row):
@@ -485,6 +525,9 @@ def parse_args(argv):
                         help="the base matrix, the features one (windows, sinks, softcap), both "
                              "(all), the varlen one (ragged batches, seqused_k, a CUDA graph) or the "
                              "paged one (paged KV caches, dense and varlen queries, a CUDA graph)")
+    parser.add_argument("--kv-dtype", choices=("e4m3",),
+                        help="K and V as an FP8 cache (base and features matrices): e4m3 with "
+                             "per-(batch, K/V head) scales, judged on the dequantized values")
     parser.add_argument("--families", type=lambda text: text.split(","), default=[None],
                         help="comma-separated families to force in turn through FC_FORCE_VARIANT "
                              "(reference, sm80, sm90, decode, or any FC_FORCE_VARIANT value), each "
@@ -513,7 +556,11 @@ def main(argv=None):
     torch.cuda.set_device(args.device)
     torch.manual_seed(args.seed)
     head_dims = args.head_dims or (QUICK_HEAD_DIMS if args.quick else HEAD_DIMS)
-    cases = build_cases(head_dims, args.quick, args.matrix, args.seed)
+    if args.kv_dtype and args.matrix in ("varlen", "paged"):
+        print(f"--kv-dtype: the base and features matrices (not {args.matrix}); an FP8 cache's varlen "
+              "and paged forms are in the gpu suite", flush=True)
+        return 2
+    cases = build_cases(head_dims, args.quick, args.matrix, args.seed, args.kv_dtype)
     drawn = random_matrix(args.matrix)
     takes = drawn.family_takes if drawn else family_takes
     run = drawn.run_case if drawn else run_case
