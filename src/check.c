@@ -7,14 +7,16 @@
 #include "check_internal.h"
 
 #define POISON_16 0x7fffu          /* a NaN in both fp16 and bf16 */
+#define POISON_E4M3 0x7f           /* a NaN in e4m3 (e4m3fn's only one, with 0xff) */
 #define POISON_32 0x7fc00000u      /* a NaN in fp32 */
-#define ROW_PADDING 8              /* elements added to each row in FC_LAYOUT_BHSD */
+#define ROW_PADDING_BYTES 16       /* added to each row in FC_LAYOUT_BHSD: strides stay on 16 bytes */
 
-/* Element strides {batch, seq, head} of a tensor in a layout. */
-static void layout_strides(enum fc_check_layout layout, int seqlen, int heads, int dim, int64_t out[3])
+/* Element strides {batch, seq, head} of a tensor of element_bytes elements in a layout. */
+static void layout_strides(enum fc_check_layout layout, int seqlen, int heads, int dim, int element_bytes,
+                           int64_t out[3])
 {
     if (layout == FC_LAYOUT_BHSD) {
-        out[1] = dim + ROW_PADDING;
+        out[1] = dim + ROW_PADDING_BYTES / element_bytes;
         out[2] = (int64_t)seqlen * out[1];
         out[0] = (int64_t)heads * out[2];
     } else {
@@ -24,19 +26,22 @@ static void layout_strides(enum fc_check_layout layout, int seqlen, int heads, i
     }
 }
 
-/* Copies between a packed host tensor and a strided one, either way. */
-static void restride(uint16_t *packed, uint16_t *strided, const int64_t stride[3], int batch, int seqlen,
-                     int heads, int dim, int to_strided)
+/* Copies between a packed host tensor and a strided one (strides in elements of element_bytes),
+ * either way. */
+static void restride(void *packed, void *strided, const int64_t stride[3], int batch, int seqlen, int heads,
+                     int dim, int element_bytes, int to_strided)
 {
+    unsigned char *tight = packed, *wide = strided;
+    const size_t row_bytes = (size_t)dim * (size_t)element_bytes;
     size_t n = 0;
     for (int b = 0; b < batch; b++)
         for (int s = 0; s < seqlen; s++)
-            for (int h = 0; h < heads; h++, n += (size_t)dim) {
-                uint16_t *row = strided + b * stride[0] + s * stride[1] + h * stride[2];
+            for (int h = 0; h < heads; h++, n += row_bytes) {
+                unsigned char *row = wide + (size_t)(b * stride[0] + s * stride[1] + h * stride[2]) * element_bytes;
                 if (to_strided)
-                    memcpy(row, packed + n, (size_t)dim * 2);
+                    memcpy(row, tight + n, row_bytes);
                 else
-                    memcpy(packed + n, row, (size_t)dim * 2);
+                    memcpy(tight + n, row, row_bytes);
             }
 }
 
@@ -45,18 +50,24 @@ static enum fc_status cuda_fail(const struct fc_check_run *run, CUresult r, cons
     return fc_cuda_fail(run->cuda, r, what, msg, size);
 }
 
-static enum fc_status upload(struct fc_check_run *run, CUdeviceptr *device, const uint16_t *packed,
+/* A packed host tensor of element_bytes elements (2: 16-bit, 1: e4m3) to a new device buffer of
+ * `elements` in its strides. */
+static enum fc_status upload(struct fc_check_run *run, CUdeviceptr *device, const void *packed, int element_bytes,
                              const int64_t stride[3], int batch, int seqlen, int heads, size_t elements, char *msg,
                              size_t size)
 {
     const struct fc_attention_params *p = &run->params;
-    CUresult r = run->cuda->cuMemAlloc(device, elements * 2);
+    const size_t bytes = elements * (size_t)element_bytes;   /* at most the staging buffer's */
+    CUresult r = run->cuda->cuMemAlloc(device, bytes);
     if (r != CUDA_SUCCESS)
         return cuda_fail(run, r, "cuMemAlloc", msg, size);
-    for (size_t i = 0; i < elements; i++)   /* padding holds NaN: reading it would show */
-        run->staging[i] = POISON_16;
-    restride((uint16_t *)packed, run->staging, stride, batch, seqlen, heads, p->head_dim, 1);
-    r = run->cuda->cuMemcpyHtoD(*device, run->staging, elements * 2);
+    if (element_bytes == 1)   /* padding holds NaN: reading it would show */
+        memset(run->staging, POISON_E4M3, bytes);
+    else
+        for (size_t i = 0; i < elements; i++)
+            run->staging[i] = POISON_16;
+    restride((void *)packed, run->staging, stride, batch, seqlen, heads, p->head_dim, element_bytes, 1);
+    r = run->cuda->cuMemcpyHtoD(*device, run->staging, bytes);
     return r == CUDA_SUCCESS ? FC_OK : cuda_fail(run, r, "cuMemcpyHtoD", msg, size);
 }
 
@@ -65,25 +76,71 @@ static enum fc_status allocate_host(struct fc_check_run *run, char *msg, size_t 
     const struct fc_attention_params *p = &run->params;
     size_t q = (size_t)run->layout_batch * p->seqlen_q * p->heads_q * p->head_dim;
     size_t kv = (size_t)run->kv_batch * run->kv_seqlen * p->heads_kv * p->head_dim;
-    size_t staging = run->q_elements > run->kv_elements ? run->q_elements : run->kv_elements;
+    size_t staging = run->q_elements > run->kv_elements ? run->q_elements : run->kv_elements;   /* 16-bit */
+    const int fp8 = run->kv_bytes == 1;
     run->host_q = malloc(q * 2);
-    run->host_k = malloc(kv * 2);
-    run->host_v = malloc(kv * 2);
+    if (fp8) {
+        run->host_k8 = malloc(kv);
+        run->host_v8 = malloc(kv);
+    } else {
+        run->host_k = malloc(kv * 2);
+        run->host_v = malloc(kv * 2);
+    }
     run->host_out = malloc(q * 2);
     run->staging = malloc(staging * 2);
     run->host_lse = malloc(run->lse_count * 4);
-    if (!run->host_q || !run->host_k || !run->host_v || !run->host_out || !run->staging || !run->host_lse) {
+    if (!run->host_q || !(fp8 ? run->host_k8 && run->host_v8 : run->host_k && run->host_v) || !run->host_out ||
+        !run->staging || !run->host_lse) {
         snprintf(msg, size, "out of host memory for a %zu-element problem", q + 2 * kv);
         return FC_ERR_NOMEM;
     }
+    /* one stream, q then k then v: FP8 K/V are the codes of the values 16-bit ones would hold */
     struct fc_random random;
     fc_random_seed(&random, run->c.seed);
-    uint16_t *tensors[3] = {run->host_q, run->host_k, run->host_v};
-    size_t counts[3] = {q, kv, kv};
-    for (int t = 0; t < 3; t++)
-        for (size_t i = 0; i < counts[t]; i++)
-            tensors[t][i] = fc_float_to_storage(p->dtype, (float)fc_random_normal(&random));
+    for (size_t i = 0; i < q; i++)
+        run->host_q[i] = fc_float_to_storage(p->dtype, (float)fc_random_normal(&random));
+    const double unit = run->c.kv_descale > 0.f ? run->c.kv_descale : 1.0;   /* FP8: the codes' scale */
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < kv; i++) {
+            const double value = fc_random_normal(&random);
+            if (fp8)
+                (t ? run->host_v8 : run->host_k8)[i] = fc_float_to_e4m3((float)(value / unit));
+            else
+                (t ? run->host_v : run->host_k)[i] = fc_float_to_storage(p->dtype, (float)value);
+        }
     return FC_OK;
+}
+
+/* FP8 with kv_descale > 0: each (sequence, K/V head)'s k and v descales, kv_descale times 2^U(-1, 1),
+ * on the host and the device (a stream of their own: K and V stay those of the seed). */
+static enum fc_status make_descales(struct fc_check_run *run, char *msg, size_t size)
+{
+    const struct fc_attention_params *p = &run->params;
+    if (run->kv_bytes != 1 || run->c.kv_descale == 0.f)
+        return FC_OK;
+    const size_t count = (size_t)p->batch * (size_t)p->heads_kv;
+    run->host_k_descale = malloc(count * sizeof(float));
+    run->host_v_descale = malloc(count * sizeof(float));
+    if (!run->host_k_descale || !run->host_v_descale) {
+        snprintf(msg, size, "out of host memory for %zu descales", 2 * count);
+        return FC_ERR_NOMEM;
+    }
+    enum { UNIFORM_BITS = 24 };
+    struct fc_random random;
+    fc_random_seed(&random, run->c.seed ^ 0xde5ca1eull);
+    for (size_t i = 0; i < 2 * count; i++) {
+        const double uniform = ldexp((double)fc_random_below(&random, 1ull << UNIFORM_BITS), -UNIFORM_BITS);
+        (i < count ? run->host_k_descale : run->host_v_descale)[i % count] =
+            (float)(run->c.kv_descale * exp2(2.0 * uniform - 1.0));
+    }
+    CUresult r = run->cuda->cuMemAlloc(&run->k_descale, count * sizeof(float));
+    if (r == CUDA_SUCCESS)
+        r = run->cuda->cuMemAlloc(&run->v_descale, count * sizeof(float));
+    if (r == CUDA_SUCCESS)
+        r = run->cuda->cuMemcpyHtoD(run->k_descale, run->host_k_descale, count * sizeof(float));
+    if (r == CUDA_SUCCESS)
+        r = run->cuda->cuMemcpyHtoD(run->v_descale, run->host_v_descale, count * sizeof(float));
+    return r == CUDA_SUCCESS ? FC_OK : cuda_fail(run, r, "uploading the descales", msg, size);
 }
 
 /* The host's view of the case: the library's own resolution of its shape rules (mask, scale). */
@@ -100,12 +157,16 @@ static enum fc_status host_problem(struct fc_check_run *run, char *msg, size_t s
     enum fc_status status = fc_problem_shape(&shape, &problem, msg, size);
     if (status != FC_OK)
         return status;
-    run->host = (struct fc_host_problem){problem.dtype, problem.batch, problem.seqlen_q, problem.seqlen_k,
-                                         problem.heads_q, problem.heads_kv, problem.head_dim, problem.mask,
-                                         problem.softmax_scale, run->host_q, run->host_k, run->host_v,
-                                         run->host_sinks, problem.softcap, run->host_cu_q, run->host_cu_k,
-                                         run->host_used_k, run->params.page_size, run->params.page_table_stride,
-                                         run->host_page_table};
+    run->host = (struct fc_host_problem){
+        .dtype = problem.dtype, .batch = problem.batch, .seqlen_q = problem.seqlen_q, .seqlen_k = problem.seqlen_k,
+        .heads_q = problem.heads_q, .heads_kv = problem.heads_kv, .head_dim = problem.head_dim,
+        .mask = problem.mask, .softmax_scale = problem.softmax_scale, .q = run->host_q, .k = run->host_k,
+        .v = run->host_v, .sinks = run->host_sinks, .softcap = problem.softcap, .cu_seqlens_q = run->host_cu_q,
+        .cu_seqlens_k = run->host_cu_k, .seqused_k = run->host_used_k, .page_size = run->params.page_size,
+        .page_table_stride = run->params.page_table_stride, .page_table = run->host_page_table,
+        .kv_fp8 = problem.kv_fp8, .k8 = run->host_k8, .v8 = run->host_v8, .k_descale = run->host_k_descale,
+        .v_descale = run->host_v_descale,
+    };
     return FC_OK;
 }
 
@@ -158,6 +219,20 @@ static enum fc_status make_sequences(struct fc_check_run *run, char *msg, size_t
     return FC_OK;
 }
 
+/* Elements [first, end) of the packed host K and V hold NaN, e4m3's or the 16-bit one. */
+static void poison_kv(struct fc_check_run *run, size_t first, size_t end)
+{
+    if (first >= end)
+        return;
+    if (run->host_k8) {
+        memset(run->host_k8 + first, POISON_E4M3, end - first);
+        memset(run->host_v8 + first, POISON_E4M3, end - first);
+        return;
+    }
+    for (size_t i = first; i < end; i++)
+        run->host_k[i] = run->host_v[i] = POISON_16;
+}
+
 /* Rows no sequence owns hold NaN, so that a kernel reading one shows: the tokens after a varlen
  * batch's last sequence, and each sequence's keys past its seqused_k. */
 static void poison_unused_rows(struct fc_check_run *run)
@@ -167,15 +242,13 @@ static void poison_unused_rows(struct fc_check_run *run)
     if (run->host_cu_q) {
         for (size_t i = (size_t)run->host_cu_q[p->batch] * q_row; i < (size_t)p->seqlen_q * q_row; i++)
             run->host_q[i] = POISON_16;
-        for (size_t i = run->host_cu_k ? (size_t)run->host_cu_k[p->batch] * kv_row : 0;
-             run->host_cu_k && i < (size_t)p->seqlen_k * kv_row; i++)
-            run->host_k[i] = run->host_v[i] = POISON_16;
+        if (run->host_cu_k)
+            poison_kv(run, (size_t)run->host_cu_k[p->batch] * kv_row, (size_t)p->seqlen_k * kv_row);
     }
     for (int b = 0; !run->host_page_table && run->host_used_k && b < p->batch; b++) {
         const size_t first = run->host_cu_k ? (size_t)run->host_cu_k[b] : (size_t)b * p->seqlen_k;
         const size_t end = run->host_cu_k ? (size_t)run->host_cu_k[b + 1] : first + (size_t)p->seqlen_k;
-        for (size_t i = (first + (size_t)run->host_used_k[b]) * kv_row; i < end * kv_row; i++)
-            run->host_k[i] = run->host_v[i] = POISON_16;
+        poison_kv(run, (first + (size_t)run->host_used_k[b]) * kv_row, end * kv_row);
     }
 }
 
@@ -238,8 +311,7 @@ static enum fc_status make_page_table(struct fc_check_run *run, char *msg, size_
     const size_t kv_row = (size_t)p->heads_kv * p->head_dim;
     for (size_t slot = 0; slot < (size_t)pages * (size_t)page_size; slot++)
         if (!used[slot])
-            for (size_t i = slot * kv_row; i < (slot + 1) * kv_row; i++)
-                run->host_k[i] = run->host_v[i] = POISON_16;
+            poison_kv(run, slot * kv_row, (slot + 1) * kv_row);
     free(pool);
     free(used);
     return FC_OK;
@@ -294,6 +366,12 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
         snprintf(msg, size, "a paged check takes page_size > 0 and no lens_k (the key counts are used_k)");
         return FC_ERR_INVALID_ARG;
     }
+    run->kv_bytes = p->kv_dtype == FC_E4M3 ? 1 : 2;   /* another kv_dtype: the library's rules answer */
+    if (!(c->kv_descale >= 0.f) || !isfinite(c->kv_descale) || (c->kv_descale > 0.f && run->kv_bytes != 1)) {
+        snprintf(msg, size, "kv_descale (%g) is FP8's (shape.kv_dtype FC_E4M3): 0 (no descales) or finite and "
+                 "positive", (double)c->kv_descale);
+        return FC_ERR_INVALID_ARG;
+    }
     enum fc_status status = make_sequences(run, msg, size);
     if (status != FC_OK)
         return status;
@@ -301,16 +379,18 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
     run->kv_seqlen = p->seqlen_k;
     if (c->page_size > 0)
         paged_shape(run);
-    layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, p->q_stride);
-    layout_strides(run->c.layout, run->kv_seqlen, p->heads_kv, p->head_dim, p->k_stride);
-    layout_strides(run->c.layout, run->kv_seqlen, p->heads_kv, p->head_dim, p->v_stride);
-    layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, p->o_stride);
+    layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, 2, p->q_stride);
+    layout_strides(run->c.layout, run->kv_seqlen, p->heads_kv, p->head_dim, run->kv_bytes, p->k_stride);
+    layout_strides(run->c.layout, run->kv_seqlen, p->heads_kv, p->head_dim, run->kv_bytes, p->v_stride);
+    layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, 2, p->o_stride);
     run->q_elements = run->o_elements = (size_t)run->layout_batch * (size_t)p->q_stride[0];
     run->kv_elements = (size_t)run->kv_batch * (size_t)p->k_stride[0];
     run->lse_count = (size_t)run->layout_batch * p->heads_q * p->seqlen_q;
     status = allocate_host(run, msg, size);
     if (status == FC_OK)
         status = make_sinks(run, msg, size);
+    if (status == FC_OK)
+        status = make_descales(run, msg, size);
     if (status != FC_OK)
         return status;
     if (c->page_size > 0 && (status = make_page_table(run, msg, size)) != FC_OK)
@@ -324,12 +404,14 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
         (status = upload_ints(run, &run->page_table, run->host_page_table,
                               (size_t)p->batch * (size_t)p->page_table_stride, msg, size)))
         return status;
-    if ((status = upload(run, &run->q, run->host_q, p->q_stride, run->layout_batch, p->seqlen_q, p->heads_q,
+    const void *host_k = run->host_k8 ? (const void *)run->host_k8 : run->host_k;
+    const void *host_v = run->host_v8 ? (const void *)run->host_v8 : run->host_v;
+    if ((status = upload(run, &run->q, run->host_q, 2, p->q_stride, run->layout_batch, p->seqlen_q, p->heads_q,
                          run->q_elements, msg, size)) ||
-        (status = upload(run, &run->k, run->host_k, p->k_stride, run->kv_batch, run->kv_seqlen, p->heads_kv,
-                         run->kv_elements, msg, size)) ||
-        (status = upload(run, &run->v, run->host_v, p->v_stride, run->kv_batch, run->kv_seqlen, p->heads_kv,
-                         run->kv_elements, msg, size)))
+        (status = upload(run, &run->k, host_k, run->kv_bytes, p->k_stride, run->kv_batch, run->kv_seqlen,
+                         p->heads_kv, run->kv_elements, msg, size)) ||
+        (status = upload(run, &run->v, host_v, run->kv_bytes, p->v_stride, run->kv_batch, run->kv_seqlen,
+                         p->heads_kv, run->kv_elements, msg, size)))
         return status;
     CUresult r;
     if ((r = run->cuda->cuMemAlloc(&run->out, run->o_elements * 2)) ||
@@ -351,6 +433,8 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
     p->cu_seqlens_k = (const int32_t *)run->cu_k;
     p->seqused_k = (const int32_t *)run->used_k;
     p->page_table = (const int32_t *)run->page_table;   /* NULL (0) unless paged */
+    p->k_descale = (const float *)run->k_descale;       /* NULL (0) unless FP8 with kv_descale */
+    p->v_descale = (const float *)run->v_descale;
     return fc_check_poison(run, msg, size);
 }
 
@@ -371,8 +455,8 @@ enum fc_status fc_check_download(struct fc_check_run *run, char *msg, size_t siz
         (r = run->cuda->cuMemcpyDtoH(run->host_lse, run->lse, run->lse_count * 4)))
         return cuda_fail(run, r, "cuMemcpyDtoH", msg, size);
     int64_t stride[3];
-    layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, stride);
-    restride(run->host_out, run->staging, stride, run->layout_batch, p->seqlen_q, p->heads_q, p->head_dim, 0);
+    layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, 2, stride);
+    restride(run->host_out, run->staging, stride, run->layout_batch, p->seqlen_q, p->heads_q, p->head_dim, 2, 0);
     return FC_OK;
 }
 
@@ -382,10 +466,11 @@ static long long written_outside(const struct fc_check_run *run)
     if (run->c.layout != FC_LAYOUT_BHSD)
         return 0;
     const struct fc_attention_params *p = &run->params;
+    const size_t pitch = (size_t)p->head_dim + ROW_PADDING_BYTES / 2;   /* out is 16-bit */
     long long stray = 0;
-    for (size_t row = 0; row < run->o_elements / (size_t)(p->head_dim + ROW_PADDING); row++)
-        for (int d = p->head_dim; d < p->head_dim + ROW_PADDING; d++)
-            stray += run->staging[row * (size_t)(p->head_dim + ROW_PADDING) + (size_t)d] != POISON_16;
+    for (size_t row = 0; row < run->o_elements / pitch; row++)
+        for (size_t d = (size_t)p->head_dim; d < pitch; d++)
+            stray += run->staging[row * pitch + d] != POISON_16;
     return stray;
 }
 
@@ -482,13 +567,17 @@ int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats
 void fc_check_release(struct fc_check_run *run)
 {
     CUdeviceptr device[] = {run->q, run->k, run->v, run->out, run->lse, run->sinks, run->cu_q, run->cu_k, run->used_k,
-                            run->page_table};
+                            run->page_table, run->k_descale, run->v_descale};
     for (size_t i = 0; i < sizeof device / sizeof device[0]; i++)
         if (device[i])
             run->cuda->cuMemFree(device[i]);
     free(run->host_q);
     free(run->host_k);
     free(run->host_v);
+    free(run->host_k8);
+    free(run->host_v8);
+    free(run->host_k_descale);
+    free(run->host_v_descale);
     free(run->host_out);
     free(run->staging);
     free(run->host_lse);

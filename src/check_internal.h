@@ -11,12 +11,13 @@
 /** How the device tensors are laid out. */
 enum fc_check_layout {
     FC_LAYOUT_PACKED = 0,   /* [batch, seq, head, dim], strides passed as 0 */
-    FC_LAYOUT_BHSD = 1,     /* [batch, head, seq, dim] with every row padded by 8 elements */
+    FC_LAYOUT_BHSD = 1,     /* [batch, head, seq, dim] with every row padded by 16 bytes (8 16-bit
+                               elements, 16 e4m3 ones: strides stay multiples of 16 bytes) */
 };
 
 struct fc_check_case {
-    struct fc_attention_params shape;   /* sizes, dtype, mask (causal, window), scale; pointers and
-                                           strides ignored */
+    struct fc_attention_params shape;   /* sizes, dtype and kv_dtype, mask (causal, window), scale;
+                                           pointers (k_descale, v_descale too) and strides ignored */
     enum fc_check_layout layout;
     int want_lse;
     long long check_rows;               /* 0: every row */
@@ -35,6 +36,13 @@ struct fc_check_case {
      * pages, a last page's tail, keys past used_k) holds NaN, and so do the table entries' targets
      * past a sequence's pages (a page of NaN). */
     int page_size;
+    /* An FP8 KV cache (shape.kv_dtype FC_E4M3): K and V are drawn N(0, 1) as ever and stored as the
+     * e4m3 codes of value / kv_descale (saturating; NaN where they are poisoned), and each (sequence,
+     * K/V head) gets its own k and v descale, kv_descale times 2^U(-1, 1), drawn apart: the kernel's
+     * dequantized K and V are N(0, 1) times a head's factor, so that a descale read for the wrong
+     * sequence or head shows. kv_descale 0: codes of N(0, 1) itself (subnormals among them) and no
+     * descale arrays (NULL: 1). Set only with FC_E4M3. */
+    float kv_descale;
 };
 
 /** Pages a paged check allocates beyond its sequences': unused, NaN. */
@@ -48,7 +56,11 @@ struct fc_check_run {
     struct fc_attention_params params;  /* ready to pass to fc_attention_forward */
     const struct fc_cuda_api *cuda;
     struct fc_host_problem host;        /* packed host copies of q, k, v */
-    uint16_t *host_q, *host_k, *host_v, *host_out, *staging;
+    uint16_t *host_q, *host_k, *host_v, *host_out, *staging;   /* FP8: host_k, host_v NULL */
+    uint8_t *host_k8, *host_v8;         /* FP8 K/V: e4m3 codes, packed (else NULL) */
+    float *host_k_descale, *host_v_descale;   /* FP8: [batch, heads_kv] (NULL: kv_descale 0) */
+    CUdeviceptr k_descale, v_descale;
+    int kv_bytes;                       /* bytes of a K/V element: 1 (FP8) or 2 */
     float *host_lse, *host_sinks;       /* host_sinks: NULL without sinks */
     CUdeviceptr q, k, v, out, lse, sinks;
     int32_t *host_cu_q, *host_cu_k, *host_used_k;   /* per-sequence inputs (NULL: none) */
@@ -57,7 +69,8 @@ struct fc_check_run {
     CUdeviceptr page_table;
     int kv_batch, kv_seqlen;            /* the K/V tensors' first two dimensions: paged, pages and page_size */
     int layout_batch;                   /* batches of the device tensors' layout: 1 for varlen */
-    size_t q_elements, kv_elements, o_elements, lse_count;   /* device buffers, in elements */
+    size_t q_elements, kv_elements, o_elements, lse_count;   /* device buffers, in elements (K/V's of
+                                                                kv_bytes each) */
 };
 
 /**

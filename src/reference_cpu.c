@@ -66,6 +66,45 @@ float fc_round_to(enum fc_dtype dtype, float value)
     return fc_storage_to_float(dtype, fc_float_to_storage(dtype, value));
 }
 
+#define E4M3_NAN 0x7f             /* 0xff too: e4m3fn spends its top code on NaN, none on infinity */
+#define E4M3_MAX_CODE 0x7e        /* 448 = 1.75 * 2^8 */
+#define E4M3_MAX 448.0
+#define E4M3_BIAS 7
+#define E4M3_MIN_NORMAL 0x1.0p-6  /* exponent field 1 */
+#define E4M3_SUBNORMAL_UNIT 0x1.0p-9   /* exponent field 0: mantissa * 2^-9 */
+
+float fc_e4m3_to_float(uint8_t bits)
+{
+    const int exponent = (bits >> 3) & 0xf, mantissa = bits & 7;
+    if ((bits & 0x7f) == E4M3_NAN)
+        return NAN;
+    const double magnitude = exponent ? ldexp(1.0 + mantissa / 8.0, exponent - E4M3_BIAS)
+                                      : mantissa * E4M3_SUBNORMAL_UNIT;
+    return (float)(bits & 0x80 ? -magnitude : magnitude);   /* exact: at most 4 significant bits */
+}
+
+uint8_t fc_float_to_e4m3(float value)
+{
+    if (isnan(value))
+        return E4M3_NAN;
+    const uint8_t sign = signbit(value) ? 0x80 : 0;
+    const double a = fabs((double)value);
+    if (a > E4M3_MAX)   /* saturating: e4m3fn has no infinity */
+        return sign | E4M3_MAX_CODE;
+    if (a < E4M3_MIN_NORMAL)   /* a subnormal, or 8 * 2^-9 = code 0x08, the smallest normal */
+        return sign | (uint8_t)nearbyint(a / E4M3_SUBNORMAL_UNIT);
+    int exponent;
+    const double fraction = frexp(a, &exponent);   /* a = fraction * 2^exponent, fraction in [0.5, 1) */
+    int mantissa = (int)nearbyint((2.0 * fraction - 1.0) * 8.0);   /* exact in double; ties to even */
+    int biased = exponent - 1 + E4M3_BIAS;
+    if (mantissa == 8) {   /* rounded up to the next power of two */
+        mantissa = 0;
+        biased++;
+    }
+    /* a <= 448 rounds to at most 448 (its tie with 480, 464, goes to 448's even mantissa) */
+    return sign | (uint8_t)(biased << 3 | mantissa);
+}
+
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 static uint64_t next(struct fc_random *r)   /* xoshiro256** */
@@ -109,11 +148,10 @@ uint64_t fc_random_below(struct fc_random *r, uint64_t bound)
     return bound ? next(r) % bound : 0;
 }
 
-static float element(const struct fc_host_problem *p, const uint16_t *t, int heads, int seqlen,
-                     int b, int s, int h, int d)
+/* Index of (batch b, token s, head h, column d) in a packed [batch, seqlen, heads, head_dim] tensor. */
+static size_t packed_index(const struct fc_host_problem *p, int heads, int seqlen, int b, int s, int h, int d)
 {
-    size_t index = (((size_t)b * seqlen + s) * heads + h) * p->head_dim + d;
-    return fc_storage_to_float(p->dtype, t[index]);
+    return (((size_t)b * seqlen + s) * heads + h) * p->head_dim + d;
 }
 
 struct fc_host_sequence fc_host_sequence_of(const struct fc_host_problem *p, int b)
@@ -132,22 +170,40 @@ struct fc_host_sequence fc_host_sequence_of(const struct fc_host_problem *p, int
     return seq;
 }
 
-/* Element (sequence b's token s, head h, column d) of q (or out) and of k or v. */
+/* Element (sequence b's token s, head h, column d) of q. */
 static float q_element(const struct fc_host_problem *p, const struct fc_host_sequence *seq, int b, int s, int h, int d)
 {
-    return p->cu_seqlens_q ? element(p, p->q, p->heads_q, p->seqlen_q, 0, seq->q_row0 + s, h, d)
-                           : element(p, p->q, p->heads_q, p->seqlen_q, b, s, h, d);
+    const size_t index = p->cu_seqlens_q ? packed_index(p, p->heads_q, p->seqlen_q, 0, seq->q_row0 + s, h, d)
+                                         : packed_index(p, p->heads_q, p->seqlen_q, b, s, h, d);
+    return fc_storage_to_float(p->dtype, p->q[index]);
 }
 
-static float kv_element(const struct fc_host_problem *p, const uint16_t *t, const struct fc_host_sequence *seq, int b,
-                        int s, int h, int d)
+enum kv_tensor { KEYS, VALUES };
+
+/* Element (sequence b's key s, K/V head h, column d) of k or v: its exact value, and in *native
+ * what PyTorch's math path in the dtype reads. 16-bit K/V: both the stored value. FP8: the descale
+ * times the e4m3 value, exact in double, and natively that product in fp32 rounded to the dtype,
+ * the dequantized tensor (k8.float() * k_descale).to(dtype). */
+static double kv_element(const struct fc_host_problem *p, enum kv_tensor tensor, const struct fc_host_sequence *seq,
+                         int b, int s, int h, int d, float *native)
 {
+    size_t index;
     if (p->page_size > 0) {   /* [num_pages, page_size, heads_kv, head_dim] through the table */
         const int page = p->page_table[(size_t)b * (size_t)p->page_table_stride + (size_t)(s / p->page_size)];
-        return element(p, t, p->heads_kv, p->page_size, page, s % p->page_size, h, d);
+        index = packed_index(p, p->heads_kv, p->page_size, page, s % p->page_size, h, d);
+    } else {
+        index = p->cu_seqlens_q ? packed_index(p, p->heads_kv, p->seqlen_k, 0, seq->k_row0 + s, h, d)
+                                : packed_index(p, p->heads_kv, p->seqlen_k, b, s, h, d);
     }
-    return p->cu_seqlens_q ? element(p, t, p->heads_kv, p->seqlen_k, 0, seq->k_row0 + s, h, d)
-                           : element(p, t, p->heads_kv, p->seqlen_k, b, s, h, d);
+    if (!p->kv_fp8) {
+        *native = fc_storage_to_float(p->dtype, (tensor == KEYS ? p->k : p->v)[index]);
+        return *native;
+    }
+    const float *descales = tensor == KEYS ? p->k_descale : p->v_descale;
+    const float descale = descales ? descales[(size_t)b * p->heads_kv + h] : 1.f;
+    const float value = fc_e4m3_to_float((tensor == KEYS ? p->k8 : p->v8)[index]);
+    *native = fc_round_to(p->dtype, value * descale);
+    return (double)value * descale;
 }
 
 /* A scaled score as PyTorch computes it in the dtype: times the scale (rounded), then soft-capped
@@ -183,8 +239,11 @@ static void native_row(const struct fc_host_problem *p, const struct fc_host_seq
         weights[j] = fc_round_to(p->dtype, weights[j] / sum);
     for (int d = 0; d < p->head_dim; d++) {
         float acc = 0.f;
-        for (int j = keys.begin; j < keys.end; j++)
-            acc += weights[j] * kv_element(p, p->v, seq, b, j, kv, d);
+        for (int j = keys.begin; j < keys.end; j++) {
+            float value;
+            kv_element(p, VALUES, seq, b, j, kv, d, &value);
+            acc += weights[j] * value;
+        }
         out[d] = fc_round_to(p->dtype, acc);
     }
 }
@@ -210,10 +269,10 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
         double dot = 0.0;
         float dot32 = 0.f;
         for (int d = 0; d < D; d++) {
-            float qd = q_element(p, &seq, b, i, h, d);
-            float kd = kv_element(p, p->k, &seq, b, j, kv, d);
-            dot += (double)qd * kd;
-            dot32 += qd * kd;
+            float qd = q_element(p, &seq, b, i, h, d), kd_native;
+            double kd = kv_element(p, KEYS, &seq, b, j, kv, d, &kd_native);
+            dot += qd * kd;
+            dot32 += qd * kd_native;
         }
         scores[j] = dot * p->softmax_scale;
         if (p->softcap != 0.f)
@@ -227,8 +286,10 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
     row->lse = max_score + log(sum);
     for (int j = keys.begin; j < keys.end; j++) {
         double weight = exp(scores[j] - max_score) / sum;
-        for (int d = 0; d < D; d++)
-            row->out[d] += weight * kv_element(p, p->v, &seq, b, j, kv, d);
+        for (int d = 0; d < D; d++) {
+            float native;
+            row->out[d] += weight * kv_element(p, VALUES, &seq, b, j, kv, d, &native);
+        }
     }
     native_row(p, &seq, b, h, kv, keys, dots, weights, row->native);
 }

@@ -1,5 +1,5 @@
-/* Internal: host-side tools for checking kernels: 16-bit conversions, random inputs, and an
- * fp64 CPU attention with the error a plain dtype-native computation would make beside it.
+/* Internal: host-side tools for checking kernels: 16-bit and e4m3 conversions, random inputs, and
+ * an fp64 CPU attention with the error a plain dtype-native computation would make beside it.
  * Used by `fcjit run` and the GPU tests; not part of the public API. */
 #ifndef FC_REFERENCE_CPU_INTERNAL_H
 #define FC_REFERENCE_CPU_INTERNAL_H
@@ -19,6 +19,14 @@ uint16_t fc_float_to_storage(enum fc_dtype dtype, float value);
 /** Rounds through the dtype: what storing value and reading it back gives. */
 float fc_round_to(enum fc_dtype dtype, float value);
 
+/** FP8 e4m3 (OCP "e4m3fn": bias 7, 3 mantissa bits, no infinities, 0x7f and 0xff NaN, largest
+ *  448, subnormals m * 2^-9): the exact value of a code. */
+float fc_e4m3_to_float(uint8_t bits);
+/** The nearest e4m3 code, ties to even; NaN gives 0x7f, and a magnitude past 448 (infinities too)
+ *  saturates to +-448, as cvt.rn.satfinite does. NOTE: torch's float8_e4m3fn cast agrees up to 464,
+ *  the rounding boundary, and gives NaN past it. */
+uint8_t fc_float_to_e4m3(float value);
+
 /** xoshiro-style generator state; fc_random_normal draws N(0, 1). */
 struct fc_random {
     uint64_t s[4];
@@ -29,7 +37,8 @@ void fc_random_seed(struct fc_random *random, uint64_t seed);
 double fc_random_normal(struct fc_random *random);
 uint64_t fc_random_below(struct fc_random *random, uint64_t bound);
 
-/** A problem on the host: packed [batch, seq, head, head_dim] 16-bit tensors. */
+/** A problem on the host: packed [batch, seq, head, head_dim] tensors, q and out 16-bit, k and v
+ *  16-bit or (an FP8 KV cache) e4m3. */
 struct fc_host_problem {
     enum fc_dtype dtype;
     int batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
@@ -48,6 +57,13 @@ struct fc_host_problem {
      * or seqlen_k. page_size 0: not paged. */
     int page_size, page_table_stride;
     const int32_t *page_table;
+    /* An FP8 KV cache (kv_fp8 1): k and v are NULL and k8 and v8 hold e4m3 codes in their layout;
+     * element (b, j, h, d) of K stands for k_descale[b * heads_kv + h] * e4m3(k8[...]) (b the sequence;
+     * k_descale NULL: 1), and V's likewise. The fp64 answer takes those values exactly; the native
+     * one what PyTorch computing in the dtype takes, (k8.float() * k_descale).to(dtype). */
+    int kv_fp8;
+    const uint8_t *k8, *v8;
+    const float *k_descale, *v_descale;   /* [batch, heads_kv] fp32, or NULL */
 };
 
 /** One sequence of a host problem: its first query and key tokens and its lengths. */
@@ -62,7 +78,7 @@ struct fc_host_sequence fc_host_sequence_of(const struct fc_host_problem *proble
 struct fc_row_reference {
     int visible_keys;             /* 0: out must be 0, and lse -inf or the row's sink */
     double lse;                   /* natural log, the sink included; -inf when no key is visible and no sink */
-    double *out;                  /* [head_dim], fp64 from the same 16-bit inputs */
+    double *out;                  /* [head_dim], fp64 from the same inputs (FP8: dequantized exactly) */
     double *native;               /* [head_dim], emulating PyTorch's math path in the dtype */
 };
 

@@ -501,6 +501,32 @@ def test_page_size_plan_and_explain(cli):
         assert code == EXIT_USAGE and err.strip(), (args, code, err)
 
 
+def test_kv_dtype_e4m3_plan_and_explain(cli):
+    decode = ("--batch", "8", "--heads-q", "32", "--heads-kv", "8", "--seqlen-q", "1", "--seqlen-k", "8192")
+    code, out, _ = cli.run("--json", "plan", *decode, "--kv-dtype", "e4m3", "--dtype", "bf16", "--arch", "sm_90a")
+    plan = json.loads(out)
+    assert code == EXIT_OK and plan["kernel"].startswith("decode_bf16_d128_kv8_"), out
+    assert "FP8 K/V" in plan["reason"], out
+    code, out, _ = cli.run("plan", *decode, "--kv-dtype", "fp8", "--page-size", "16")   # fp8: the same
+    assert code == EXIT_OK and " kv e4m3 " in out and "_var_pg_kv8_" in out, out
+    # prefill: the reference kernel, and why not the 16-bit kernels; sm_80 decode too (no e4m3 cvt)
+    code, out, _ = cli.run("--json", "plan", "--seqlen", "2048", "--causal", "--kv-dtype", "e4m3")
+    plan = json.loads(out)
+    assert code == EXIT_OK and plan["kernel"].startswith("reference_f16_d128_causal_kv8_"), out
+    assert "16-bit K/V" in plan["reason"], out
+    code, out, _ = cli.run("--json", "plan", *decode, "--kv-dtype", "e4m3", "--arch", "sm_80")
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("reference_f16_d128_kv8_"), out
+    code, out, err = cli.run("explain", *decode, "--kv-dtype", "e4m3", "--varlen", "1,1,0,1")
+    assert code == EXIT_OK and "kv e4m3" in out and "FP8 K/V (e4m3" in out, (out, err)
+    code, out, _ = cli.run("--json", "plan", *decode, "--kv-dtype", "f16")   # --dtype's own: 16-bit K/V
+    assert code == EXIT_OK and "_kv8" not in json.loads(out)["kernel"], out
+    for args in (["plan", "--kv-dtype", "e4m3", "--head-dim", "24"], ["plan", "--kv-dtype", "bf16"],
+                 ["plan", "--kv-dtype", "int4"], ["run", "--kv-dtype"], ["plan", "--kv-descale", "0.5"],
+                 ["run", "--kv-dtype", "e4m3", "--kv-descale", "-1"], ["explain", "--kv-dtype", "e4m3", "--dtype", "e4m3"]):
+        code, _, err = cli.run(*args)
+        assert code == EXIT_USAGE and err.strip(), (args, code, err)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -531,6 +557,7 @@ def main():
             (test_warm_precompile_says_nothing_compiled, (cli, directory)),
             (test_varlen_and_seqused_k_plan_and_explain, (cli,)),
             (test_page_size_plan_and_explain, (cli,)),
+            (test_kv_dtype_e4m3_plan_and_explain, (cli,)),
         ]
         for test, args in tests:
             try:

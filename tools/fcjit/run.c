@@ -25,6 +25,8 @@ static const char HELP[] =
     "  --heads-q N, --heads-kv N   (heads_q a multiple of heads_kv: GQA)\n"
     "  --head-dim N       (default 128)\n"
     "  --dtype f16|bf16   (default f16)\n"
+    "  --kv-dtype e4m3    an FP8 KV cache: K and V e4m3 (also: fp8), q and out --dtype; head_dim a multiple\n"
+    "                     of 16 (default: --dtype's; run: per-(sequence, K/V head) descales, below)\n"
     "  --causal           bottom-right aligned causal mask\n"
     "  --window-left N    sliding window: a row sees N keys before its diagonal (default -1: all)\n"
     "  --window-right N   ... and N keys after it (default -1: all; 0 is causal)\n"
@@ -54,10 +56,13 @@ static const char RUN_HELP[] =
     "  --no-check         check only the first and last rows (every element is still scanned for NaN)\n"
     "  --no-lse           do not ask for the log-sum-exp\n"
     "  --seed N           random inputs seed (default: time)\n"
+    "  --kv-descale X     FP8 K/V: codes of N(0, 1) / X, and k and v descales X x 2^U(-1, 1) per (sequence,\n"
+    "                     K/V head) (default 1/64; 0: codes of N(0, 1), no descale arrays: NULL, 1)\n"
     "  --host-calls N     also measure the hot host overhead per call over N calls\n"
     "  --variant V        force a kernel (sets FC_FORCE_VARIANT), e.g. reference, sm80:m128n64w8\n"
     "exit 1 if the check fails; the rule is BENCH.md's: max|out-ref| <= 2*err_native + 1e-5,\n"
-    "where err_native is what PyTorch's math path in the same dtype gets wrong; lse within 1e-3.\n";
+    "where err_native is what PyTorch's math path in the same dtype gets wrong; lse within 1e-3. FP8 K/V:\n"
+    "ref takes descale x e4m3 exactly, the math path the dequantized K/V rounded to the dtype.\n";
 
 #define MAX_SEQUENCES 4096
 
@@ -66,6 +71,7 @@ struct run_options {
     int lens_q[MAX_SEQUENCES], lens_k[MAX_SEQUENCES], used_k[MAX_SEQUENCES];   /* --varlen, --varlen-k, --seqused-k */
     int count_q, count_k, count_used;
     int page_size;             /* --page-size: 0 = K/V not paged */
+    float kv_descale;          /* --kv-descale: FP8 K/V's descale magnitude; < 0 until given */
     float sinks;               /* --sinks: their magnitude; 0 = none */
     int device, iters, warmup, check_rows, check, want_lse, host_calls;
     int arch, arch_specific;   /* plan --arch */
@@ -76,7 +82,9 @@ struct run_options {
 enum { O_BATCH = 256, O_SEQLEN, O_SEQLEN_Q, O_SEQLEN_K, O_HEADS, O_HEADS_Q, O_HEADS_KV, O_HEAD_DIM, O_DTYPE,
        O_CAUSAL, O_SCALE, O_DEVICE, O_ITERS, O_WARMUP, O_CHECK_ROWS, O_NO_CHECK, O_NO_LSE, O_SEED, O_HOST_CALLS,
        O_VARIANT, O_ARCH, O_WINDOW_LEFT, O_WINDOW_RIGHT, O_SINKS, O_SOFTCAP, O_VARLEN, O_VARLEN_K, O_SEQUSED_K,
-       O_PAGE_SIZE };
+       O_PAGE_SIZE, O_KV_DTYPE, O_KV_DESCALE };
+
+#define DEFAULT_KV_DESCALE (1.f / 64)   /* FP8 codes up to ~300 for N(0, 1) values: e4m3's range, no saturation */
 
 /* A comma-separated list of lengths >= 0 into out (at most MAX_SEQUENCES); its count, or -1. */
 static int parse_lengths(const char *command, const char *name, const char *text, int *out)
@@ -139,6 +147,20 @@ static int parse_one(int c, const char *command, struct run_options *o)
         if (fc_dtype_parse(optarg, &p->dtype) == 0)
             return 0;
         fprintf(stderr, "fcjit %s: --dtype takes f16 or bf16, not '%s'\n", command, optarg);
+        return -1;
+    case O_KV_DTYPE:   /* f16 or bf16 too: --dtype's, else the library's rule says why not */
+        if (fc_dtype_parse(optarg, &p->kv_dtype) == 0)
+            return 0;
+        fprintf(stderr, "fcjit %s: --kv-dtype takes e4m3 (or fp8) for an FP8 KV cache, or --dtype's type, not "
+                "'%s'\n", command, optarg);
+        return -1;
+    case O_KV_DESCALE:
+        if (fcjit_parse_float(command, "kv-descale", optarg, &o->kv_descale))
+            return -1;
+        if (o->kv_descale >= 0.f)
+            return 0;
+        fprintf(stderr, "fcjit %s: --kv-descale takes 0 (no descales) or a positive scale, not '%s'\n", command,
+                optarg);
         return -1;
     case O_ARCH:
         if (strcmp(command, "plan")) {
@@ -238,8 +260,8 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
         {"host-calls", 1, 0, O_HOST_CALLS}, {"variant", 1, 0, O_VARIANT}, {"arch", 1, 0, O_ARCH},
         {"window-left", 1, 0, O_WINDOW_LEFT}, {"window-right", 1, 0, O_WINDOW_RIGHT}, {"sinks", 1, 0, O_SINKS},
         {"softcap", 1, 0, O_SOFTCAP}, {"varlen", 1, 0, O_VARLEN}, {"varlen-k", 1, 0, O_VARLEN_K},
-        {"seqused-k", 1, 0, O_SEQUSED_K}, {"page-size", 1, 0, O_PAGE_SIZE},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+        {"seqused-k", 1, 0, O_SEQUSED_K}, {"page-size", 1, 0, O_PAGE_SIZE}, {"kv-dtype", 1, 0, O_KV_DTYPE},
+        {"kv-descale", 1, 0, O_KV_DESCALE}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     fc_attention_params_init(&o->params);
@@ -252,6 +274,7 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
     o->check_rows = 256;
     o->check = o->want_lse = 1;
     o->seed = (unsigned long long)time(NULL);
+    o->kv_descale = -1.f;   /* not given */
     o->arch = 90;   /* what a device-less context plans for */
     o->arch_specific = 1;
     if (fcjit_wants_help(argc, argv)) {
@@ -266,6 +289,12 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
         fprintf(stderr, "fcjit %s: unexpected argument '%s'\n", command, argv[optind]);
         return -1;
     }
+    if (o->kv_descale >= 0.f && o->params.kv_dtype != FC_E4M3) {
+        fprintf(stderr, "fcjit %s: --kv-descale is FP8 K/V's: give --kv-dtype e4m3\n", command);
+        return -1;
+    }
+    if (o->kv_descale < 0.f)
+        o->kv_descale = o->params.kv_dtype == FC_E4M3 ? DEFAULT_KV_DESCALE : 0.f;
     return apply_sequences(command, o);
 }
 
@@ -274,6 +303,8 @@ static void print_shape(const struct run_options *o)
     const struct fc_attention_params *p = &o->params;
     printf("B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s", p->batch, p->seqlen_q, p->seqlen_k, p->heads_q,
            p->heads_kv, p->head_dim, fc_dtype_name(p->dtype), p->causal ? " causal" : "");
+    if (p->kv_dtype == FC_E4M3)
+        printf(" kv e4m3");
     if (p->window_left >= 0 || p->window_right >= 0)
         printf(" window (%d, %d)", p->window_left, p->window_right);
     if (o->sinks != 0.f)
@@ -296,7 +327,7 @@ static void print_shape(const struct run_options *o)
 static void features(const struct fc_plan *plan, const struct run_options *o, char *out, size_t size)
 {
     const struct fc_variant *v = &plan->variant;
-    snprintf(out, size, "%s%s%s%s%s%s", v->causal ? "causal" : "no causal mask",
+    snprintf(out, size, "%s%s%s%s%s%s%s", v->causal ? "causal" : "no causal mask",
              v->window ? ", sliding window (bounds at run time)" : ", no window",
              v->softcap ? ", softcap (tanh compiled in, the cap at run time)" : ", no softcap",
              o->sinks != 0.f ? ", sinks (run time)" : ", no sinks",
@@ -305,7 +336,8 @@ static void features(const struct fc_plan *plan, const struct run_options *o, ch
              : v->family == FC_KERNEL_SM90 ? ", paged K/V: TMA boxes inside pages, or rows gathered by cp.async where "
                                              "pages are smaller than a key tile (the reason says which)"
                                            : ", paged K/V: the gather path (each key row's page read from the table "
-                                             "once, rows copied with cp.async)");
+                                             "once, rows copied with cp.async)",
+             v->kv_fp8 ? ", FP8 K/V (e4m3, dequantized as they are read; descales at run time)" : "");
 }
 
 /* The shape rules, checked before any GPU is looked for, so that bad input says 2 everywhere. */
@@ -567,7 +599,9 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
     const double flops = forward_flops(p);
     double tflops = flops / (t->median_ms * 1e-3) / 1e12;
     /* K and V read once: what bounds decode-shaped problems */
-    double kv_gbps = 2.0 * p->batch * p->heads_kv * (double)p->seqlen_k * p->head_dim * 2 / (t->median_ms * 1e-3) / 1e9;
+    const int kv_fp8 = p->kv_dtype == FC_E4M3, kv_bytes = kv_fp8 ? 1 : fc_dtype_bytes(p->dtype);
+    double kv_gbps =
+        2.0 * p->batch * p->heads_kv * (double)p->seqlen_k * p->head_dim * kv_bytes / (t->median_ms * 1e-3) / 1e9;
     if (g->json) {
         printf("{\"batch\": %d, \"seqlen_q\": %d, \"seqlen_k\": %d, \"heads_q\": %d, \"heads_kv\": %d, "
                "\"head_dim\": %d, \"dtype\": \"%s\", \"causal\": %s, \"window_left\": %d, \"window_right\": %d, "
@@ -576,7 +610,8 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
                p->batch, p->seqlen_q, p->seqlen_k, p->heads_q, p->heads_kv, p->head_dim, fc_dtype_name(p->dtype),
                p->causal ? "true" : "false", p->window_left, p->window_right, info->kernel, info->splits,
                t->first_call_ms, t->median_ms, tflops, kv_gbps);
-        printf("\"sinks\": %g, \"softcap\": %g, ", o->sinks, p->softcap);
+        printf("\"sinks\": %g, \"softcap\": %g, \"kv_dtype\": \"%s\", \"kv_descale\": %g, ", o->sinks, p->softcap,
+               kv_fp8 ? "e4m3" : fc_dtype_name(p->dtype), o->kv_descale);
         if (o->host_calls)
             printf("\"host_us\": %.3f, \"raw_launch_us\": %.3f, ", t->host_us, t->raw_launch_us);
         printf("\"checked\": %s, \"rows_checked\": %lld, \"max_error\": %.3g, \"native_error\": %.3g, "
@@ -610,7 +645,8 @@ static int run_on_device(struct fc_context *ctx, const struct fcjit_globals *g, 
                               .check_rows = o->check ? o->check_rows : 2, .seed = o->seed,
                               .sinks_magnitude = o->sinks, .lens_q = o->count_q ? o->lens_q : NULL,
                               .lens_k = o->count_q && !o->page_size ? o->lens_k : NULL,
-                              .used_k = o->count_used ? o->used_k : NULL, .page_size = o->page_size};
+                              .used_k = o->count_used ? o->used_k : NULL, .page_size = o->page_size,
+                              .kv_descale = o->kv_descale};   /* 0 unless FP8 (parse_options) */
     struct fc_check_run run;
     struct timings t = {0};
     struct fc_error_stats stats = {0};
