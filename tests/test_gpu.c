@@ -131,10 +131,12 @@ static int run_and_report(struct fc_context *context, const struct fc_check_case
     char kernel[FC_VARIANT_NAME_MAX];
     int passed = run_case(context, c, &e, kernel);
     const struct fc_attention_params *p = &c->shape;
-    print_message("%s B=%d Sq=%d Sk=%d Hq=%d Hkv=%d %s window (%d, %d) sinks %g softcap %g: err %.3g native %.3g "
+    print_message("%s B=%d Sq=%d Sk=%d Hq=%d Hkv=%d %s%s window (%d, %d) sinks %g softcap %g: err %.3g native %.3g "
                   "lse %.2g bad %lld %s\n", passed ? "ok  " : "FAIL", p->batch, p->seqlen_q, p->seqlen_k, p->heads_q,
-                  p->heads_kv, c->layout == FC_LAYOUT_BHSD ? "BHSD" : "BSHD", p->window_left, p->window_right,
-                  c->sinks_magnitude, p->softcap, e.max_error, e.native_error, e.max_lse_error, e.bad_rows, kernel);
+                  p->heads_kv, c->layout == FC_LAYOUT_BHSD ? "BHSD" : "BSHD",
+                  p->kv_dtype == FC_E4M3 ? (c->kv_descale > 0.f ? " kv e4m3" : " kv e4m3 (no descales)") : "",
+                  p->window_left, p->window_right, c->sinks_magnitude, p->softcap, e.max_error, e.native_error,
+                  e.max_lse_error, e.bad_rows, kernel);
     return !passed;
 }
 
@@ -709,6 +711,143 @@ static void test_paged_matches_reference_in_every_family(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* An FP8 KV cache (issue 15): e4m3 K and V with their per-(sequence, K/V head) descales (every
+ * fourth case without: NULL, 1), dense (packed, and BHSD rows padded by 16 e4m3 elements), varlen and
+ * paged, GQA 1 to 8, causal, windows, sinks and softcaps, head_dim 48 to 256, f16 and bf16 q; on the
+ * selector's choice (decode where its rows fit on sm_89 and later, else the reference kernel) and
+ * on each family that reads FP8 forced (decode on its shapes and head dims, multiples of 32).
+ * check.c judges against the fp64 reference on the dequantized values, by the error PyTorch's math
+ * path makes on them in the dtype; the kernels that read 16-bit K/V only refuse it, launching nothing. */
+static const int FP8_DECODE_SHAPES[] = {8, 9, 10, 11, 4};   /* (query heads per K/V head) x Sq <= 16 */
+static const int FP8_PREFILL_SHAPES[] = {0, 1, 2, 7};
+static const int FP8_HEAD_DIMS[] = {64, 128, 256, 96, 48};   /* 48: no 32-dim groups, decode declines */
+#define FP8_HEAD_DIM_COUNT ((int)(sizeof FP8_HEAD_DIMS / sizeof FP8_HEAD_DIMS[0]))
+#define FP8_DESCALE (1.f / 64)   /* codes of N(0, 1) / 64: up to ~300, e4m3's range without saturating */
+
+static struct fc_check_case fp8_case(struct fc_check_case c, int n)
+{
+    c.shape.kv_dtype = FC_E4M3;
+    c.kv_descale = n % 4 == 3 ? 0.f : FP8_DESCALE;
+    return c;
+}
+
+static int run_fp8_on(struct fc_context *context, int decode_only)
+{
+    int failures = 0, cases = 0, n = 0;
+    for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
+        for (int d = 0; d < FP8_HEAD_DIM_COUNT; d++) {
+            const int head_dim = FP8_HEAD_DIMS[d];
+            if (decode_only && head_dim % 32)
+                continue;
+            for (int causal = 0; causal <= 1; causal++) {
+                for (size_t s = 0; s < sizeof FP8_DECODE_SHAPES / sizeof FP8_DECODE_SHAPES[0]; s++, cases++) {
+                    struct fc_check_case c = make_case(FP8_DECODE_SHAPES[s], head_dim, (enum fc_dtype)dtype, causal);
+                    c = fp8_case(c, n++);
+                    failures += run_and_report(context, &c);
+                }
+                for (size_t s = 0; !decode_only && s < sizeof FP8_PREFILL_SHAPES / sizeof FP8_PREFILL_SHAPES[0];
+                     s++, cases++) {
+                    struct fc_check_case c = make_case(FP8_PREFILL_SHAPES[s], head_dim, (enum fc_dtype)dtype, causal);
+                    c = fp8_case(c, n++);
+                    failures += run_and_report(context, &c);
+                }
+            }
+        }
+    /* windows, sinks and softcaps: each at two head dims in turn, on the decode shapes (and Sq > Sk) */
+    static const int FEATURE_DECODE_SHAPES[] = {9, 11};
+    for (size_t f = 0; f < sizeof FEATURES / sizeof FEATURES[0]; f++)
+        for (int dtype = FC_F16; dtype <= FC_BF16; dtype++) {
+            const int head_dim = FP8_HEAD_DIMS[(f + (size_t)dtype) % 4];   /* multiples of 32 */
+            for (size_t s = 0; s < 2 + !decode_only; s++, cases++) {
+                const int shape = s < 2 ? FEATURE_DECODE_SHAPES[s] : 2;
+                struct fc_check_case c = make_feature_case(shape, head_dim, (enum fc_dtype)dtype, (int)f);
+                c = fp8_case(c, n++);
+                failures += run_and_report(context, &c);
+            }
+        }
+    /* varlen: ragged sequences (one query each for decode), seqused_k, a window */
+    for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
+        for (int d = 64; d <= 256; d *= 2)
+            for (int form = 0; form < 3; form++, cases++) {
+                struct fc_check_case c = make_case(0, d, (enum fc_dtype)dtype, form == 1);
+                c.shape.batch = VARLEN_SEQUENCES;
+                c.shape.heads_q = 8;
+                c.shape.heads_kv = decode_only ? 1 : 2;
+                c.shape.window_left = form == 2 ? 50 : -1;
+                c.lens_q = decode_only ? DECODE_Q : VARLEN_Q;
+                c.lens_k = VARLEN_K;
+                c.used_k = form == 1 ? VARLEN_USED : NULL;
+                c = fp8_case(c, n++);
+                failures += run_and_report(context, &c);
+            }
+    /* paged: pages of 1, 16 and 64 keys, every form of make_paged_case (BHSD pages among them) */
+    static const int FP8_PAGES[] = {1, 16, 64};
+    for (size_t page = 0; page < sizeof FP8_PAGES / sizeof FP8_PAGES[0]; page++)
+        for (int form = 0; form < 4; form++, cases++) {
+            const enum fc_dtype dtype = (page + (size_t)form) % 2 ? FC_BF16 : FC_F16;
+            const int head_dim = FP8_HEAD_DIMS[(page + (size_t)form) % 3];
+            struct fc_check_case c = make_paged_case(FP8_PAGES[page], dtype, form, head_dim, decode_only);
+            c = fp8_case(c, n++);
+            print_message("page %d: ", FP8_PAGES[page]);
+            failures += run_and_report(context, &c);
+        }
+    struct fc_check_case c = make_case(11, 128, FC_BF16, 0);   /* decode against a long paged cache */
+    c.page_size = 16;
+    c = fp8_case(c, 0);
+    print_message("page 16: ");
+    failures += run_and_report(context, &c);
+    print_message("%d FP8 cases, %d failed\n", cases + 1, failures);
+    return failures;
+}
+
+/* A family that reads 16-bit K/V only, forced: FP8 K/V refused before any launch, out untouched. */
+static void assert_fp8_refused(struct fc_context *forced)
+{
+    struct fc_check_case c = fp8_case(make_case(1, 128, FC_BF16, 0), 0);
+    struct fc_check_run run;
+    char msg[FC_MESSAGE_MAX] = "";
+    assert_int_equal(fc_check_prepare(forced, &c, &run, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_attention_forward(forced, &run.params, NULL), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(fc_context_errmsg(forced), "16-bit K/V"));
+    assert_int_equal(fc_check_download(&run, msg, sizeof msg), FC_OK);
+    for (size_t i = 0; i < run.o_elements; i++)
+        assert_int_equal(run.host_out[i], 0x7fff);   /* still the poison: nothing ran */
+    fc_check_release(&run);
+}
+
+static void test_fp8_kv_matches_reference_in_decode_and_reference(void **state)
+{
+    (void)state;
+    static const char *const FAMILIES[] = {NULL, "reference", "decode"};
+    int failures = 0;
+    for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++) {
+        const char *family = FAMILIES[i];
+        const int decode = family && !strcmp(family, "decode");
+        if (decode && ctx->target.arch < 89)   /* cvt.f16x2.e4m3x2: sm_89 and later */
+            continue;
+        struct fc_context *forced = ctx;
+        if (family && create(&forced, family))
+            fail_msg("fc_context_create for %s", family);
+        print_message("--- %s, FP8 K/V\n", family ? family : "the selector's choice");
+        int pushed;
+        assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
+        failures += run_fp8_on(forced, decode);
+        fc_context_leave(forced, pushed);
+        if (forced != ctx)
+            fc_context_destroy(forced);
+    }
+    if (sm80_ctx)
+        assert_fp8_refused(sm80_ctx);
+    if (sm90_ctx[0])
+        assert_fp8_refused(sm90_ctx[0]);
+    /* bit-identical repeats: split-KV decode with every feature, and the reference kernel's prefill */
+    struct fc_check_case c = fp8_case(make_feature_case(11, 128, FC_BF16, 7), 0);
+    assert_bit_identical(&c);
+    c = fp8_case(make_case(1, 64, FC_F16, 1), 0);
+    assert_bit_identical(&c);
+    assert_int_equal(failures, 0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -767,6 +906,7 @@ int main(void)
         cmocka_unit_test(test_forward_is_graph_capturable),
         cmocka_unit_test(test_varlen_matches_reference_in_every_family),
         cmocka_unit_test(test_paged_matches_reference_in_every_family),
+        cmocka_unit_test(test_fp8_kv_matches_reference_in_decode_and_reference),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

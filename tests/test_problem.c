@@ -91,6 +91,14 @@ MUTATION(window_left_minus_two, p->window_left = -2)
 MUTATION(window_right_minus_five, p->window_right = -5)
 MUTATION(causal_window_right, p->causal = 1; p->window_right = 3)
 MUTATION(window_past_int, p->seqlen_q = INT_MAX / 2 + 1; p->seqlen_k = INT_MAX / 2 + 1; p->window_left = 10)
+MUTATION(fp8_kv_head_dim_24, p->kv_dtype = FC_E4M3; p->head_dim = 24)
+MUTATION(kv_dtype_bf16_with_f16, p->kv_dtype = FC_BF16)
+MUTATION(kv_dtype_out_of_the_enum, p->kv_dtype = (enum fc_dtype)7)
+MUTATION(k_descale_without_fp8, p->k_descale = (const float *)device_memory)
+MUTATION(v_descale_without_fp8, p->kv_dtype = FC_F16; p->v_descale = (const float *)device_memory)
+MUTATION(misaligned_v_descale, p->kv_dtype = FC_E4M3; p->v_descale = (const float *)(device_memory + 2))
+MUTATION(fp8_k_stride_of_8, p->kv_dtype = FC_E4M3; p->k_stride[0] = 38400; p->k_stride[1] = 136; p->k_stride[2] = 64)
+MUTATION(fp8_v_stride_of_8, p->kv_dtype = FC_E4M3; p->v_stride[0] = 38408; p->v_stride[1] = 128; p->v_stride[2] = 64)
 
 static const struct rule RULES[] = {
     {"dtype out of the enum", bad_dtype, FC_ERR_INVALID_ARG, "dtype 7 is not"},
@@ -127,6 +135,14 @@ static const struct rule RULES[] = {
     {"window_right -5", window_right_minus_five, FC_ERR_INVALID_ARG, "window_right must be -1 (unbounded) or"},
     {"causal, window_right 3", causal_window_right, FC_ERR_INVALID_ARG, "causal = 1 cannot take window_right 3"},
     {"window past 32-bit keys", window_past_int, FC_ERR_UNSUPPORTED, "a sliding window needs seqlen_q + seqlen_k"},
+    {"FP8 K/V at head_dim 24", fp8_kv_head_dim_24, FC_ERR_UNSUPPORTED, "head_dim 24 with FP8 K/V"},
+    {"kv_dtype bf16, dtype f16", kv_dtype_bf16_with_f16, FC_ERR_INVALID_ARG, "kv_dtype 1 (bf16) with dtype f16"},
+    {"kv_dtype 7", kv_dtype_out_of_the_enum, FC_ERR_INVALID_ARG, "kv_dtype 7 (unknown)"},
+    {"k_descale, 16-bit K/V", k_descale_without_fp8, FC_ERR_INVALID_ARG, "k_descale is set but K and V are not FP8"},
+    {"v_descale, kv_dtype f16", v_descale_without_fp8, FC_ERR_INVALID_ARG, "v_descale is set but"},
+    {"v_descale misaligned", misaligned_v_descale, FC_ERR_INVALID_ARG, "v_descale ("},
+    {"FP8 k_stride of 8", fp8_k_stride_of_8, FC_ERR_INVALID_ARG, "k_stride[1] (seq) is 136: it must be a multiple of 16"},
+    {"FP8 v_stride of 8", fp8_v_stride_of_8, FC_ERR_INVALID_ARG, "v_stride[0] (batch) is 38408: it must be a multiple of 16"},
 };
 
 static void test_each_rule_has_its_status_and_message(void **state)
@@ -1162,6 +1178,183 @@ static void test_paged_plans(void **state)
     assert_null(strstr(name, "_pg"));
 }
 
+/* An FP8 KV cache: kv_dtype FC_E4M3 with q and out f16 or bf16, head_dim a multiple of 16; K/V
+ * strides stay in elements, of one byte, so multiples of 16; the descales are FP8's alone, 4-byte
+ * aligned, NULL for 1; a caller compiled before kv_dtype gets K and V of dtype. */
+static void test_fp8_kv_rules(void **state)
+{
+    (void)state;
+    static const int HEAD_DIMS[] = {16, 48, 64, 128, 256};
+    for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
+        for (size_t d = 0; d < sizeof HEAD_DIMS / sizeof HEAD_DIMS[0]; d++) {
+            struct fc_attention_params p = valid_params();
+            p.dtype = (enum fc_dtype)dtype;
+            p.kv_dtype = FC_E4M3;
+            p.head_dim = HEAD_DIMS[d];
+            struct fc_problem problem;
+            char msg[512] = "";
+            if (fc_problem_from_params(&p, &problem, msg, sizeof msg) != FC_OK)
+                fail_msg("%s at head_dim %d: %s", dtype == FC_F16 ? "f16" : "bf16", HEAD_DIMS[d], msg);
+            assert_true(problem.kv_fp8);
+            assert_int_equal(fc_problem_kv_bytes(&problem), 1);
+            assert_int_equal(problem.dtype, dtype);   /* q and out */
+            assert_int_equal(problem.k_stride[1], 2 * HEAD_DIMS[d]);   /* packed, in elements */
+            assert_int_equal(problem.v_stride[0], 300 * 2 * HEAD_DIMS[d]);
+            assert_null(problem.k_descale);   /* NULL: 1 */
+        }
+    struct fc_attention_params p = valid_params();
+    struct fc_problem problem;
+    char msg[512] = "";
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);   /* FC_DTYPE_SAME */
+    assert_false(problem.kv_fp8);
+    assert_int_equal(fc_problem_kv_bytes(&problem), 2);
+    p.kv_dtype = FC_F16;   /* dtype itself: the same */
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_false(problem.kv_fp8);
+    p.kv_dtype = FC_E4M3;   /* descales, 4-byte aligned, carried to the problem */
+    p.k_descale = (const float *)(device_memory + 4);
+    p.v_descale = (const float *)(device_memory + 8);
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_ptr_equal(problem.k_descale, p.k_descale);
+    assert_ptr_equal(problem.v_descale, p.v_descale);
+    p.k_descale = (const float *)(device_memory + 6);
+    expect_status(&p, FC_ERR_INVALID_ARG, "k_descale (");
+    p = valid_params();   /* strides of a multiple of 16 bytes that are not of 16 e4m3 elements */
+    p.kv_dtype = FC_E4M3;
+    const int64_t padded[3] = {300 * (2 * 64 + 16), 2 * 64 + 16, 64};   /* rows padded by 16 bytes */
+    memcpy(p.k_stride, padded, sizeof padded);
+    memcpy(p.v_stride, padded, sizeof padded);
+    expect_status(&p, FC_OK, NULL);
+    p.v_stride[2] = 72;
+    expect_status(&p, FC_ERR_INVALID_ARG, "v_stride[2] (head) is 72");
+    p.dtype = FC_E4M3;   /* q and out e4m3: not yet */
+    expect_status(&p, FC_ERR_UNSUPPORTED, "FC_E4M3");
+    /* varlen and paged: e4m3 strides in elements too */
+    p = varlen_params();
+    p.kv_dtype = FC_E4M3;
+    p.k_stride[1] = 2 * 64 + 8;
+    p.k_stride[2] = 64;
+    expect_status(&p, FC_ERR_INVALID_ARG, "k_stride[1] (token) is 136");
+    p = paged_params();
+    p.kv_dtype = FC_E4M3;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_true(problem.kv_fp8 && problem.paged);
+    assert_int_equal(problem.k_stride[0], 16 * 2 * 64);
+    /* a caller compiled before kv_dtype: whatever its memory holds past its struct (0, FC_F16, with a
+     * bf16 dtype would be refused), K and V are dtype */
+    p = valid_params();
+    p.dtype = FC_BF16;
+    p.kv_dtype = FC_F16;
+    p.struct_size = offsetof(struct fc_attention_params, kv_dtype);
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_false(problem.kv_fp8);
+    struct fc_attention_params fresh;
+    memset(&fresh, 0x5a, sizeof fresh);
+    fc_attention_params_init(&fresh);
+    assert_int_equal(fresh.kv_dtype, FC_DTYPE_SAME);
+    assert_null(fresh.k_descale);
+    assert_null(fresh.v_descale);
+}
+
+/* FP8 K/V go to the kernels that read them: decode (few query rows per K/V head, sm_89 and later,
+ * head_dim a multiple of 32) and the reference kernel (any other problem, with the reason); the
+ * variant carries the switch and its name `_kv8`, which parses back; sm90 and sm80 refuse it forced. */
+static void test_fp8_kv_plans(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();   /* heads 8/2: GQA 4 */
+    p.kv_dtype = FC_E4M3;
+    p.dtype = FC_BF16;
+    p.seqlen_q = 1;
+    p.seqlen_k = 4096;
+    struct fc_problem problem;
+    struct fc_plan plan;
+    char msg[512] = "", name[FC_VARIANT_NAME_MAX], explained[1024];
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
+    assert_true(plan.variant.kv_fp8);
+    assert_non_null(strstr(plan.reason, "FP8 K/V"));
+    fc_variant_name(&plan.variant, name);
+    assert_non_null(strstr(name, "_kv8_"));
+    assert_true(strncmp(name, "decode_bf16_d64_kv8_", 20) == 0);
+    struct fc_variant parsed;
+    assert_int_equal(fc_variant_parse_name(name, &parsed), 0);
+    assert_true(parsed.kv_fp8);
+    assert_int_equal(fc_variant_compare(&parsed, &plan.variant), 0);
+    /* the same without FP8: another variant, no switch in the name */
+    struct fc_variant plain = plan.variant;
+    plain.kv_fp8 = 0;
+    assert_int_not_equal(fc_variant_compare(&plain, &plan.variant), 0);
+    fc_variant_name(&plain, name);
+    assert_null(strstr(name, "_kv8"));
+    /* every switch with it: the order of the name's parts */
+    struct fc_variant all = plan.variant;
+    all.causal = all.window = all.softcap = all.varlen = all.paged = 1;
+    fc_variant_name(&all, name);
+    assert_non_null(strstr(name, "_causal_win_cap_var_pg_kv8_m16"));
+    assert_int_equal(fc_variant_parse_name(name, &parsed), 0);
+    assert_int_equal(fc_variant_compare(&parsed, &all), 0);
+    /* paged decode: gathered through the table */
+    p.page_size = 16;
+    p.num_pages = 600;
+    p.page_table_stride = 256;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
+    fc_variant_name(&plan.variant, name);
+    assert_non_null(strstr(name, "_var_pg_kv8_"));
+    assert_non_null(strstr(plan.reason, "page table"));
+    p.page_size = p.num_pages = p.page_table_stride = 0;
+    /* prefill-shaped: the reference kernel, and the reason says why not the others */
+    p.seqlen_q = 100;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_REFERENCE);
+    assert_true(plan.variant.kv_fp8);
+    assert_non_null(strstr(plan.reason, "FP8 K/V"));
+    assert_non_null(plan.declined);
+    fc_plan_explain(&plan, explained, sizeof explained);
+    assert_non_null(strstr(explained, "16-bit K/V"));
+    fc_variant_name(&plan.variant, name);
+    assert_true(strncmp(name, "reference_bf16_d64_kv8_", 23) == 0);
+    /* decode-shaped on sm_80: no e4m3 conversion there, the reference kernel; sm_89 has it */
+    p.seqlen_q = 1;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    const struct fc_target a100 = {80, 0, 108}, l40 = {89, 0, 142};
+    assert_int_equal(fc_plan_make(&problem, &a100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_REFERENCE);
+    assert_true(plan.variant.kv_fp8);
+    assert_int_equal(fc_plan_make(&problem, &l40, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
+    /* head_dim 48: decode reads 32-dim groups, so the reference kernel */
+    p.head_dim = 48;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_REFERENCE);
+    p.head_dim = 64;
+    /* forced: decode on sm_80 and the 16-bit kernels refuse, saying why */
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    struct fc_plan_override forced;
+    assert_int_equal(fc_plan_override_parse("decode", &forced), 0);
+    assert_int_equal(fc_plan_make(&problem, &a100, &forced, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "sm_89"));
+    static const char *const REFUSING[] = {"sm90", "sm80"};
+    for (size_t i = 0; i < sizeof REFUSING / sizeof REFUSING[0]; i++) {
+        assert_int_equal(fc_plan_override_parse(REFUSING[i], &forced), 0);
+        assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+        assert_non_null(strstr(msg, "16-bit K/V"));
+    }
+    assert_int_equal(fc_plan_override_parse("reference", &forced), 0);
+    assert_int_equal(fc_plan_make(&problem, &a100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_true(plan.variant.kv_fp8);
+    /* a variant of FP8 K/V at a head_dim of no 16-byte rows is none */
+    struct fc_variant v = plan.variant;
+    v.head_dim = 24;
+    assert_int_not_equal(fc_variant_check(&v, msg, sizeof msg), 0);
+    assert_non_null(strstr(msg, "multiples of 16"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1187,6 +1380,8 @@ int main(void)
         cmocka_unit_test(test_persistent_grid),
         cmocka_unit_test(test_paged_rules),
         cmocka_unit_test(test_paged_plans),
+        cmocka_unit_test(test_fp8_kv_rules),
+        cmocka_unit_test(test_fp8_kv_plans),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };
