@@ -21,6 +21,9 @@ template <> struct Element<half_t> : ElementTraits<2, 16> {};
 template <> struct Element<bfloat16_t> : ElementTraits<2, 16> {};
 template <> struct Element<e4m3_t> : ElementTraits<1, 32> {};
 
+template <typename A, typename B> struct Same { static constexpr bool value = false; };
+template <typename A> struct Same<A, A> { static constexpr bool value = true; };
+
 // A kernel's K/V storage type: T, or e4m3 with the KV_FP8 switch (an FP8 KV cache).
 template <typename T, bool KV_FP8> struct KvElement { using type = T; };
 template <typename T> struct KvElement<T, true> { using type = e4m3_t; };

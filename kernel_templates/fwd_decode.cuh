@@ -16,8 +16,9 @@
 // (4c, 4c+1 | 4c+2, 4c+3) of a 16-dim step with a K row's 32-bit word c (Q's fragment is read in that
 // order too), and P V takes, for key rows 2c, 2c+1, 2c+8, 2c+9, the word of dims 4g..4g+3 of a 32-dim
 // group: its byte j belongs to n-tile j of the group, whose column g is then dim 4g + j (the merge
-// writes O back in dim order). P V runs in f16 (P in [0, 1]; V exact); the scales are fp32 per (batch,
-// K/V head): k_descale joins the softmax scale, v_descale the output.
+// writes O back in dim order). Both products run in f16: P is in [0, 1], K and V are exact, and a bf16
+// Q becomes f16 times a power of two per row (find_q_scales). The scales are fp32 per (batch, K/V
+// head): k_descale joins the softmax scale, v_descale the output.
 #pragma once
 
 #include "attention_common.cuh"
@@ -239,12 +240,48 @@ struct DecodeForward {
         return sequence_rows<VARLEN, KV>(tensor, s, batch, kv_head, VARLEN ? sequence().k_row0 : 0);
     }
 
-    // KV_FP8: Q's fragment of k-step kk in the dims of K's bytes (see the top).
+    // KV_FP8: Q's fragment of k-step kk in the dims of K's bytes (see the top), as f16: a bf16 Q
+    // times its rows' powers of two (q_scale: exact, see find_q_scales).
     __device__ __forceinline__ void load_q_step(unsigned (&q)[4], unsigned q_smem, int kk) const
     {
         const unsigned at = q_smem + (lane / 4) * PITCH + (16 * kk + 4 * (lane % 4)) * E::BYTES;
         ld_shared_v2(q[0], q[2], at);              // row g: dims 4c, 4c+1 | 4c+2, 4c+3
         ld_shared_v2(q[1], q[3], at + 8 * PITCH);  // row g + 8
+        if constexpr (BF16_Q)
+#pragma unroll
+            for (int i = 0; i < 4; i++)   // q[1], q[3]: row g + 8
+                q[i] = Mma<half_t>::pack(__uint_as_float(q[i] << 16) * q_scale[i % 2],
+                                         __uint_as_float(q[i] & 0xffff0000u) * q_scale[i % 2]);
+    }
+
+    // KV_FP8 with a bf16 Q: Q K^T runs in f16 like P V (one exact conversion of K, none of Q's
+    // width), on Q times a power of two per row that puts the row's largest |q| in [2^14, 2^15):
+    // exact for every element down to 2^-24 of it (f16's subnormals below), and undone on the row's
+    // scores (q_unscale). Lane (g, c) finds rows g and g + 8's with its quad.
+    static constexpr bool BF16_Q = KV_FP8 && !Same<T, half_t>::value;
+    float q_scale[2], q_unscale[2];
+    __device__ __forceinline__ void find_q_scales(unsigned q_smem)
+    {
+        unsigned top[2] = {0, 0};   // bf16 magnitude bits: ordered as the values (NaN above all)
+#pragma unroll
+        for (int kk = 0; kk < K_STEPS; kk++) {
+            const unsigned at = q_smem + (lane / 4) * PITCH + (16 * kk + 4 * (lane % 4)) * E::BYTES;
+            unsigned w[4];
+            ld_shared_v2(w[0], w[1], at);
+            ld_shared_v2(w[2], w[3], at + 8 * PITCH);
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                top[i / 2] = max(top[i / 2], max(w[i] & 0x7fffu, (w[i] >> 16) & 0x7fffu));
+        }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            top[r] = max(top[r], __shfl_xor_sync(FULL_WARP, top[r], 1));
+            top[r] = max(top[r], __shfl_xor_sync(FULL_WARP, top[r], 2));
+            const int exponent = static_cast<int>(top[r] >> 7) - 127;   // of the largest |q|
+            const int shift = min(max(14 - exponent, -126), 126);
+            q_scale[r] = __uint_as_float(static_cast<unsigned>(127 + shift) << 23);
+            q_unscale[r] = __uint_as_float(static_cast<unsigned>(127 - shift) << 23);
+        }
     }
 
     // Q's fragments, kept in registers for every tile: ldmatrix's order, or KV_FP8 load_q_step's. NOTE:
@@ -289,14 +326,20 @@ struct DecodeForward {
                 ldmatrix_x4(b, k_smem + kv_offset(key, k + j / 2));
 #pragma unroll
                 for (int m = 0; m < 4; m++) {
-                    const unsigned b0 = e4m3x2_to<T>(b[m]), b1 = e4m3x2_to<T>(b[m] >> 16);
+                    const unsigned b0 = e4m3x2_to_f16x2(b[m]), b1 = e4m3x2_to_f16x2(b[m] >> 16);
                     if constexpr (Q_IN_REGISTERS)
-                        MMA::run(s[0][n + m % 2], q[k + m / 2], b0, b1);
+                        Mma<half_t>::run(s[0][n + m % 2], q[k + m / 2], b0, b1);
                     else
-                        MMA::run(s[0][n + m % 2], read[m / 2], b0, b1);
+                        Mma<half_t>::run(s[0][n + m % 2], read[m / 2], b0, b1);
                 }
             }
         }
+        if constexpr (BF16_Q)
+#pragma unroll
+            for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    s[0][n][i] *= q_unscale[i / 2];
     }
 
     // KV_FP8: O += P V over this warp's keys (f16). Lane (g, c) reads, of key rows 2c, 2c+1, 2c+8, 2c+9
@@ -476,8 +519,11 @@ struct DecodeForward {
                     lookup_pages(pages, key_begin + (ahead + 1) * BLOCK_N, key_end);
             }
             cp_async_commit();   // possibly empty: keeps one group per tile
-            if (t == 0)
+            if (t == 0) {
+                if constexpr (BF16_Q)
+                    find_q_scales(q_smem);
                 load_q_fragments(q_frag, q_smem);
+            }
 
             const int stage = t % STAGES, key0 = key_begin + t * BLOCK_N;
             float s[1][N_TILES][4];

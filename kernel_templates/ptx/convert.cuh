@@ -86,18 +86,4 @@ template <typename T> __device__ __forceinline__ void unpack2(unsigned word, flo
     hi = to_float(b);
 }
 
-// Two e4m3 values (the low 16 bits of `pair`) as one register of T pairs, exactly: f16 directly, bf16
-// through fp32 (sm_90 has no e4m3 -> bf16 conversion).
-template <typename T> __device__ __forceinline__ unsigned e4m3x2_to(unsigned pair);
-template <> __device__ __forceinline__ unsigned e4m3x2_to<half_t>(unsigned pair) { return e4m3x2_to_f16x2(pair); }
-template <> __device__ __forceinline__ unsigned e4m3x2_to<bfloat16_t>(unsigned pair)
-{
-    unsigned r;
-    asm("{ .reg .b16 lo, hi; .reg .f32 a, b; mov.b32 {lo, hi}, %1; cvt.f32.f16 a, lo; cvt.f32.f16 b, hi;"
-        " cvt.rn.bf16x2.f32 %0, b, a; }"
-        : "=r"(r)
-        : "r"(e4m3x2_to_f16x2(pair)));
-    return r;
-}
-
 }  // namespace fc

@@ -252,7 +252,7 @@ class Context:
     def plan(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
              lse=None, dtype=None, *, window=(-1, -1), sinks=None, softcap=None, cu_seqlens_q=None,
              cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
-             page_table=None, kv_dtype=None):
+             page_table=None, kv_dtype=None, k_descale=None, v_descale=None):
         """Which kernel attention() would run with these arguments: (kernel, reason, splits).
 
         q, k, v (and out): tensors on any device (their sizes, strides and dtype count), or
@@ -260,8 +260,8 @@ class Context:
         with dtype given. cu_seqlens_q/k and seqused_k: tensors on any device or sequences (only
         their lengths count); max_seqlen_q/k: ints. page_table: a tensor on any device or its
         [batch, pages_per_seq] shape, with k and v (tensors or shapes) [num_pages, page_size,
-        heads_kv, head_dim]. return_lse, lse and sinks are accepted for symmetry with attention()
-        and change no plan (sinks are a run-time input of every kernel); window, softcap, varlen,
+        heads_kv, head_dim]. return_lse, lse, sinks, k_descale and v_descale are accepted for
+        symmetry with attention() and change no plan (run-time inputs of every kernel); window, softcap, varlen,
         seqused_k and paging do. kv_dtype: k's and v's type when they are shapes (None: dtype;
         "float8_e4m3fn" or a torch dtype: an FP8 KV cache); with tensors, theirs. Compiles and
         launches nothing. Raises FlashCoreError when the problem is invalid or unsupported.
