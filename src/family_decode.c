@@ -40,10 +40,20 @@ static int smem_bytes(const struct fc_variant *v)
 static void defaults(struct fc_variant *v)
 {
     v->block_m = ROWS;
+    if (v->arch >= 90 && v->arch < 100 && v->kv_fp8 && !v->paged) {
+        /* NOTE: FP8 K/V on Hopper: the 16-bit choice's bytes a stage, in 256-key tiles up to head_dim
+         * 128 and 128-key ones above (two stages, eight warps). At B8 Sk 32k D128 (two splits) 201 us
+         * against 221 with 128-key tiles and four stages, at B64 Sk 8k equal (380 us); at head_dim 256
+         * 196 us against 211 with the 16-bit default's 64-key tiles (H100, PERF_NOTES v11). */
+        v->block_n = v->head_dim <= 128 ? 256 : 128;
+        v->warps = 8;
+        v->stages = 2;
+        return;
+    }
     if (v->arch >= 90 && v->arch < 100 && v->head_dim <= 128 && !v->paged) {
         v->block_n = 128;
         v->warps = 8;
-        v->stages = v->kv_fp8 ? 4 : 2;   /* FP8: tiles of half the bytes, twice as many in flight */
+        v->stages = 2;
         return;
     }
     v->block_n = 64;

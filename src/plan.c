@@ -69,21 +69,21 @@ static void base_variant(const struct fc_problem *problem, const struct fc_targe
  * takes every valid problem. */
 static void select_family(const struct fc_problem *problem, const struct fc_target *target, struct fc_plan *plan)
 {
-    const char *declined = NULL;
+    const char *declined = NULL, *declined_fp8 = NULL;   /* a family's own reason wins over the FP8 rule's */
     for (int i = 0; fc_families[i]; i++) {
         if (!fc_families[i]->select)   /* not an attention kernel (merge) */
             continue;
         base_variant(problem, target, &plan->variant);
         plan->variant.family = fc_families[i]->id;
         if (problem->kv_fp8 && !fc_families[i]->fp8_kv) {   /* one rule for every family: the table says */
-            declined = fc_families[i]->fp8_kv_why_not ? fc_families[i]->fp8_kv_why_not : declined;
+            declined_fp8 = declined_fp8 ? declined_fp8 : fc_families[i]->fp8_kv_why_not;
             continue;
         }
         const char *why_not = NULL;
         const char *reason = fc_families[i]->select(problem, target, &plan->variant, &why_not);
         if (reason) {
             plan->reason = reason;
-            plan->declined = declined;
+            plan->declined = declined ? declined : declined_fp8;
             return;
         }
         declined = why_not ? why_not : declined;

@@ -40,7 +40,7 @@ def relative_error(got, expected):
     return ((got.float() - expected.float()).abs().max() / expected.float().abs().max()).item()
 
 
-def run_row(context, dtype, row, copy_gbps):
+def run_row(context, fp8_context, dtype, row, copy_gbps):
     import torch
 
     batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim = row
@@ -50,14 +50,14 @@ def run_row(context, dtype, row, copy_gbps):
     (k8, k_scale, k_exact), (v8, v_scale, v_exact) = check.quantize_e4m3(k), check.quantize_e4m3(v)
     entry = {"dtype": str(dtype).split(".")[-1], "batch": batch, "heads_q": heads_q, "heads_kv": heads_kv,
              "seqlen_q": seqlen_q, "seqlen_k": seqlen_k, "head_dim": head_dim}
-    fp8 = context.prepare(q, k8, v8, k_descale=k_scale, v_descale=v_scale)
+    fp8 = fp8_context.prepare(q, k8, v8, k_descale=k_scale, v_descale=v_scale)
     fp8()
     plain = context.prepare(q, k, v)
     plain()
     deq = context.prepare(q, k_exact.to(dtype), v_exact.to(dtype))
     deq()
     torch.cuda.synchronize()
-    entry["kernel_fp8"] = context.plan(q, k8, v8)[0]
+    entry["kernel_fp8"], _, entry["splits_fp8"] = fp8_context.plan(q, k8, v8)
     entry["kernel_16"] = context.plan(q, k, v)[0]
     entry["fp8_vs_dequantized_rel_err"] = relative_error(fp8.out, deq.out)
     elements = 2 * batch * seqlen_k * heads_kv * head_dim
@@ -73,6 +73,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dtypes", default="bf16,f16", help="q's dtypes (default bf16,f16)")
     parser.add_argument("--json", metavar="PATH", help="write the rows and the run's metadata here")
+    parser.add_argument("--force-fp8", metavar="VARIANT",
+                        help="FC_FORCE_VARIANT for the FP8 calls only (a tile study), e.g. decode:n256w8s2")
+    parser.add_argument("--rows", type=lambda text: [int(x) for x in text.split(",")],
+                        help="indices of the rows to run (default all)")
     args = parser.parse_args(argv)
     import torch
 
@@ -86,17 +90,21 @@ def main(argv=None):
           f"{'%copy':>6}  {'16-bit us':>9}{'%copy':>6}  {'x16':>6}  err",
           flush=True)
     rows = []
-    with flashcore.Context(torch.cuda.current_device()) as context:
+    device = torch.cuda.current_device()
+    chosen = [ROWS[i] for i in args.rows] if args.rows else ROWS
+    with flashcore.Context(device) as context, check.forced_context(device, args.force_fp8) as fp8_context:
         for dtype in dtypes:
-            for row in ROWS:
-                entry = run_row(context, dtype, row, copy)
+            for row in chosen:
+                entry = run_row(context, fp8_context, dtype, row, copy)
+                entry["forced_fp8"] = args.force_fp8
                 rows.append(entry)
                 print(f"{entry['dtype']:<9}{row[0]:>4}{row[1]:>4}{row[2]:>4}{row[3]:>3}{row[4]:>7}{row[5]:>5}  "
                       f"{entry['fp8']['ms'] * 1e3:>8.1f}{entry['fp8']['gbps']:>7.0f}"
                       f"{100 * entry['fp8']['copy_share']:>5.0f}%  {entry['ours_16']['ms'] * 1e3:>9.1f}"
                       f"{100 * entry['ours_16']['copy_share']:>5.0f}%  "
                       f"{entry['fp8_speedup_over_ours_16']:>5.2f}x  "
-                      f"{entry['fp8_vs_dequantized_rel_err']:.1e}", flush=True)
+                      f"{entry['fp8_vs_dequantized_rel_err']:.1e}  {entry['kernel_fp8']} k{entry['splits_fp8']}",
+                      flush=True)
                 torch.cuda.empty_cache()
     first = [r for r in rows if (r["batch"], r["heads_q"], r["heads_kv"], r["seqlen_q"], r["seqlen_k"],
                                  r["head_dim"]) == ROWS[0]]
