@@ -513,7 +513,7 @@ def test_kv_dtype_e4m3_plan_and_explain(cli):
     code, out, _ = cli.run("--json", "plan", "--seqlen", "2048", "--causal", "--kv-dtype", "e4m3")
     plan = json.loads(out)
     assert code == EXIT_OK and plan["kernel"].startswith("reference_f16_d128_causal_kv8_"), out
-    assert "16-bit K/V" in plan["reason"], out
+    assert "16-bit" in plan["reason"], out
     code, out, _ = cli.run("--json", "plan", *decode, "--kv-dtype", "e4m3", "--arch", "sm_80")
     assert code == EXIT_OK and json.loads(out)["kernel"].startswith("reference_f16_d128_kv8_"), out
     code, out, err = cli.run("explain", *decode, "--kv-dtype", "e4m3", "--varlen", "1,1,0,1")

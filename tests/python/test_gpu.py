@@ -836,3 +836,122 @@ def test_check_paged_tool_judges_torch_paged_attention(cuda):
         assert row["passed"], (family, row["failures"])
     row = check_paged.run_case(TorchPagedContext(device, off=0.01), cases[0], repeats=1)
     assert not row["passed"] and any("err" in failure for failure in row["failures"]), row
+
+
+# An FP8 KV cache (issue 15): k and v float8_e4m3fn with per-(batch, K/V head) scales, through the
+# op, the ctypes path, paged, compiled and captured.
+FP8_CASES = [
+    (check.Case("bf16", 128, True, check.Shape(4, 1, 5000, 32, 8)), {}),
+    (check.Case("f16", 64, False, check.Shape(2, 2, 3000, 8, 1)), {}),
+    (check.Case("bf16", 256, True, check.Shape(2, 1, 777, 16, 4)), dict(window=(300, 0), softcap=30.0)),
+    (check.Case("f16", 128, True, check.Shape(1, 200, 300, 8, 2)), {}),   # prefill: the reference kernel
+]
+
+
+def fp8_inputs(torch, case):
+    s = case.shape
+    dtype = check.torch_dtype(case.dtype)
+    q = torch.randn(s.batch, s.seqlen_q, s.heads_q, case.head_dim, dtype=dtype, device="cuda")
+    k, v = (torch.randn(s.batch, s.seqlen_k, s.heads_kv, case.head_dim, dtype=dtype, device="cuda")
+            for _ in range(2))
+    (k8, k_scale, k_exact), (v8, v_scale, v_exact) = check.quantize_e4m3(k), check.quantize_e4m3(v)
+    return q, k8, v8, k_scale, v_scale, k_exact, v_exact
+
+
+@pytest.mark.parametrize("case,options", FP8_CASES, ids=[check.Case.describe(c) for c, _ in FP8_CASES])
+def test_fp8_kv_matches_the_reference_on_the_dequantized_cache(cuda, case, options):
+    torch = cuda
+    q, k8, v8, k_scale, v_scale, k_exact, v_exact = fp8_inputs(torch, case)
+    out, lse = flashcore.attention(q, k8, v8, causal=case.causal, return_lse=True, k_descale=k_scale,
+                                   v_descale=v_scale, **options)
+    torch.cuda.synchronize()
+    ref_out, ref_lse, err_pt, has_key = check.reference(
+        q, k_exact.to(q.dtype), v_exact.to(q.dtype), case.causal, check.effective_scale(case),
+        window=options.get("window", (-1, -1)), softcap=options.get("softcap"), exact_kv=(k_exact, v_exact))
+    err = check.max_abs_diff(out, ref_out)
+    assert err <= check.ERROR_FACTOR * err_pt + check.ERROR_SLACK, (err, err_pt)
+    assert check.max_abs_diff(lse[:, :, has_key], ref_lse[:, :, has_key]) <= check.LSE_TOLERANCE
+    with flashcore.Context(0) as context:   # the ctypes path: the same bits
+        direct = context.attention(q, k8, v8, causal=case.causal, k_descale=k_scale, v_descale=v_scale,
+                                   **options)
+    assert bit_equal(direct, out)
+    # a per-tensor scale (a float) is the [batch, heads_kv] case with every entry equal
+    flat_out = flashcore.attention(q, k8, v8, causal=case.causal, k_descale=0.5, v_descale=2.0, **options)
+    full = torch.full_like(k_scale, 0.5), torch.full_like(v_scale, 2.0)
+    assert bit_equal(flat_out, flashcore.attention(q, k8, v8, causal=case.causal, k_descale=full[0],
+                                                   v_descale=full[1], **options))
+
+
+def test_fp8_kv_paged_matches_the_dense_cache(cuda):
+    torch = cuda
+    case = check.Case("bf16", 128, True, check.Shape(8, 1, 3000, 32, 8))
+    q, k8, v8, k_scale, v_scale, _, _ = fp8_inputs(torch, case)
+    page = 16
+    pages_per = -(-3000 // page)
+    order = torch.randperm(8 * pages_per, device="cuda")
+    table = order.view(8, pages_per).to(torch.int32)
+    caches = []
+    for t in (k8, v8):
+        padded = torch.zeros(8, pages_per * page, 8, 128, dtype=torch.float8_e4m3fn, device="cuda")
+        padded[:, :3000] = t
+        cache = torch.empty(8 * pages_per, page, 8, 128, dtype=torch.float8_e4m3fn, device="cuda")
+        cache[order] = padded.view(-1, page, 8, 128)
+        caches.append(cache)
+    used = torch.full((8,), 3000, dtype=torch.int32, device="cuda")
+    paged = flashcore.attention(q, caches[0], caches[1], causal=True, page_table=table, seqused_k=used,
+                                k_descale=k_scale, v_descale=v_scale)
+    dense = flashcore.attention(q, k8, v8, causal=True, k_descale=k_scale, v_descale=v_scale)
+    torch.testing.assert_close(paged, dense, atol=0, rtol=0)
+
+
+def test_fp8_kv_compiles_and_captures(cuda):
+    torch = cuda
+    torch._dynamo.reset()
+    case = check.Case("bf16", 128, True, check.Shape(8, 1, 8192, 32, 8))
+    q, k8, v8, k_scale, v_scale, _, _ = fp8_inputs(torch, case)
+
+    def step(q, k8, v8, k_scale, v_scale):
+        out, lse = flashcore.attention(q, k8, v8, causal=True, return_lse=True, k_descale=k_scale,
+                                       v_descale=v_scale)
+        return out * 2 + 1, lse - 1
+
+    eager = step(q, k8, v8, k_scale, v_scale)
+    compiled = torch.compile(step, fullgraph=True)(q, k8, v8, k_scale, v_scale)
+    assert bit_equal(eager[0], compiled[0]) and bit_equal(eager[1], compiled[1])
+    explanation = torch._dynamo.explain(step)(q, k8, v8, k_scale, v_scale)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        flashcore.attention(q, k8, v8, causal=True, k_descale=k_scale, v_descale=v_scale)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):   # the graph reads the cache and its scales at replay
+        out = flashcore.attention(q, k8, v8, causal=True, k_descale=k_scale, v_descale=v_scale)
+    for _ in range(3):
+        q.copy_(torch.randn_like(q))
+        k_scale.mul_(1.5)
+        graph.replay()
+        expected = flashcore.attention(q, k8, v8, causal=True, k_descale=k_scale, v_descale=v_scale)
+        torch.cuda.synchronize()
+        assert bit_equal(out, expected)
+    torch.library.opcheck(torch.ops.flashcore.attention.default,
+                          (q, k8, v8, True, None, True), dict(k_descale=k_scale, v_descale=v_scale))
+
+
+def test_fp8_kv_errors_name_the_argument(cuda):
+    torch = cuda
+    case = check.Case("bf16", 128, False, check.Shape(2, 1, 300, 8, 2))
+    q, k8, v8, k_scale, v_scale, _, _ = fp8_inputs(torch, case)
+    with pytest.raises(ArgumentError, match="an FP8 KV cache has both"):
+        flashcore.attention(q, k8, v8.to(torch.bfloat16))
+    with pytest.raises(ArgumentError, match="scale an FP8 KV cache"):
+        flashcore.attention(q, k8.to(torch.bfloat16), v8.to(torch.bfloat16), k_descale=k_scale)
+    with pytest.raises(ArgumentError, match=r"k_descale must be \[batch, heads_kv\]"):
+        flashcore.attention(q, k8, v8, k_descale=torch.ones(3, 2, device="cuda"))
+    with pytest.raises(ArgumentError, match="k_descale must be float32"):
+        flashcore.attention(q, k8, v8, k_descale=k_scale.double())
+    odd = torch.randn(2, 1, 8, 24, dtype=torch.bfloat16, device="cuda")
+    odd_kv = torch.zeros(2, 300, 2, 24, dtype=torch.float8_e4m3fn, device="cuda")
+    with pytest.raises(FlashCoreError, match="multiple of 16"):
+        flashcore.attention(odd, odd_kv, odd_kv)
