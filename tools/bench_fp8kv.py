@@ -36,11 +36,27 @@ ROWS = (
 TARGET = 1.8   # FP8 over 16-bit, the issue's first row
 
 
+def paged(tensor, page_size, order):
+    """tensor [B, S, H, D] in shuffled pages of page_size ([pages, page_size, H, D]: page order[i]
+    holds the i-th page of the sequences in order), moved as bytes (float8 has no index_put)."""
+    import torch
+
+    batch, seqlen, heads, dim = tensor.shape
+    per_seq = -(-seqlen // page_size)
+    raw = tensor.view(torch.uint8) if tensor.element_size() == 1 else tensor.view(torch.int16)
+    padded = torch.zeros(batch, per_seq * page_size, heads, dim * tensor.element_size() // raw.element_size(),
+                         dtype=raw.dtype, device=tensor.device)
+    padded[:, :seqlen] = raw
+    cache = torch.empty_like(padded.view(batch * per_seq, page_size, heads, -1))
+    cache[order] = padded.view(batch * per_seq, page_size, heads, -1)
+    return cache.view(tensor.dtype)
+
+
 def relative_error(got, expected):
     return ((got.float() - expected.float()).abs().max() / expected.float().abs().max()).item()
 
 
-def run_row(context, fp8_context, dtype, row, copy_gbps):
+def run_row(context, fp8_context, dtype, row, copy_gbps, page_size=0):
     import torch
 
     batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim = row
@@ -50,15 +66,23 @@ def run_row(context, fp8_context, dtype, row, copy_gbps):
     (k8, k_scale, k_exact), (v8, v_scale, v_exact) = check.quantize_e4m3(k), check.quantize_e4m3(v)
     entry = {"dtype": str(dtype).split(".")[-1], "batch": batch, "heads_q": heads_q, "heads_kv": heads_kv,
              "seqlen_q": seqlen_q, "seqlen_k": seqlen_k, "head_dim": head_dim}
-    fp8 = fp8_context.prepare(q, k8, v8, k_descale=k_scale, v_descale=v_scale)
+    options = {}
+    if page_size:   # the same keys in shuffled pages, for both caches
+        per_seq = -(-seqlen_k // page_size)
+        order = torch.randperm(batch * per_seq, device="cuda")
+        options = dict(page_table=order.view(batch, per_seq).to(torch.int32),
+                       seqused_k=torch.full((batch,), seqlen_k, dtype=torch.int32, device="cuda"))
+        k8, v8, k, v = (paged(t, page_size, order) for t in (k8, v8, k, v))
+        entry["page_size"] = page_size
+    fp8 = fp8_context.prepare(q, k8, v8, k_descale=k_scale, v_descale=v_scale, **options)
     fp8()
-    plain = context.prepare(q, k, v)
+    plain = context.prepare(q, k, v, **options)
     plain()
-    deq = context.prepare(q, k_exact.to(dtype), v_exact.to(dtype))
+    deq = context.prepare(q, k_exact.to(dtype), v_exact.to(dtype)) if not page_size else plain
     deq()
     torch.cuda.synchronize()
-    entry["kernel_fp8"], _, entry["splits_fp8"] = fp8_context.plan(q, k8, v8)
-    entry["kernel_16"] = context.plan(q, k, v)[0]
+    entry["kernel_fp8"], _, entry["splits_fp8"] = fp8_context.plan(q, k8, v8, **options)
+    entry["kernel_16"] = context.plan(q, k, v, **options)[0]
     entry["fp8_vs_dequantized_rel_err"] = relative_error(fp8.out, deq.out)
     elements = 2 * batch * seqlen_k * heads_kv * head_dim
     for name, fn, bytes_per in (("fp8", fp8, 1), ("ours_16", plain, 2)):
@@ -75,6 +99,9 @@ def main(argv=None):
     parser.add_argument("--json", metavar="PATH", help="write the rows and the run's metadata here")
     parser.add_argument("--force-fp8", metavar="VARIANT",
                         help="FC_FORCE_VARIANT for the FP8 calls only (a tile study), e.g. decode:n256w8s2")
+    parser.add_argument("--page-size", type=int, default=0,
+                        help="both caches paged (shuffled pages of this many tokens); the FP8 output is "
+                             "then compared with the 16-bit one, not with the dequantized cache")
     parser.add_argument("--rows", type=lambda text: [int(x) for x in text.split(",")],
                         help="indices of the rows to run (default all)")
     args = parser.parse_args(argv)
@@ -95,7 +122,7 @@ def main(argv=None):
     with flashcore.Context(device) as context, check.forced_context(device, args.force_fp8) as fp8_context:
         for dtype in dtypes:
             for row in chosen:
-                entry = run_row(context, fp8_context, dtype, row, copy)
+                entry = run_row(context, fp8_context, dtype, row, copy, args.page_size)
                 entry["forced_fp8"] = args.force_fp8
                 rows.append(entry)
                 print(f"{entry['dtype']:<9}{row[0]:>4}{row[1]:>4}{row[2]:>4}{row[3]:>3}{row[4]:>7}{row[5]:>5}  "
