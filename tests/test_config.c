@@ -43,9 +43,11 @@
  * three head dims, causal or not */
 #define PRECOMPILE_PAGED_SM90 PRECOMPILE_VARLEN_SM90
 #define PRECOMPILE_PAGED (PRECOMPILE_PAGED_SM90 + 2 * 2 * 2 * 3 * 2)
+/* an FP8 KV cache: decode on sm_90a, two dtypes, three head dims, causal or not, dense and paged */
+#define PRECOMPILE_FP8_KV (2 * 2 * 3 * 2)
 #define PRECOMPILE_VARIANTS                                                                                   \
     (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90 + PRECOMPILE_MERGE +          \
-     PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP + PRECOMPILE_VARLEN + PRECOMPILE_PAGED)
+     PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP + PRECOMPILE_VARLEN + PRECOMPILE_PAGED + PRECOMPILE_FP8_KV)
 
 static const char *precompile_path;
 
@@ -151,7 +153,8 @@ static void test_precompile_spec(void **state)
     last_window.window = 1;
     struct fc_variant last = last_window;
     last.softcap = 1;
-    const size_t varlen_end = list.count - PRECOMPILE_PAGED;
+    const size_t paged_end = list.count - PRECOMPILE_FP8_KV;
+    const size_t varlen_end = paged_end - PRECOMPILE_PAGED;
     const size_t merge_end = varlen_end - PRECOMPILE_WINDOW - PRECOMPILE_SOFTCAP - PRECOMPILE_VARLEN;
     struct fc_variant last_varlen = expected_family_variant(FC_KERNEL_DECODE, FC_BF16, 256, 1, 80, 0);
     last_varlen.varlen = 1;
@@ -173,7 +176,15 @@ static void test_precompile_spec(void **state)
     last_paged.paged = 1;
     assert_variant_equal(&list.items[varlen_end], &first_paged);
     assert_variant_equal(&list.items[varlen_end + PRECOMPILE_PAGED_SM90], &first_paged_gather);
-    assert_variant_equal(&list.items[list.count - 1], &last_paged);
+    assert_variant_equal(&list.items[paged_end - 1], &last_paged);
+    struct fc_variant first_fp8 = expected_family_variant(FC_KERNEL_DECODE, FC_F16, 64, 0, 90, 1);
+    first_fp8.kv_fp8 = 1;
+    fc_variant_defaults(&first_fp8);   /* FP8 and paging choose their own tiles */
+    struct fc_variant last_fp8 = expected_family_variant(FC_KERNEL_DECODE, FC_BF16, 256, 1, 90, 1);
+    last_fp8.kv_fp8 = last_fp8.varlen = last_fp8.paged = 1;
+    fc_variant_defaults(&last_fp8);
+    assert_variant_equal(&list.items[paged_end], &first_fp8);
+    assert_variant_equal(&list.items[list.count - 1], &last_fp8);
     struct fc_variant first_varlen = expected_family_variant(FC_KERNEL_SM90, FC_F16, 64, 0, 90, 1);
     first_varlen.varlen = 1;
     struct fc_variant last_sm90_varlen = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 128, 1, 90, 1);
@@ -194,7 +205,7 @@ static void test_precompile_spec(void **state)
     assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_DECODE / 4 + PRECOMPILE_SM90 +
                                  PRECOMPILE_MERGE / 4 + 6 + 6 + 8 + 8 + PRECOMPILE_VARLEN_SM90 +
                                  (PRECOMPILE_VARLEN - PRECOMPILE_VARLEN_SM90) / 2 + PRECOMPILE_PAGED_SM90 +
-                                 (PRECOMPILE_PAGED - PRECOMPILE_PAGED_SM90) / 2);
+                                 (PRECOMPILE_PAGED - PRECOMPILE_PAGED_SM90) / 2 + PRECOMPILE_FP8_KV);
     fc_variant_list_free(&list);
     assert_list_empty(&list);
 }
