@@ -77,12 +77,39 @@ __device__ __forceinline__ BlockCoordinates tile_coordinates(const fc_kernel_arg
     return c;
 }
 
+// One row of O (this thread's columns, times `inverse`) into `row_out`: the mma C layout's pairs, or
+// FP8_ORDER (mma.sync kernels reading FP8 V, fwd_decode.cuh's top comment) the 8 dims 32x + 8c .. +7
+// of each 32-dim group x that lane (g, c) then holds, as one 16-byte store.
+template <typename T, bool FP8_ORDER, int D_TILES>
+__device__ __forceinline__ void store_row(T *row_out, const float (&o)[D_TILES][4], int h, float inverse, int lane)
+{
+    if constexpr (FP8_ORDER) {
+#pragma unroll
+        for (int x = 0; x < D_TILES / 4; x++) {
+            unsigned w[4];   // word 2e + jj: dims 8c + 4e + 2jj, +1 of the group
+#pragma unroll
+            for (int e = 0; e < 2; e++)
+#pragma unroll
+                for (int jj = 0; jj < 2; jj++)
+                    w[2 * e + jj] = Mma<T>::pack(o[4 * x + 2 * jj][2 * h + e] * inverse,
+                                                 o[4 * x + 2 * jj + 1][2 * h + e] * inverse);
+            *reinterpret_cast<uint4 *>(row_out + 32 * x + 8 * (lane % 4)) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+    } else {
+        unsigned *words = reinterpret_cast<unsigned *>(row_out);
+#pragma unroll
+        for (int d = 0; d < D_TILES; d++)
+            words[d * 4 + lane % 4] = Mma<T>::pack(o[d][2 * h] * inverse, o[d][2 * h + 1] * inverse);
+    }
+}
+
 // O (divided by the row sums) and the LSE of this thread's rows, with the head's sink folded in
-// if there are sinks (softmax.cuh); rows past seqlen_q are skipped.
-template <typename T, int M_TILES, int D_TILES, int N_TILES>
+// if there are sinks (softmax.cuh); rows past seqlen_q are skipped. FP8_ORDER: see store_row; O is
+// then scaled by out_scale (an FP8 cache's v_descale) too.
+template <typename T, int M_TILES, int D_TILES, int N_TILES, bool FP8_ORDER = false>
 __device__ __forceinline__ void store_output(const fc_kernel_args &args, int batch, int head, int first_row,
                                              const float (&o)[M_TILES][D_TILES][4],
-                                             const OnlineSoftmax<M_TILES, N_TILES> &softmax)
+                                             const OnlineSoftmax<M_TILES, N_TILES> &softmax, float out_scale = 1.f)
 {
     const int lane = threadIdx.x % WARP_SIZE;
     T *out = static_cast<T *>(args.o) + batch * args.o_stride[0] + head * args.o_stride[2];
@@ -98,11 +125,8 @@ __device__ __forceinline__ void store_output(const fc_kernel_args &args, int bat
             float row_max = softmax.row_max[m][h], sum = softmax.row_sum[m][h], scale = 1.f;
             if (sinks)
                 scale = fold_sink(row_max, sum, sink);
-            const float inverse = sum > 0.f ? scale / sum : 0.f;   // no visible key: 0
-            unsigned *row_out = reinterpret_cast<unsigned *>(out + row * args.o_stride[1]);
-#pragma unroll
-            for (int d = 0; d < D_TILES; d++)
-                row_out[d * 4 + lane % 4] = Mma<T>::pack(o[m][d][2 * h] * inverse, o[m][d][2 * h + 1] * inverse);
+            const float inverse = sum > 0.f ? (FP8_ORDER ? scale * out_scale : scale) / sum : 0.f;   // no key: 0
+            store_row<T, FP8_ORDER>(out + row * args.o_stride[1], o[m], h, inverse, lane);
             if (args.lse && lane % 4 == 0)
                 args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] =
                     OnlineSoftmax<M_TILES, N_TILES>::log_sum_exp(row_max, sum);
@@ -111,10 +135,11 @@ __device__ __forceinline__ void store_output(const fc_kernel_args &args, int bat
 
 // store_output for one sequence (VARLEN variants): its rows start at seq.q_row0 in out, only its
 // len_q rows are written, and the LSE is at Sequence::lse_row0's index.
-template <typename T, int M_TILES, int D_TILES, int N_TILES>
+template <typename T, int M_TILES, int D_TILES, int N_TILES, bool FP8_ORDER = false>
 __device__ __forceinline__ void store_sequence_output(const fc_kernel_args &args, const Sequence &seq, int batch,
                                                       int head, int first_row, const float (&o)[M_TILES][D_TILES][4],
-                                                      const OnlineSoftmax<M_TILES, N_TILES> &softmax)
+                                                      const OnlineSoftmax<M_TILES, N_TILES> &softmax,
+                                                      float out_scale = 1.f)
 {
     const int lane = threadIdx.x % WARP_SIZE;
     T *out = static_cast<T *>(args.o) + batch * args.o_stride[0] + seq.q_row0 * args.o_stride[1] +
@@ -131,11 +156,8 @@ __device__ __forceinline__ void store_sequence_output(const fc_kernel_args &args
             float row_max = softmax.row_max[m][h], sum = softmax.row_sum[m][h], scale = 1.f;
             if (sinks)
                 scale = fold_sink(row_max, sum, sink);
-            const float inverse = sum > 0.f ? scale / sum : 0.f;
-            unsigned *row_out = reinterpret_cast<unsigned *>(out + row * args.o_stride[1]);
-#pragma unroll
-            for (int d = 0; d < D_TILES; d++)
-                row_out[d * 4 + lane % 4] = Mma<T>::pack(o[m][d][2 * h] * inverse, o[m][d][2 * h + 1] * inverse);
+            const float inverse = sum > 0.f ? (FP8_ORDER ? scale * out_scale : scale) / sum : 0.f;
+            store_row<T, FP8_ORDER>(out + row * args.o_stride[1], o[m], h, inverse, lane);
             if (args.lse && lane % 4 == 0)
                 args.lse[seq.lse_row0 + static_cast<long long>(head) * args.seqlen_q + row] =
                     OnlineSoftmax<M_TILES, N_TILES>::log_sum_exp(row_max, sum);

@@ -8,6 +8,14 @@
 // A fragment of P V). The online softmax works in the exp2 domain; O is divided by the row sum
 // once at the end.
 //
+// KV_FP8 (an FP8 KV cache, sm_89+, head_dim a multiple of 32): K and V are e4m3 in shared memory
+// (their own loader: swizzled where a row is whole 128-byte lines, else padded) and become f16 at
+// the fragments, as in fwd_decode.cuh, whose top comment gives the byte orders: Q's fragments are
+// read in K's byte order (a bf16 Q as f16 times a power of two per row), P V pairs V's bytes across
+// key rows, and O ends with each thread holding 8 whole dims of a 32-dim group, which it stores as
+// one 16-byte vector (store_output's FP8_ORDER). k_descale joins the softmax scale, v_descale the
+// output.
+//
 // Registers (head_dim 128, 32 rows per warp: O alone is 128 of the 255): the tile loop keeps only
 // O, the softmax state, a K and a V pointer and a few lane offsets live; everything else (the
 // output coordinates, the copy offsets) is re-derived from the special registers where needed, so
@@ -29,10 +37,14 @@
 namespace fc {
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int WARPS, bool WINDOW = false,
-          bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false>
+          bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false, bool KV_FP8 = false>
 struct Sm80Forward {
     static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
+    static_assert(!KV_FP8 || HEAD_DIM % 32 == 0, "FP8 K/V: head_dim in 32-dim groups of P V's n-tiles");
     using E = Element<T>;
+    using KV = typename KvElement<T, KV_FP8>::type;   // K/V storage
+    using EK = Element<KV>;
+    static constexpr int KV_CHUNKS = HEAD_DIM / EK::PER_CHUNK;   // 16-byte chunks per K/V row
     static constexpr int THREADS = WARPS * WARP_SIZE;
     static constexpr int M_TILES = BLOCK_M / (16 * WARPS);   // 16-row mma tiles per warp
     static constexpr int N_TILES = BLOCK_N / 8;              // 8-key tiles of S per warp
@@ -54,13 +66,14 @@ struct Sm80Forward {
     // per line, not ~2.7 (fwd_decode.cuh, PERF_NOTES v4.4); +5-6% at head_dim 64 and 128 (v1.5).
     // Not at head_dim 64 causal with 128-key tiles, where the XOR patterns cost the one register
     // ptxas has left (a 4-byte spill); padded, it is still at least FlashAttention-2's speed.
-    static constexpr bool SWIZZLED = CHUNKS % 8 == 0 && ROW_TILED && ROWS_PER_PASS % 8 == 0 &&
+    static constexpr bool SWIZZLED = !KV_FP8 && CHUNKS % 8 == 0 && ROW_TILED && ROWS_PER_PASS % 8 == 0 &&
                                      !(CAUSAL && HEAD_DIM == 64 && BLOCK_N == 128);
-    static constexpr int KV_PITCH = SWIZZLED ? HEAD_DIM * E::BYTES : PITCH;
+    static constexpr bool FP8_SWIZZLED = KV_FP8 && KV_CHUNKS % 8 == 0;   // KV_FP8's rows (fp8_kv_offset)
+    static constexpr int KV_PITCH = KV_FP8 ? HEAD_DIM + (FP8_SWIZZLED ? 0 : 16) : SWIZZLED ? HEAD_DIM * E::BYTES : PITCH;
     static constexpr int KV_BYTES = BLOCK_N * KV_PITCH;      // (BLOCK_N, HEAD_DIM) T
     // swizzled, K starts on a 128-byte boundary (the ldmatrix addresses XOR bits 4-6): up to 128
     // bytes more. src/family_sm80.c allocates the padded layout's size, which is at least this.
-    static constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES + (SWIZZLED ? 128 : 0);
+    static constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES + (SWIZZLED || FP8_SWIZZLED ? 128 : 0);
     static constexpr int MIN_BLOCKS = 1;   // __launch_bounds__: registers are not capped for a second CTA
     // NOTE: Q fragments stay in registers unless they and the O and S accumulators would pass 200
     // registers (head_dim 128 and 256; 64 with 128-key tiles): then each k-step re-reads its Q
@@ -170,6 +183,172 @@ struct Sm80Forward {
         }
     }
 
+    // KV_FP8: byte offset of 16-byte chunk c of key row r in a K or V tile.
+    __device__ __forceinline__ static unsigned fp8_kv_offset(int r, int c)
+    {
+        return r * KV_PITCH + (FP8_SWIZZLED ? c ^ (r % 8) : c) * 16;
+    }
+
+    // KV_FP8: keys [first, first + BLOCK_N) of K and V into a stage's tiles (strided, or PAGED
+    // through the table, a lookup per row for both); keys at or past `count` are zero-filled.
+    __device__ __forceinline__ void load_kv_fp8(unsigned k_dst, unsigned v_dst, long long k_row0, int first, int count)
+    {
+#pragma unroll
+        for (int i = threadIdx.x; i < BLOCK_N * KV_CHUNKS; i += THREADS) {
+            const int r = i / KV_CHUNKS, c = i % KV_CHUNKS;
+            const bool valid = first + r < count;
+            const KV *k_from, *v_from;
+            if constexpr (PAGED) {
+                const PageSlot at = page_slot_if(valid, pages_of(args), batch, first + r);
+                k_from = PagedRows<KV>(args.k, args.k_stride, kv_head).row(at);
+                v_from = PagedRows<KV>(args.v, args.v_stride, kv_head).row(at);
+            } else {
+                const StridedRows<KV> k = sequence_rows<VARLEN, KV>(args.k, args.k_stride, batch, kv_head, k_row0);
+                const StridedRows<KV> v = sequence_rows<VARLEN, KV>(args.v, args.v_stride, batch, kv_head, k_row0);
+                k_from = valid ? k.row(first + r) : k.base;
+                v_from = valid ? v.row(first + r) : v.base;
+            }
+            cp_async_16(k_dst + fp8_kv_offset(r, c), k_from + c * EK::PER_CHUNK, valid);
+            cp_async_16(v_dst + fp8_kv_offset(r, c), v_from + c * EK::PER_CHUNK, valid);
+        }
+    }
+
+    // KV_FP8: this (sequence, K/V head)'s scale from a [batch, heads_kv] array, 1 without one.
+    __device__ __forceinline__ float descale(const float *scales, int b, int h) const
+    {
+        return scales ? scales[b * args.heads_kv + h] : 1.f;
+    }
+
+    // KV_FP8: Q's fragment of m-tile m, k-step kk in the dims of K's bytes, as f16 (a bf16 Q times
+    // its rows' powers of two: fwd_decode.cuh's find_q_scales).
+    static constexpr bool BF16_Q = KV_FP8 && !Same<T, half_t>::value;
+    unsigned q_base;                          // KV_FP8: Q's shared tile
+    float q_scale[M_TILES][2], q_unscale[M_TILES][2];
+    __device__ __forceinline__ unsigned q_step_address(int m, int kk) const
+    {
+        return q_base + (warp * M_TILES * 16 + m * 16 + lane / 4) * PITCH + (16 * kk + 4 * (lane % 4)) * E::BYTES;
+    }
+    __device__ __forceinline__ void load_q_step(unsigned (&q)[4], int m, int kk) const
+    {
+        const unsigned at = q_step_address(m, kk);
+        ld_shared_v2(q[0], q[2], at);              // row g: dims 4c, 4c+1 | 4c+2, 4c+3
+        ld_shared_v2(q[1], q[3], at + 8 * PITCH);  // row g + 8
+        if constexpr (BF16_Q)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                q[i] = Mma<half_t>::pack(__uint_as_float(q[i] << 16) * q_scale[m][i % 2],
+                                         __uint_as_float(q[i] & 0xffff0000u) * q_scale[m][i % 2]);
+    }
+    __device__ __forceinline__ void find_q_scales()
+    {
+#pragma unroll
+        for (int m = 0; m < M_TILES; m++) {
+            unsigned top[2] = {0, 0};   // bf16 magnitude bits: ordered as the values
+#pragma unroll
+            for (int kk = 0; kk < K_STEPS; kk++) {
+                const unsigned at = q_step_address(m, kk);
+                unsigned w[4];
+                ld_shared_v2(w[0], w[1], at);
+                ld_shared_v2(w[2], w[3], at + 8 * PITCH);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    top[i / 2] = max(top[i / 2], max(w[i] & 0x7fffu, (w[i] >> 16) & 0x7fffu));
+            }
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                top[r] = max(top[r], __shfl_xor_sync(FULL_WARP, top[r], 1));
+                top[r] = max(top[r], __shfl_xor_sync(FULL_WARP, top[r], 2));
+                const int shift = min(max(14 - (static_cast<int>(top[r] >> 7) - 127), -126), 126);
+                q_scale[m][r] = __uint_as_float(static_cast<unsigned>(127 + shift) << 23);
+                q_unscale[m][r] = __uint_as_float(static_cast<unsigned>(127 - shift) << 23);
+            }
+        }
+    }
+
+    // KV_FP8: S = Q K^T over the tile (fwd_decode.cuh's qk_fp8, every m-tile of the warp).
+    __device__ __forceinline__ void qk_fp8(float (&s)[M_TILES][N_TILES][4], unsigned (&q)[M_TILES][Q_FRAGMENTS][4],
+                                           unsigned k_tile)
+    {
+#pragma unroll
+        for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+            for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    s[m][n][i] = 0.f;
+#pragma unroll
+        for (int k = 0; k < K_STEPS; k += 2) {
+            unsigned read[M_TILES][2][4];   // !Q_IN_REGISTERS: steps k and k + 1
+            if constexpr (!Q_IN_REGISTERS) {
+#pragma unroll
+                for (int m = 0; m < M_TILES; m++) {
+                    load_q_step(read[m][0], m, k);
+                    load_q_step(read[m][1], m, k + 1);
+                }
+            }
+#pragma unroll
+            for (int n = 0; n < N_TILES; n += 2) {
+                unsigned b[4];
+                const int j = lane / 8;
+                ldmatrix_x4(b, k_tile + fp8_kv_offset((n + j % 2) * 8 + lane % 8, k + j / 2));
+#pragma unroll
+                for (int mm = 0; mm < 4; mm++) {
+                    const unsigned b0 = e4m3x2_to_f16x2(b[mm]), b1 = e4m3x2_to_f16x2(b[mm] >> 16);
+#pragma unroll
+                    for (int m = 0; m < M_TILES; m++) {
+                        if constexpr (Q_IN_REGISTERS)
+                            Mma<half_t>::run(s[m][n + mm % 2], q[m][k + mm / 2], b0, b1);
+                        else
+                            Mma<half_t>::run(s[m][n + mm % 2], read[m][mm / 2], b0, b1);
+                    }
+                }
+            }
+        }
+        if constexpr (BF16_Q)
+#pragma unroll
+            for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+                for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        s[m][n][i] *= q_unscale[m][i / 2];
+    }
+
+    // KV_FP8: O += P V over the tile in f16 (fwd_decode.cuh's pv_fp8, every m-tile of the warp).
+    __device__ __forceinline__ void pv_fp8(float (&o)[M_TILES][D_TILES][4], const float (&p)[M_TILES][N_TILES][4],
+                                           unsigned v_tile)
+    {
+        const int g = lane / 4, c = lane % 4;
+#pragma unroll
+        for (int k = 0; k < BLOCK_N / 16; k++) {
+            unsigned a[M_TILES][4];
+#pragma unroll
+            for (int m = 0; m < M_TILES; m++)
+                p_fragment<half_t, N_TILES>(a[m], p[m], k);
+            const int key = k * 16 + 2 * c;
+#pragma unroll
+            for (int x = 0; x < HEAD_DIM / 32; x++) {
+                const int chunk = 2 * x + g / 4, word = 4 * (g % 4);
+                const unsigned w0 = ld_shared_u32(v_tile + fp8_kv_offset(key, chunk) + word);
+                const unsigned w1 = ld_shared_u32(v_tile + fp8_kv_offset(key + 1, chunk) + word);
+                const unsigned w2 = ld_shared_u32(v_tile + fp8_kv_offset(key + 8, chunk) + word);
+                const unsigned w3 = ld_shared_u32(v_tile + fp8_kv_offset(key + 9, chunk) + word);
+#pragma unroll
+                for (int j = 0; j < 4; j += 2) {
+                    const unsigned selector = j | (4 + j) << 4 | (j + 1) << 8 | (5 + j) << 12;
+                    const unsigned lo = __byte_perm(w0, w1, selector), hi = __byte_perm(w2, w3, selector);
+                    const unsigned b0 = e4m3x2_to_f16x2(lo), b1 = e4m3x2_to_f16x2(hi);
+                    const unsigned b2 = e4m3x2_to_f16x2(lo >> 16), b3 = e4m3x2_to_f16x2(hi >> 16);
+#pragma unroll
+                    for (int m = 0; m < M_TILES; m++) {
+                        Mma<half_t>::run(o[m][4 * x + j], a[m], b0, b1);
+                        Mma<half_t>::run(o[m][4 * x + j + 1], a[m], b2, b3);
+                    }
+                }
+            }
+        }
+    }
+
     // The rows of `tensor` for `h` (a query or K/V head): of this CTA's batch, or of its sequence
     // (VARLEN: from the sequence's first query or key token on).
     __device__ __forceinline__ StridedRows<T> rows_of(const void *tensor, const long long (&s)[3], int h,
@@ -205,14 +384,22 @@ struct Sm80Forward {
 #pragma unroll
         for (int m = 0; m < M_TILES; m++)
 #pragma unroll
-            for (int k = 0; k < Q_FRAGMENTS; k++)
-                load_q_fragment(q[m][k], m, k);
+            for (int k = 0; k < Q_FRAGMENTS; k++) {
+                if constexpr (KV_FP8)
+                    load_q_step(q[m][k], m, k);
+                else
+                    load_q_fragment(q[m][k], m, k);
+            }
     }
 
     // S = Q K^T for one tile of keys; k_tile is this stage's K base plus k_lane.
     __device__ __forceinline__ void qk(float (&s)[M_TILES][N_TILES][4], unsigned (&q)[M_TILES][Q_FRAGMENTS][4],
                                        unsigned k_tile)
     {
+        if constexpr (KV_FP8) {
+            qk_fp8(s, q, k_tile);
+            return;
+        }
 #pragma unroll
         for (int m = 0; m < M_TILES; m++)
 #pragma unroll
@@ -252,6 +439,10 @@ struct Sm80Forward {
     __device__ __forceinline__ void pv(float (&o)[M_TILES][D_TILES][4], const float (&p)[M_TILES][N_TILES][4],
                                        unsigned v_tile)
     {
+        if constexpr (KV_FP8) {
+            pv_fp8(o, p, v_tile);
+            return;
+        }
 #pragma unroll
         for (int k = 0; k < PV_STEPS; k++) {
             unsigned a[M_TILES][4];
@@ -290,7 +481,8 @@ struct Sm80Forward {
         const StridedRows<T> k = rows_of(args.k, args.k_stride, kv_head, k_row0);
         const StridedRows<T> v = rows_of(args.v, args.v_stride, kv_head, k_row0);
         const unsigned q_smem = smem_address(smem);
-        const unsigned k_smem = SWIZZLED ? (q_smem + Q_BYTES + 127) & ~127u : q_smem + Q_BYTES;
+        const unsigned k_smem = SWIZZLED || FP8_SWIZZLED ? (q_smem + Q_BYTES + 127) & ~127u : q_smem + Q_BYTES;
+        q_base = q_smem;
         const unsigned v_smem = k_smem + STAGES * KV_BYTES;
         lane_addresses(q_smem);
 
@@ -308,7 +500,9 @@ struct Sm80Forward {
         const int kv_r = ROW_TILED ? threadIdx.x / CHUNKS : 0, kv_c = ROW_TILED ? threadIdx.x % CHUNKS : 0;
         const T *k_next = k.row(first_key + kv_r) + kv_c * E::PER_CHUNK;
         const T *v_next = v.row(first_key + kv_r) + kv_c * E::PER_CHUNK;
-        if (PAGED && tiles > 0) {
+        if (KV_FP8 && tiles > 0) {
+            load_kv_fp8(k_smem, v_smem, k_row0, first_key, sequence_len_k<VARLEN>(args));
+        } else if (PAGED && tiles > 0) {
             load_paged(k_smem, v_smem, first_key, sequence_len_k<VARLEN>(args));
         } else if (tiles > 0) {
             if (ROW_TILED) {
@@ -333,16 +527,22 @@ struct Sm80Forward {
         OnlineSoftmax<M_TILES, N_TILES> softmax;
         softmax.init();
         // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh)
-        const bool fold_scale = SOFTCAP || args.scale_log2 > 0.f;
-        const float factor = SOFTCAP ? args.softcap_log2 : fold_scale ? args.scale_log2 : 1.f;
-        const float prescale = fold_scale ? 1.f : args.scale_log2;
+        // KV_FP8: times this K/V head's k_descale
+        const float k_descale = KV_FP8 ? descale(args.k_descale, batch, kv_head) : 1.f;
+        const float scale_log2 = KV_FP8 ? args.scale_log2 * k_descale : args.scale_log2;
+        const bool fold_scale = SOFTCAP || scale_log2 > 0.f;
+        const float factor = SOFTCAP ? args.softcap_log2 : fold_scale ? scale_log2 : 1.f;
+        const float prescale = fold_scale ? 1.f : scale_log2;
         unsigned q_frag[M_TILES][Q_FRAGMENTS][4];
 
         for (int t = 0; t < tiles; t++) {
             const int stage = t % STAGES, key0 = first_key + t * BLOCK_N;
             if (t + 1 < tiles) {   // prefetch the next tile into the other stage
                 const int next = (t + 1) % STAGES;
-                if (PAGED) {
+                if (KV_FP8) {
+                    load_kv_fp8(k_smem + next * KV_BYTES, v_smem + next * KV_BYTES, k_row0, key0 + BLOCK_N,
+                                sequence_len_k<VARLEN>(args));
+                } else if (PAGED) {
                     load_paged(k_smem + next * KV_BYTES, v_smem + next * KV_BYTES, key0 + BLOCK_N,
                                sequence_len_k<VARLEN>(args));
                 } else if (ROW_TILED) {
@@ -363,14 +563,17 @@ struct Sm80Forward {
                 cp_async_wait<0>();
             }
             __syncthreads();
-            if (t == 0)
+            if (t == 0) {
+                if constexpr (BF16_Q)
+                    find_q_scales();
                 load_q_fragments(q_frag);
+            }
 
             float s[M_TILES][N_TILES][4];
-            qk(s, q_frag, k_smem + stage * KV_BYTES + k_lane);
+            qk(s, q_frag, k_smem + stage * KV_BYTES + (KV_FP8 ? 0 : k_lane));
             const bool masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
             if constexpr (SOFTCAP)
-                soft_cap(s, args.softcap_scale);
+                soft_cap(s, KV_FP8 ? args.softcap_scale * k_descale : args.softcap_scale);
             if (masked || !fold_scale)
                 mask_scores(s, mask, row0 + warp * M_TILES * 16, key0, masked, prescale);
             float correction[M_TILES][2];
@@ -386,7 +589,7 @@ struct Sm80Forward {
 #pragma unroll
                 for (int h = 0; h < 2; h++)
                     zero = fminf(zero, softmax.row_sum[m][h]);
-            pv(o, s, v_smem + stage * KV_BYTES + v_lane + __float_as_uint(zero));
+            pv(o, s, v_smem + stage * KV_BYTES + (KV_FP8 ? 0 : v_lane) + __float_as_uint(zero));
             __syncthreads();   // this stage is refilled two iterations on
         }
         cp_async_wait<0>();
@@ -394,12 +597,15 @@ struct Sm80Forward {
         // NOTE: the coordinates again, from fresh reads: kept from the start, they and the output
         // pointers computed from them would hold registers through the tile loop.
         const BlockCoordinates c = block_coordinates<CAUSAL>(args, BLOCK_M, fresh_block_index());
+        // KV_FP8: O in the byte order's dims, times the K/V head's v_descale
+        const float out_scale = KV_FP8 ? descale(args.v_descale, c.batch, c.kv_head) : 1.f;
         if constexpr (VARLEN)   // NOTE: the sequence again, from fresh reads, like the coordinates
-            store_sequence_output<T>(args, sequence_of<PAGED>(args, seqlens_of(args), c.batch), c.batch, c.head,
-                                     c.row0 + fresh_thread_index() / WARP_SIZE * M_TILES * 16, o, softmax);
+            store_sequence_output<T, M_TILES, D_TILES, N_TILES, KV_FP8>(
+                args, sequence_of<PAGED>(args, seqlens_of(args), c.batch), c.batch, c.head,
+                c.row0 + fresh_thread_index() / WARP_SIZE * M_TILES * 16, o, softmax, out_scale);
         else
-            store_output<T>(args, c.batch, c.head, c.row0 + fresh_thread_index() / WARP_SIZE * M_TILES * 16, o,
-                            softmax);
+            store_output<T, M_TILES, D_TILES, N_TILES, KV_FP8>(
+                args, c.batch, c.head, c.row0 + fresh_thread_index() / WARP_SIZE * M_TILES * 16, o, softmax, out_scale);
     }
 };
 

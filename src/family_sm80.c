@@ -10,7 +10,9 @@
  * instead where their rows are whole 128-byte lines, which needs at most this (it asserts so). */
 static int smem_bytes(const struct fc_variant *v)
 {
-    return (v->block_m + 2 * v->stages * v->block_n) * (v->head_dim * fc_dtype_bytes(v->dtype) + CHUNK_BYTES);
+    const int row = v->head_dim * fc_dtype_bytes(v->dtype) + CHUNK_BYTES;
+    const int kv_row = v->kv_fp8 ? v->head_dim + CHUNK_BYTES : row;   /* FP8 K/V: one byte an element */
+    return v->block_m * row + 2 * v->stages * v->block_n * kv_row;
 }
 
 /* NOTE: tiles per head_dim, chosen so that the fp32 accumulators of S and O plus the Q fragments
@@ -39,6 +41,10 @@ static void defaults(struct fc_variant *v)
         v->warps = 8;     /* 192, 256: O alone takes 96-128 registers */
         v->block_n = 32;
     }
+    /* NOTE: FP8 K/V: 16 rows a warp up to head_dim 128 (eight warps): with 32, the conversions and
+     * Q's per-step fragments spilled 20-96 bytes */
+    if (v->kv_fp8 && v->head_dim <= 128)
+        v->warps = v->block_m / 16;
     /* Smaller tiles where the arch has less shared memory (sm_86/89: 99 KB). */
     if (smem_bytes(v) > fc_arch_smem_limit(v->arch))
         v->block_n = 32;
@@ -61,6 +67,12 @@ static int check(const struct fc_variant *v, char *why, size_t size)
     int rows_per_warp = v->warps ? v->block_m / v->warps : 0;
     if (v->block_m % v->warps || (rows_per_warp != 16 && rows_per_warp != 32))
         return fc_variant_fail(why, size, "block_m %d must give each warp 16 or 32 rows", v->block_m);
+    if (v->kv_fp8 && v->arch < 89)
+        return fc_variant_fail(why, size, "the sm80 kernel converts FP8 K/V with cvt.f16x2.e4m3x2, which needs sm_89 or "
+                               "later, not sm_%d", v->arch);
+    if (v->kv_fp8 && v->head_dim % 32)
+        return fc_variant_fail(why, size, "the sm80 kernel takes FP8 K/V at head_dim in multiples of 32 (its P V reads "
+                               "32-dim groups), not %d", v->head_dim);
     if (smem_bytes(v) > fc_arch_smem_limit(v->arch))
         return fc_variant_fail(why, size, "needs %d bytes of shared memory, more than the arch allows", smem_bytes(v));
     return 0;
@@ -77,11 +89,21 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         *why_not = "head_dim is not a multiple of 16, which the tensor-core kernels need";
         return NULL;
     }
+    if (problem->kv_fp8 && (target->arch < 89 || problem->head_dim % 32)) {
+        *why_not = target->arch < 89 ? "the tensor-core kernels dequantize FP8 K/V on sm_89 and later"
+                                     : "the tensor-core kernels take FP8 K/V at head_dim in multiples of 32";
+        return NULL;
+    }
     defaults(v);
     if (fc_variant_check(v, NULL, 0)) {
         *why_not = "no sm80 tile configuration fits this arch's shared memory";
         return NULL;
     }
+    if (problem->kv_fp8)
+        return problem->paged ? "sm80 kernel: mma.sync tensor cores; FP8 K/V gathered through the page table and "
+                                "dequantized at the fragments"
+                              : "sm80 kernel: mma.sync tensor cores; FP8 K/V (half the bytes) dequantized at the "
+                                "fragments";
     if (problem->paged)
         return "sm80 kernel: mma.sync tensor cores; paged K/V gathered (one table read per key row, rows copied "
                "by cp.async)";
@@ -91,6 +113,11 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
     /* the VARLEN argument only where it is set: the other variants' source (and cache key) stays */
+    if (v->kv_fp8)   /* every switch spelled out: KV_FP8 is the last */
+        return snprintf(out, size, "fc::Sm80Forward<%s, %d, %s, %d, %d, %d, %s, %s, %s, %s, true>",
+                        fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false",
+                        v->block_m, v->block_n, v->warps, v->window ? "true" : "false",
+                        v->softcap ? "true" : "false", v->varlen ? "true" : "false", v->paged ? "true" : "false");
     return snprintf(out, size, "fc::Sm80Forward<%s, %d, %s, %d, %d, %d, %s, %s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
@@ -105,7 +132,7 @@ const struct fc_family fc_family_sm80 = {
     .varlen_args_type = "fc_varlen_args",
     .paged_args_type = "fc_paged_args",
     .tuned = 1,
-    .fp8_kv_why_not = "the mma.sync prefill kernel reads 16-bit K/V; FP8 K/V go to the decode kernel, else the reference kernel",
+    .fp8_kv = 1,
     .defaults = defaults,
     .check = check,
     .smem_bytes = smem_bytes,

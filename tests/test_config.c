@@ -43,8 +43,8 @@
  * three head dims, causal or not */
 #define PRECOMPILE_PAGED_SM90 PRECOMPILE_VARLEN_SM90
 #define PRECOMPILE_PAGED (PRECOMPILE_PAGED_SM90 + 2 * 2 * 2 * 3 * 2)
-/* an FP8 KV cache: decode on sm_90a, two dtypes, three head dims, causal or not, dense and paged */
-#define PRECOMPILE_FP8_KV (2 * 2 * 3 * 2)
+/* an FP8 KV cache: decode and sm80 on sm_90a, two dtypes, three head dims, causal or not; dense, then paged */
+#define PRECOMPILE_FP8_KV (2 * 2 * 2 * 3 * 2)
 #define PRECOMPILE_VARIANTS                                                                                   \
     (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90 + PRECOMPILE_MERGE +          \
      PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP + PRECOMPILE_VARLEN + PRECOMPILE_PAGED + PRECOMPILE_FP8_KV)
@@ -180,7 +180,7 @@ static void test_precompile_spec(void **state)
     struct fc_variant first_fp8 = expected_family_variant(FC_KERNEL_DECODE, FC_F16, 64, 0, 90, 1);
     first_fp8.kv_fp8 = 1;
     fc_variant_defaults(&first_fp8);   /* FP8 and paging choose their own tiles */
-    struct fc_variant last_fp8 = expected_family_variant(FC_KERNEL_DECODE, FC_BF16, 256, 1, 90, 1);
+    struct fc_variant last_fp8 = expected_family_variant(FC_KERNEL_SM80, FC_BF16, 256, 1, 90, 1);
     last_fp8.kv_fp8 = last_fp8.varlen = last_fp8.paged = 1;
     fc_variant_defaults(&last_fp8);
     assert_variant_equal(&list.items[paged_end], &first_fp8);

@@ -509,10 +509,10 @@ def test_kv_dtype_e4m3_plan_and_explain(cli):
     assert "FP8 K/V" in plan["reason"], out
     code, out, _ = cli.run("plan", *decode, "--kv-dtype", "fp8", "--page-size", "16")   # fp8: the same
     assert code == EXIT_OK and " kv e4m3 " in out and "_var_pg_kv8_" in out, out
-    # prefill: the reference kernel, and why not the 16-bit kernels; sm_80 decode too (no e4m3 cvt)
+    # prefill: the sm80 kernel, and why not the Hopper one; sm_80 decode: the reference (no e4m3 cvt)
     code, out, _ = cli.run("--json", "plan", "--seqlen", "2048", "--causal", "--kv-dtype", "e4m3")
     plan = json.loads(out)
-    assert code == EXIT_OK and plan["kernel"].startswith("reference_f16_d128_causal_kv8_"), out
+    assert code == EXIT_OK and plan["kernel"].startswith("sm80_f16_d128_causal_kv8_"), out
     assert "16-bit" in plan["reason"], out
     code, out, _ = cli.run("--json", "plan", *decode, "--kv-dtype", "e4m3", "--arch", "sm_80")
     assert code == EXIT_OK and json.loads(out)["kernel"].startswith("reference_f16_d128_kv8_"), out

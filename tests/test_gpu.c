@@ -714,8 +714,9 @@ static void test_paged_matches_reference_in_every_family(void **state)
 /* An FP8 KV cache (issue 15): e4m3 K and V with their per-(sequence, K/V head) descales (every
  * fourth case without: NULL, 1), dense (packed, and BHSD rows padded by 16 e4m3 elements), varlen and
  * paged, GQA 1 to 8, causal, windows, sinks and softcaps, head_dim 48 to 256, f16 and bf16 q; on the
- * selector's choice (decode where its rows fit on sm_89 and later, else the reference kernel) and
- * on each family that reads FP8 forced (decode on its shapes and head dims, multiples of 32).
+ * selector's choice (on sm_89 and later decode where its rows fit, else sm80 at head dims of multiples
+ * of 32, else the reference kernel) and on each family that reads FP8 forced (decode on its shapes,
+ * decode and sm80 at head dims of multiples of 32).
  * check.c judges against the fp64 reference on the dequantized values, by the error PyTorch's math
  * path makes on them in the dtype; the kernels that read 16-bit K/V only refuse it, launching nothing. */
 static const int FP8_DECODE_SHAPES[] = {8, 9, 10, 11, 4};   /* (query heads per K/V head) x Sq <= 16 */
@@ -731,13 +732,13 @@ static struct fc_check_case fp8_case(struct fc_check_case c, int n)
     return c;
 }
 
-static int run_fp8_on(struct fc_context *context, int decode_only)
+static int run_fp8_on(struct fc_context *context, int decode_only, int dims_of_32)
 {
     int failures = 0, cases = 0, n = 0;
     for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
         for (int d = 0; d < FP8_HEAD_DIM_COUNT; d++) {
             const int head_dim = FP8_HEAD_DIMS[d];
-            if (decode_only && head_dim % 32)
+            if ((decode_only || dims_of_32) && head_dim % 32)
                 continue;
             for (int causal = 0; causal <= 1; causal++) {
                 for (size_t s = 0; s < sizeof FP8_DECODE_SHAPES / sizeof FP8_DECODE_SHAPES[0]; s++, cases++) {
@@ -818,8 +819,8 @@ static void assert_fp8_refused(struct fc_context *forced)
 /* One family forced (NULL: the selector's choice) on the FP8 cases it takes. */
 static int run_fp8_family(const char *family)
 {
-    const int decode = family && !strcmp(family, "decode");
-    if (decode && ctx->target.arch < 89)   /* cvt.f16x2.e4m3x2: sm_89 and later */
+    const int decode = family && !strcmp(family, "decode"), sm80 = family && !strcmp(family, "sm80");
+    if ((decode || sm80) && ctx->target.arch < 89)   /* cvt.f16x2.e4m3x2: sm_89 and later */
         return 0;
     struct fc_context *forced = ctx;
     if (family && create(&forced, family))
@@ -827,7 +828,7 @@ static int run_fp8_family(const char *family)
     print_message("--- %s, FP8 K/V\n", family ? family : "the selector's choice");
     int pushed;
     assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
-    const int failures = run_fp8_on(forced, decode);
+    const int failures = run_fp8_on(forced, decode, sm80);   /* sm80: head dims of multiples of 32 */
     fc_context_leave(forced, pushed);
     if (forced != ctx)
         fc_context_destroy(forced);
@@ -840,8 +841,6 @@ static void test_fp8_kv_matches_reference_in_the_decode_kernel(void **state)
 {
     (void)state;
     const int failures = run_fp8_family("decode");
-    if (sm80_ctx)
-        assert_fp8_refused(sm80_ctx);
     if (sm90_ctx[0])
         assert_fp8_refused(sm90_ctx[0]);
     /* bit-identical repeats: split-KV decode with every feature, and the reference kernel's prefill */
@@ -850,6 +849,12 @@ static void test_fp8_kv_matches_reference_in_the_decode_kernel(void **state)
     c = fp8_case(make_case(1, 64, FC_F16, 1), 0);
     assert_bit_identical(&c);
     assert_int_equal(failures, 0);
+}
+
+static void test_fp8_kv_matches_reference_in_the_sm80_kernel(void **state)
+{
+    (void)state;
+    assert_int_equal(run_fp8_family("sm80"), 0);
 }
 
 static void test_fp8_kv_matches_reference_in_the_reference_kernel(void **state)
@@ -923,6 +928,7 @@ int main(void)
         cmocka_unit_test(test_varlen_matches_reference_in_every_family),
         cmocka_unit_test(test_paged_matches_reference_in_every_family),
         cmocka_unit_test(test_fp8_kv_matches_reference_in_the_decode_kernel),
+        cmocka_unit_test(test_fp8_kv_matches_reference_in_the_sm80_kernel),
         cmocka_unit_test(test_fp8_kv_matches_reference_in_the_reference_kernel),
         cmocka_unit_test(test_fp8_kv_matches_reference_as_selected),
     };

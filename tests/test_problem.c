@@ -1306,18 +1306,18 @@ static void test_fp8_kv_plans(void **state)
     assert_non_null(strstr(name, "_var_pg_kv8_"));
     assert_non_null(strstr(plan.reason, "page table"));
     p.page_size = p.num_pages = p.page_table_stride = 0;
-    /* prefill-shaped: the reference kernel, and the reason says why not the others */
+    /* prefill-shaped: the sm80 kernel, and the reason says why not the Hopper one */
     p.seqlen_q = 100;
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
-    assert_int_equal(plan.variant.family, FC_KERNEL_REFERENCE);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM80);
     assert_true(plan.variant.kv_fp8);
     assert_non_null(strstr(plan.reason, "FP8 K/V"));
     assert_non_null(plan.declined);
     fc_plan_explain(&plan, explained, sizeof explained);
     assert_non_null(strstr(explained, "16-bit"));
     fc_variant_name(&plan.variant, name);
-    assert_true(strncmp(name, "reference_bf16_d64_kv8_", 23) == 0);
+    assert_true(strncmp(name, "sm80_bf16_d64_kv8_", 18) == 0);
     /* decode-shaped on sm_80: no e4m3 conversion there, the reference kernel; sm_89 has it */
     p.seqlen_q = 1;
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
@@ -1327,7 +1327,7 @@ static void test_fp8_kv_plans(void **state)
     assert_true(plan.variant.kv_fp8);
     assert_int_equal(fc_plan_make(&problem, &l40, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
-    /* head_dim 48: decode reads 32-dim groups, so the reference kernel */
+    /* head_dim 48: decode and sm80 read 32-dim groups, so the reference kernel */
     p.head_dim = 48;
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
@@ -1339,7 +1339,10 @@ static void test_fp8_kv_plans(void **state)
     assert_int_equal(fc_plan_override_parse("decode", &forced), 0);
     assert_int_equal(fc_plan_make(&problem, &a100, &forced, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
     assert_non_null(strstr(msg, "sm_89"));
-    static const char *const REFUSING[] = {"sm90", "sm80"};
+    assert_int_equal(fc_plan_override_parse("sm80", &forced), 0);
+    assert_int_equal(fc_plan_make(&problem, &a100, &forced, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "sm_89"));
+    static const char *const REFUSING[] = {"sm90"};
     for (size_t i = 0; i < sizeof REFUSING / sizeof REFUSING[0]; i++) {
         assert_int_equal(fc_plan_override_parse(REFUSING[i], &forced), 0);
         assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);

@@ -23,7 +23,7 @@ of "all".
     python3 tools/check.py --matrix paged --families decode --repeats 20
                                                     # paged KV caches (page sizes 1..256)
 
-    python3 tools/check.py --kv-dtype e4m3 --families decode,reference
+    python3 tools/check.py --kv-dtype e4m3 --families decode,sm80,reference
                                                     # an FP8 KV cache: K and V quantized to e4m3
                                                     # with per-(batch, K/V head) scales; the
                                                     # reference is computed on the dequantized
@@ -490,7 +490,7 @@ def family_takes(family, case):
     s = case.shape
     if family in (None, "reference"):
         return True
-    if case.kv_dtype and family != "decode":   # FP8 K/V: the decode and reference kernels
+    if case.kv_dtype and family not in ("decode", "sm80"):   # FP8 K/V: decode, sm80 and reference
         return False
     if family == "sm90":
         return case.head_dim % 32 == 0

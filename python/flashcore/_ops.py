@@ -170,7 +170,8 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wi
     float32 [batch, heads_kv] CUDA tensors, or anything that broadcasts to that (a [] or [1]
     tensor, or a float: one scale per tensor), None = 1. Attention is computed on k_descale * k and
     v_descale * v, dequantized in the kernel (the decode kernel for up to 16 query rows per K/V
-    head; others run on the reference kernel).
+    head, the sm80 kernel for prefill on sm_89 and later at head dims of multiples of 32, else the
+    reference kernel).
 
     Runs on torch.cuda.current_stream(); works under torch.compile(fullgraph=True) and CUDA
     graph capture (after one call outside it, which compiles the kernel). Forward only: no
