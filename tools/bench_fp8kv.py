@@ -10,8 +10,14 @@ sanity check: the correctness rule is tools/check.py --kv-dtype e4m3). Rates are
 this GPU's copy bandwidth measured in the same run. Times are medians (tools/bench.py's measure_ms).
 The issue asks the FP8 decode at B64 Hq32 Hkv8 Sk 8k D128 to run >= 1.8x faster than our 16-bit one.
 
+With --prefill: prefill on an FP8 cache (chunked prefill on a long prefix, and a square causal
+prefill), ours on the e4m3 cache (the selector's kernel) against the reference kernel on it (the
+path before the sm80 kernel took FP8), the sm80 kernel and the selector's on the dequantized K/V in
+q's dtype, same tensors.
+
     python3 tools/bench_fp8kv.py
     python3 tools/bench_fp8kv.py --json fp8kv.json --dtypes bf16
+    python3 tools/bench_fp8kv.py --prefill
 """
 import argparse
 import json
@@ -34,6 +40,46 @@ ROWS = (
     (8, 32, 8, 4, 16384, 128),
 )
 TARGET = 1.8   # FP8 over 16-bit, the issue's first row
+# (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim), causal: chunked prefill (512 queries on a
+# 16k prefix) at head_dim 128, 64 and 256, and a square prefill
+PREFILL_ROWS = (
+    (1, 512, 16896, 32, 8, 128),
+    (2, 4096, 4096, 16, 16, 128),
+    (1, 512, 16896, 32, 8, 64),
+    (1, 512, 16896, 16, 8, 256),
+)
+
+
+def run_prefill(device, dtype):
+    """The --prefill rows: ours on the FP8 cache against the reference kernel on it, and the sm80
+    and the selector's kernels on the dequantized cache in q's dtype."""
+    import torch
+
+    print(f"{'shape (causal)':<34}{'fp8':>9}{'ref fp8':>10}{'sm80 16':>9}{'sel 16':>9}  kernels", flush=True)
+    rows = []
+    for (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim) in PREFILL_ROWS:
+        q = torch.randn(batch, seqlen_q, heads_q, head_dim, dtype=dtype, device="cuda")
+        k, v = (torch.randn(batch, seqlen_k, heads_kv, head_dim, dtype=dtype, device="cuda") for _ in range(2))
+        (k8, k_scale, k_exact), (v8, v_scale, v_exact) = check.quantize_e4m3(k), check.quantize_e4m3(v)
+        scales = dict(k_descale=k_scale, v_descale=v_scale)
+        entry = {"dtype": str(dtype).split(".")[-1], "batch": batch, "seqlen_q": seqlen_q, "seqlen_k": seqlen_k,
+                 "heads_q": heads_q, "heads_kv": heads_kv, "head_dim": head_dim, "causal": True}
+        runs = (("fp8", None, k8, v8, scales), ("reference_fp8", "reference", k8, v8, scales),
+                ("sm80_16", "sm80", k_exact.to(dtype), v_exact.to(dtype), {}),
+                ("selected_16", None, k_exact.to(dtype), v_exact.to(dtype), {}))
+        for name, force, kk, vv, extra in runs:
+            with check.forced_context(device, force) as context:
+                call = context.prepare(q, kk, vv, causal=True, **extra)
+                call()
+                torch.cuda.synchronize()
+                entry[name] = {"ms": bench.measure_ms(call), "kernel": context.plan(q, kk, vv, causal=True)[0]}
+        rows.append(entry)
+        print(f"B{batch} Sq{seqlen_q} Sk{seqlen_k} Hq{heads_q} Hkv{heads_kv} D{head_dim}".ljust(34)
+              + "".join(f"{entry[name]['ms'] * 1e3:>{w}.1f}" for name, w in
+                        (("fp8", 9), ("reference_fp8", 10), ("sm80_16", 9), ("selected_16", 9)))
+              + f"  {entry['fp8']['kernel']}, {entry['selected_16']['kernel']}", flush=True)
+        torch.cuda.empty_cache()
+    return rows
 
 
 def paged(tensor, page_size, order):
@@ -102,6 +148,8 @@ def main(argv=None):
     parser.add_argument("--page-size", type=int, default=0,
                         help="both caches paged (shuffled pages of this many tokens); the FP8 output is "
                              "then compared with the 16-bit one, not with the dequantized cache")
+    parser.add_argument("--prefill", action="store_true",
+                        help="prefill on an FP8 cache (PREFILL_ROWS) instead of decode")
     parser.add_argument("--rows", type=lambda text: [int(x) for x in text.split(",")],
                         help="indices of the rows to run (default all)")
     args = parser.parse_args(argv)
@@ -118,6 +166,11 @@ def main(argv=None):
           flush=True)
     rows = []
     device = torch.cuda.current_device()
+    if args.prefill:
+        rows = [row for dtype in dtypes for row in run_prefill(device, dtype)]
+        if args.json:
+            Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+        return 0
     chosen = [ROWS[i] for i in args.rows] if args.rows else ROWS
     with flashcore.Context(device) as context, check.forced_context(device, args.force_fp8) as fp8_context:
         for dtype in dtypes:
