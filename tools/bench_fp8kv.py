@@ -161,9 +161,6 @@ def main(argv=None):
     meta = bench.collect_metadata(torch.cuda.current_device(), with_ours=True)
     print(f"{meta.get('gpu', torch.cuda.get_device_name())}, torch {torch.__version__}, "
           f"copy {copy:.0f} GB/s", flush=True)
-    print(f"{'dtype':<9}{'B':>4}{'Hq':>4}{'Hkv':>4}{'Sq':>3}{'Sk':>7}{'D':>5}  {'fp8 us':>8}{'GB/s':>7}"
-          f"{'%copy':>6}  {'16-bit us':>9}{'%copy':>6}  {'x16':>6}  err",
-          flush=True)
     rows = []
     device = torch.cuda.current_device()
     if args.prefill:
@@ -171,6 +168,9 @@ def main(argv=None):
         if args.json:
             Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
         return 0
+    print(f"{'dtype':<9}{'B':>4}{'Hq':>4}{'Hkv':>4}{'Sq':>3}{'Sk':>7}{'D':>5}  {'fp8 us':>8}{'GB/s':>7}"
+          f"{'%copy':>6}  {'16-bit us':>9}{'%copy':>6}  {'x16':>6}  err",
+          flush=True)
     chosen = [ROWS[i] for i in args.rows] if args.rows else ROWS
     with flashcore.Context(device) as context, check.forced_context(device, args.force_fp8) as fp8_context:
         for dtype in dtypes:
