@@ -11,19 +11,15 @@
 // CombineSplits, the second kernel of the module, merges them.
 //
 // KV_FP8 (an FP8 KV cache, sm_89+): K and V stay e4m3 in shared memory, half the bytes through the
-// ring, and become 16-bit at the fragments (cvt.rn.f16x2.e4m3x2, exact). A sum over an index does not
-// care how that index is ordered, so each product takes the order the bytes come in: Q K^T pairs dims
-// (4c, 4c+1 | 4c+2, 4c+3) of a 16-dim step with a K row's 32-bit word c (Q's fragment is read in that
-// order too), and P V takes, for key rows 2c, 2c+1, 2c+8, 2c+9, the word of dims 4g..4g+3 of a 32-dim
-// group: its byte j belongs to n-tile j of the group, whose column g is then dim 4g + j (the merge
-// writes O back in dim order). Both products run in f16: P is in [0, 1], K and V are exact, and a bf16
-// Q becomes f16 times a power of two per row (find_q_scales). The scales are fp32 per (batch, K/V
-// head): k_descale joins the softmax scale, v_descale the output.
+// ring, and become f16 at the fragments in fp8_kv.cuh's byte orders (the merge writes O back in dim
+// order). The scales are fp32 per (batch, K/V head): k_descale joins the softmax scale, v_descale the
+// output.
 #pragma once
 
 #include "attention_common.cuh"
 #include "element.cuh"
 #include "fc_args.h"
+#include "fp8_kv.cuh"
 #include "kv_source.cuh"
 #include "mask.cuh"
 #include "ptx/cp_async.cuh"
@@ -240,48 +236,18 @@ struct DecodeForward {
         return sequence_rows<VARLEN, KV>(tensor, s, batch, kv_head, VARLEN ? sequence().k_row0 : 0);
     }
 
-    // KV_FP8: Q's fragment of k-step kk in the dims of K's bytes (see the top), as f16: a bf16 Q
-    // times its rows' powers of two (q_scale: exact, see find_q_scales).
+    // KV_FP8: Q's fragment of k-step kk in K's byte order, as f16 (fp8_kv.cuh).
     __device__ __forceinline__ void load_q_step(unsigned (&q)[4], unsigned q_smem, int kk) const
     {
-        const unsigned at = q_smem + (lane / 4) * PITCH + (16 * kk + 4 * (lane % 4)) * E::BYTES;
-        ld_shared_v2(q[0], q[2], at);              // row g: dims 4c, 4c+1 | 4c+2, 4c+3
-        ld_shared_v2(q[1], q[3], at + 8 * PITCH);  // row g + 8
-        if constexpr (BF16_Q)
-#pragma unroll
-            for (int i = 0; i < 4; i++)   // q[1], q[3]: row g + 8
-                q[i] = Mma<half_t>::pack(__uint_as_float(q[i] << 16) * q_scale[i % 2],
-                                         __uint_as_float(q[i] & 0xffff0000u) * q_scale[i % 2]);
+        q_fragment_fp8<T, PITCH>(q, q_smem + (lane / 4) * PITCH + (16 * kk + 4 * (lane % 4)) * E::BYTES, q_scale);
     }
 
-    // KV_FP8 with a bf16 Q: Q K^T runs in f16 like P V (one exact conversion of K, none of Q's
-    // width), on Q times a power of two per row that puts the row's largest |q| in [2^14, 2^15):
-    // exact for every element down to 2^-24 of it (f16's subnormals below), and undone on the row's
-    // scores (q_unscale). Lane (g, c) finds rows g and g + 8's with its quad.
+    // KV_FP8 with a bf16 Q: its rows g and g + 8 as f16 times a power of two each (fp8_kv.cuh).
     static constexpr bool BF16_Q = KV_FP8 && !Same<T, half_t>::value;
     float q_scale[2], q_unscale[2];
     __device__ __forceinline__ void find_q_scales(unsigned q_smem)
     {
-        unsigned top[2] = {0, 0};   // bf16 magnitude bits: ordered as the values (NaN above all)
-#pragma unroll
-        for (int kk = 0; kk < K_STEPS; kk++) {
-            const unsigned at = q_smem + (lane / 4) * PITCH + (16 * kk + 4 * (lane % 4)) * E::BYTES;
-            unsigned w[4];
-            ld_shared_v2(w[0], w[1], at);
-            ld_shared_v2(w[2], w[3], at + 8 * PITCH);
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                top[i / 2] = max(top[i / 2], max(w[i] & 0x7fffu, (w[i] >> 16) & 0x7fffu));
-        }
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            top[r] = max(top[r], __shfl_xor_sync(FULL_WARP, top[r], 1));
-            top[r] = max(top[r], __shfl_xor_sync(FULL_WARP, top[r], 2));
-            const int exponent = static_cast<int>(top[r] >> 7) - 127;   // of the largest |q|
-            const int shift = min(max(14 - exponent, -126), 126);
-            q_scale[r] = __uint_as_float(static_cast<unsigned>(127 + shift) << 23);
-            q_unscale[r] = __uint_as_float(static_cast<unsigned>(127 - shift) << 23);
-        }
+        q_row_scales<PITCH, K_STEPS>(q_smem + (lane / 4) * PITCH + 4 * (lane % 4) * E::BYTES, q_scale, q_unscale);
     }
 
     // Q's fragments, kept in registers for every tile: ldmatrix's order, or KV_FP8 load_q_step's. NOTE:
@@ -301,7 +267,7 @@ struct DecodeForward {
     }
 
     // KV_FP8: S = Q K^T over this warp's keys. ldmatrix of e4m3 rows: matrix j is 8 keys x 16 dims (one
-    // k-step) of n-tile n + j % 2, k-step k + j / 2; lane (g, c) gets key g's dims 4c .. 4c+3.
+    // k-step) of n-tile n + j % 2, k-step k + j / 2 (fp8_kv.cuh's order).
     __device__ __forceinline__ void qk_fp8(float (&s)[1][N_TILES][4], const QFragments &q, unsigned k_smem,
                                            unsigned q_smem)
     {
@@ -326,11 +292,10 @@ struct DecodeForward {
                 ldmatrix_x4(b, k_smem + kv_offset(key, k + j / 2));
 #pragma unroll
                 for (int m = 0; m < 4; m++) {
-                    const unsigned b0 = e4m3x2_to_f16x2(b[m]), b1 = e4m3x2_to_f16x2(b[m] >> 16);
                     if constexpr (Q_IN_REGISTERS)
-                        Mma<half_t>::run(s[0][n + m % 2], q[k + m / 2], b0, b1);
+                        mma_qk_fp8(s[0][n + m % 2], q[k + m / 2], b[m]);
                     else
-                        Mma<half_t>::run(s[0][n + m % 2], read[m / 2], b0, b1);
+                        mma_qk_fp8(s[0][n + m % 2], read[m / 2], b[m]);
                 }
             }
         }
@@ -343,8 +308,7 @@ struct DecodeForward {
     }
 
     // KV_FP8: O += P V over this warp's keys (f16). Lane (g, c) reads, of key rows 2c, 2c+1, 2c+8, 2c+9
-    // of a 16-key step, the word of dims 4g .. 4g+3 of each 32-dim group; byte j of those words makes
-    // n-tile j's B fragment (keys paired by a byte permute).
+    // of a 16-key step, the word of dims 4g .. 4g+3 of each 32-dim group (fp8_kv.cuh's order).
     __device__ __forceinline__ void pv_fp8(float (&o)[1][D_TILES][4], const float (&p)[1][N_TILES][4], unsigned v_smem)
     {
         using MmaH = Mma<half_t>;
@@ -363,10 +327,10 @@ struct DecodeForward {
                 const unsigned w3 = ld_shared_u32(v_smem + kv_offset(key + 9, chunk) + word);
 #pragma unroll
                 for (int j = 0; j < 4; j += 2) {   // bytes j, j+1 of the words: n-tiles 4x + j, 4x + j + 1
-                    const unsigned selector = j | (4 + j) << 4 | (j + 1) << 8 | (5 + j) << 12;
-                    const unsigned lo = __byte_perm(w0, w1, selector), hi = __byte_perm(w2, w3, selector);
-                    MmaH::run(o[0][4 * x + j], a, e4m3x2_to_f16x2(lo), e4m3x2_to_f16x2(hi));
-                    MmaH::run(o[0][4 * x + j + 1], a, e4m3x2_to_f16x2(lo >> 16), e4m3x2_to_f16x2(hi >> 16));
+                    unsigned b[2][2];
+                    v_fragments_fp8(b, w0, w1, w2, w3, j);
+                    MmaH::run(o[0][4 * x + j], a, b[0][0], b[0][1]);
+                    MmaH::run(o[0][4 * x + j + 1], a, b[1][0], b[1][1]);
                 }
             }
         }
@@ -376,7 +340,7 @@ struct DecodeForward {
     __device__ __forceinline__ int o_dim(int d, int e) const
     {
         if constexpr (KV_FP8)
-            return 32 * (d / 4) + 4 * (2 * (lane % 4) + e) + d % 4;
+            return fp8_o_dim(d, e, lane);
         else
             return d * 8 + 2 * (lane % 4) + e;
     }

@@ -10,11 +10,9 @@
 //
 // KV_FP8 (an FP8 KV cache, sm_89+, head_dim a multiple of 32): K and V are e4m3 in shared memory
 // (their own loader: swizzled where a row is whole 128-byte lines, else padded) and become f16 at
-// the fragments, as in fwd_decode.cuh, whose top comment gives the byte orders: Q's fragments are
-// read in K's byte order (a bf16 Q as f16 times a power of two per row), P V pairs V's bytes across
-// key rows, and O ends with each thread holding 8 whole dims of a 32-dim group, which it stores as
-// one 16-byte vector (store_output's FP8_ORDER). k_descale joins the softmax scale, v_descale the
-// output.
+// the fragments in fp8_kv.cuh's byte orders; O ends with each thread holding 8 whole dims of a 32-dim
+// group, which it stores as one 16-byte vector (store_output's FP8_ORDER). k_descale joins the
+// softmax scale, v_descale the output.
 //
 // Registers (head_dim 128, 32 rows per warp: O alone is 128 of the 255): the tile loop keeps only
 // O, the softmax state, a K and a V pointer and a few lane offsets live; everything else (the
@@ -25,6 +23,7 @@
 #include "attention_common.cuh"
 #include "element.cuh"
 #include "fc_args.h"
+#include "fp8_kv.cuh"
 #include "kv_source.cuh"
 #include "mask.cuh"
 #include "ptx/cp_async.cuh"
@@ -219,8 +218,7 @@ struct Sm80Forward {
         return scales ? scales[b * args.heads_kv + h] : 1.f;
     }
 
-    // KV_FP8: Q's fragment of m-tile m, k-step kk in the dims of K's bytes, as f16 (a bf16 Q times
-    // its rows' powers of two: fwd_decode.cuh's find_q_scales).
+    // KV_FP8: Q's fragment of m-tile m, k-step kk in K's byte order, as f16 (fp8_kv.cuh).
     static constexpr bool BF16_Q = KV_FP8 && !Same<T, half_t>::value;
     unsigned q_base;                          // KV_FP8: Q's shared tile
     float q_scale[M_TILES][2], q_unscale[M_TILES][2];
@@ -230,39 +228,13 @@ struct Sm80Forward {
     }
     __device__ __forceinline__ void load_q_step(unsigned (&q)[4], int m, int kk) const
     {
-        const unsigned at = q_step_address(m, kk);
-        ld_shared_v2(q[0], q[2], at);              // row g: dims 4c, 4c+1 | 4c+2, 4c+3
-        ld_shared_v2(q[1], q[3], at + 8 * PITCH);  // row g + 8
-        if constexpr (BF16_Q)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                q[i] = Mma<half_t>::pack(__uint_as_float(q[i] << 16) * q_scale[m][i % 2],
-                                         __uint_as_float(q[i] & 0xffff0000u) * q_scale[m][i % 2]);
+        q_fragment_fp8<T, PITCH>(q, q_step_address(m, kk), q_scale[m]);
     }
     __device__ __forceinline__ void find_q_scales()
     {
 #pragma unroll
-        for (int m = 0; m < M_TILES; m++) {
-            unsigned top[2] = {0, 0};   // bf16 magnitude bits: ordered as the values
-#pragma unroll
-            for (int kk = 0; kk < K_STEPS; kk++) {
-                const unsigned at = q_step_address(m, kk);
-                unsigned w[4];
-                ld_shared_v2(w[0], w[1], at);
-                ld_shared_v2(w[2], w[3], at + 8 * PITCH);
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    top[i / 2] = max(top[i / 2], max(w[i] & 0x7fffu, (w[i] >> 16) & 0x7fffu));
-            }
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                top[r] = max(top[r], __shfl_xor_sync(FULL_WARP, top[r], 1));
-                top[r] = max(top[r], __shfl_xor_sync(FULL_WARP, top[r], 2));
-                const int shift = min(max(14 - (static_cast<int>(top[r] >> 7) - 127), -126), 126);
-                q_scale[m][r] = __uint_as_float(static_cast<unsigned>(127 + shift) << 23);
-                q_unscale[m][r] = __uint_as_float(static_cast<unsigned>(127 - shift) << 23);
-            }
-        }
+        for (int m = 0; m < M_TILES; m++)
+            q_row_scales<PITCH, K_STEPS>(q_step_address(m, 0), q_scale[m], q_unscale[m]);
     }
 
     // KV_FP8: S = Q K^T over the tile (fwd_decode.cuh's qk_fp8, every m-tile of the warp).
@@ -292,16 +264,14 @@ struct Sm80Forward {
                 const int j = lane / 8;
                 ldmatrix_x4(b, k_tile + fp8_kv_offset((n + j % 2) * 8 + lane % 8, k + j / 2));
 #pragma unroll
-                for (int mm = 0; mm < 4; mm++) {
-                    const unsigned b0 = e4m3x2_to_f16x2(b[mm]), b1 = e4m3x2_to_f16x2(b[mm] >> 16);
+                for (int mm = 0; mm < 4; mm++)
 #pragma unroll
                     for (int m = 0; m < M_TILES; m++) {
                         if constexpr (Q_IN_REGISTERS)
-                            Mma<half_t>::run(s[m][n + mm % 2], q[m][k + mm / 2], b0, b1);
+                            mma_qk_fp8(s[m][n + mm % 2], q[m][k + mm / 2], b[mm]);
                         else
-                            Mma<half_t>::run(s[m][n + mm % 2], read[m][mm / 2], b0, b1);
+                            mma_qk_fp8(s[m][n + mm % 2], read[m][mm / 2], b[mm]);
                     }
-                }
             }
         }
         if constexpr (BF16_Q)
@@ -334,15 +304,13 @@ struct Sm80Forward {
                 const unsigned w2 = ld_shared_u32(v_tile + fp8_kv_offset(key + 8, chunk) + word);
                 const unsigned w3 = ld_shared_u32(v_tile + fp8_kv_offset(key + 9, chunk) + word);
 #pragma unroll
-                for (int j = 0; j < 4; j += 2) {
-                    const unsigned selector = j | (4 + j) << 4 | (j + 1) << 8 | (5 + j) << 12;
-                    const unsigned lo = __byte_perm(w0, w1, selector), hi = __byte_perm(w2, w3, selector);
-                    const unsigned b0 = e4m3x2_to_f16x2(lo), b1 = e4m3x2_to_f16x2(hi);
-                    const unsigned b2 = e4m3x2_to_f16x2(lo >> 16), b3 = e4m3x2_to_f16x2(hi >> 16);
+                for (int j = 0; j < 4; j += 2) {   // bytes j, j+1 of the words: n-tiles 4x + j, 4x + j + 1
+                    unsigned b[2][2];
+                    v_fragments_fp8(b, w0, w1, w2, w3, j);
 #pragma unroll
                     for (int m = 0; m < M_TILES; m++) {
-                        Mma<half_t>::run(o[m][4 * x + j], a[m], b0, b1);
-                        Mma<half_t>::run(o[m][4 * x + j + 1], a[m], b2, b3);
+                        Mma<half_t>::run(o[m][4 * x + j], a[m], b[0][0], b[0][1]);
+                        Mma<half_t>::run(o[m][4 * x + j + 1], a[m], b[1][0], b[1][1]);
                     }
                 }
             }
