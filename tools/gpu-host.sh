@@ -39,7 +39,7 @@
 #                              to 256), memcheck on paged sets (dense and varlen, pages of 1, 7 and 16),
 #                              all three sanitizer tools on sm90's page paths (pages of 7, 16 and 128),
 #                              tools/check.py --matrix paged per family (sm90 included)
-#   tools/gpu-host.sh fp8kv    an FP8 KV cache (issue 15): tools/bench_fp8kv.py alone, then side by side
+#   tools/gpu-host.sh fp8kv    an FP8 KV cache (issue 15): tools/bench_fp8kv.py (decode, --prefill) alone, then side by side
 #                              the gpu suite's FP8 tests, check.py --kv-dtype e4m3, the package's FP8
 #                              tests, memcheck and racecheck on fcjit run --kv-dtype e4m3
 #   tools/gpu-host.sh paged-bench   a paged cache's speed (tools/bench_paged.py) and ncu on paged decode
@@ -422,16 +422,19 @@ paged)   # a paged K/V cache (issue 13), correctness only, side by side (one 10-
     step python-paged 540 "python_matrix paged \${PAGED_PY_FAMILIES:-reference sm80 decode sm90}" &
     wait
     ;;
-fp8kv)   # an FP8 KV cache (issue 15): its speed alone (tools/bench_fp8kv.py), then correctness side by
-         # side: the gpu suite's FP8 tests, tools/check.py --kv-dtype e4m3 (decode and reference forced,
-         # and the selector), the package's FP8 tests, memcheck and racecheck on fcjit run
+fp8kv)   # an FP8 KV cache (issue 15): its speed alone (tools/bench_fp8kv.py: decode, then --prefill),
+         # then correctness side by side: the gpu suite's FP8 tests, tools/check.py --kv-dtype e4m3
+         # (decode, sm80 and reference forced, and the selector: decode, sm80 for prefill), the
+         # package's FP8 tests, memcheck and racecheck on fcjit run (the last shape: prefill on sm80)
     step bench-fp8kv 200 "FC_TUNING_DB=\$DB python3 tools/bench_fp8kv.py --json $OUT/bench-fp8kv.json"
-    for t in in_the_decode_kernel in_the_reference_kernel as_selected; do
+    step bench-fp8kv-prefill 200 "FC_TUNING_DB=\$DB python3 tools/bench_fp8kv.py --prefill --dtypes bf16 \
+        --json $OUT/bench-fp8kv-prefill.json"
+    for t in in_the_decode_kernel in_the_sm80_kernel in_the_reference_kernel as_selected; do
         step gpu-fp8-${t#in_the_} 540 "FC_GPU_TESTS=test_fp8_kv_matches_reference_$t .carry/bin/test_gpu | tail -30" &
     done
-    step check-fp8 540 "python3 tools/check.py --kv-dtype e4m3 --quick --families decode,reference --repeats 3 \
+    step check-fp8 540 "python3 tools/check.py --kv-dtype e4m3 --quick --families decode,sm80,reference --repeats 3 \
         | tail -4 && python3 tools/check.py --kv-dtype e4m3 --matrix features --head-dims 64,96,128,256 \
-        --families decode --repeats 3 | tail -4" &
+        --families decode,sm80 --repeats 3 | tail -4" &
     step check-fp8-base 540 "python3 tools/check.py --kv-dtype e4m3 --matrix base --head-dims 64,128,256 \
         --families decode --repeats 3 | tail -4 && python3 tools/check.py --kv-dtype e4m3 --matrix base \
         --head-dims 96,128 --repeats 3 | tail -4" &
@@ -440,7 +443,8 @@ fp8kv)   # an FP8 KV cache (issue 15): its speed alone (tools/bench_fp8kv.py), t
         '--batch 4 --seqlen-q 1 --seqlen-k 3000 --heads-q 32 --heads-kv 8 --head-dim 128' \
         '--batch 2 --seqlen-q 2 --seqlen-k 777 --heads-q 8 --heads-kv 1 --head-dim 256 --causal --window-left 300 --sinks 5 --softcap 30' \
         '--batch 3 --seqlen-q 1 --seqlen-k 1000 --heads-q 16 --heads-kv 4 --head-dim 64 --page-size 16' \
-        '--batch 1 --seqlen-q 100 --seqlen-k 300 --heads-q 8 --heads-kv 2 --head-dim 128 --causal'; do \
+        '--batch 1 --seqlen-q 100 --seqlen-k 300 --heads-q 8 --heads-kv 2 --head-dim 128 --causal' \
+        '--batch 1 --seqlen-q 200 --seqlen-k 500 --heads-q 8 --heads-kv 2 --head-dim 64 --page-size 16 --window-left 100 --softcap 30 --sinks 3'; do \
         compute-sanitizer --tool \$tool --error-exitcode 9 \$FCJIT run \$shape --dtype \$dt --kv-dtype e4m3 \
         --iters 1 --warmup 0 | grep -E 'SUMMARY' || exit 1; done; done; done" &
     wait
