@@ -264,7 +264,8 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
     if (!dtype)
         return fail(FC_ERR_INVALID_ARG, msg, size, "dtype %d is not an enum fc_dtype value", (int)p->dtype);
     if (!dtype->has_kernels)
-        return fail(FC_ERR_UNSUPPORTED, msg, size, "dtype FC_E4M3 is not supported yet (FC_F16 and FC_BF16 are)");
+        return fail(FC_ERR_UNSUPPORTED, msg, size, "dtype FC_E4M3 (q, k and v in FP8) is not supported yet: dtype is "
+                    "FC_F16 or FC_BF16, and an FP8 KV cache is kv_dtype FC_E4M3 beside them");
     if (p->causal != 0 && p->causal != 1)
         return fail(FC_ERR_INVALID_ARG, msg, size, "causal must be 0 or 1 (got %d)", p->causal);
     if ((status = check_window(p, msg, size)) != FC_OK)
