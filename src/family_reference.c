@@ -5,12 +5,13 @@
 #include "family_internal.h"
 
 #define BLOCK_N 32        /* one key per lane */
+#define PAD_BYTES 4       /* one spare 32-bit word per K/V row: lane j's row on bank j */
 
 /* fp32 Q rows, and K and V tiles in padded rows. */
 static int smem_bytes(const struct fc_variant *v)
 {
     const int kv_bytes = v->kv_fp8 ? 1 : fc_dtype_bytes(v->dtype);
-    const int kv_pitch = v->head_dim * kv_bytes + 4;   /* one spare 32-bit word */
+    const int kv_pitch = v->head_dim * kv_bytes + PAD_BYTES;
     return v->block_m * v->head_dim * 4 + 2 * v->block_n * kv_pitch;
 }
 
