@@ -116,12 +116,6 @@ struct DecodeForward {
     // the key loop, its offsets spilled the head_dim 256 kernels (12-20 bytes).
     __device__ __forceinline__ Sequence sequence() const { return sequence_of<PAGED>(args, seqlens_of(args), batch); }
 
-    // KV_FP8: this (sequence, K/V head)'s scale from a [batch, heads_kv] array, 1 without one.
-    __device__ __forceinline__ float descale(const float *scales) const
-    {
-        return scales ? scales[batch * args.heads_kv + kv_head] : 1.f;
-    }
-
     // Packed row r: query head kv_head * q_per_kv + r / seqlen_q, query row r % seqlen_q.
     __device__ __forceinline__ int row_head(int r) const
     {
@@ -239,15 +233,15 @@ struct DecodeForward {
     // KV_FP8: Q's fragment of k-step kk in K's byte order, as f16 (fp8_kv.cuh).
     __device__ __forceinline__ void load_q_step(unsigned (&q)[4], unsigned q_smem, int kk) const
     {
-        q_fragment_fp8<T, PITCH>(q, q_smem + (lane / 4) * PITCH + (16 * kk + 4 * (lane % 4)) * E::BYTES, q_scale);
+        q_fragment_fp8<T, PITCH>(q, q_smem + (lane / 4) * PITCH + (16 * kk + 4 * (lane % 4)) * E::BYTES, q_scale[0]);
     }
 
     // KV_FP8 with a bf16 Q: its rows g and g + 8 as f16 times a power of two each (fp8_kv.cuh).
     static constexpr bool BF16_Q = KV_FP8 && !Same<T, half_t>::value;
-    float q_scale[2], q_unscale[2];
+    float q_scale[1][2], q_unscale[1][2];   // the tile's one m-tile
     __device__ __forceinline__ void find_q_scales(unsigned q_smem)
     {
-        q_row_scales<PITCH, K_STEPS>(q_smem + (lane / 4) * PITCH + 4 * (lane % 4) * E::BYTES, q_scale, q_unscale);
+        q_row_scales<PITCH, K_STEPS>(q_smem + (lane / 4) * PITCH + 4 * (lane % 4) * E::BYTES, q_scale[0], q_unscale[0]);
     }
 
     // Q's fragments, kept in registers for every tile: ldmatrix's order, or KV_FP8 load_q_step's. NOTE:
@@ -272,11 +266,6 @@ struct DecodeForward {
                                            unsigned q_smem)
     {
 #pragma unroll
-        for (int n = 0; n < N_TILES; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                s[0][n][i] = 0.f;
-#pragma unroll
         for (int k = 0; k < K_STEPS; k += 2)
 #pragma unroll
         {
@@ -300,11 +289,7 @@ struct DecodeForward {
             }
         }
         if constexpr (BF16_Q)
-#pragma unroll
-            for (int n = 0; n < N_TILES; n++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    s[0][n][i] *= q_unscale[i / 2];
+            rescale_output(s, q_unscale);   // the rows' powers of two undone
     }
 
     // KV_FP8: O += P V over this warp's keys (f16). Lane (g, c) reads, of key rows 2c, 2c+1, 2c+8, 2c+9
@@ -348,15 +333,15 @@ struct DecodeForward {
     // S = Q K^T over this warp's keys of the tile.
     __device__ __forceinline__ void qk(float (&s)[1][N_TILES][4], const QFragments &q, unsigned k_smem, unsigned q_smem)
     {
-        if constexpr (KV_FP8) {
-            qk_fp8(s, q, k_smem, q_smem);
-            return;
-        }
 #pragma unroll
         for (int n = 0; n < N_TILES; n++)
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 s[0][n][i] = 0.f;
+        if constexpr (KV_FP8) {
+            qk_fp8(s, q, k_smem, q_smem);
+            return;
+        }
 #pragma unroll
         for (int k = 0; k < K_STEPS; k++)
 #pragma unroll
@@ -464,7 +449,7 @@ struct DecodeForward {
         softmax.init();
         // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh);
         // KV_FP8: times this K/V head's k_descale
-        const float k_descale = KV_FP8 ? descale(args.k_descale) : 1.f;
+        const float k_descale = KV_FP8 ? kv_descale(args.k_descale, args, batch, kv_head) : 1.f;
         const float scale_log2 = KV_FP8 ? args.scale_log2 * k_descale : args.scale_log2;
         const bool fold_scale = SOFTCAP || scale_log2 > 0.f;
         const float factor = SOFTCAP ? args.softcap_log2 : fold_scale ? scale_log2 : 1.f;
@@ -536,7 +521,7 @@ struct DecodeForward {
         __syncthreads();
         constexpr float LN2 = 0.693147180559945309f;
         const bool partial = args.splits > 1;
-        const float v_descale = KV_FP8 ? descale(args.v_descale) : 1.f;
+        const float v_descale = KV_FP8 ? kv_descale(args.v_descale, args, batch, kv_head) : 1.f;
         for (int i = threadIdx.x; i < rows * HEAD_DIM; i += THREADS) {
             const int r = i / HEAD_DIM, c = i % HEAD_DIM;
             float top = -infinity();

@@ -192,6 +192,8 @@ struct Sm80Forward {
     // through the table, a lookup per row for both); keys at or past `count` are zero-filled.
     __device__ __forceinline__ void load_kv_fp8(unsigned k_dst, unsigned v_dst, long long k_row0, int first, int count)
     {
+        // NOTE: the row sources built in the loop, not hoisted by hand: hoisted, the PTX of every sm80
+        // FP8 variant grew by some 70 integer instructions (64-bit row offsets kept across the loop)
 #pragma unroll
         for (int i = threadIdx.x; i < BLOCK_N * KV_CHUNKS; i += THREADS) {
             const int r = i / KV_CHUNKS, c = i % KV_CHUNKS;
@@ -210,12 +212,6 @@ struct Sm80Forward {
             cp_async_16(k_dst + fp8_kv_offset(r, c), k_from + c * EK::PER_CHUNK, valid);
             cp_async_16(v_dst + fp8_kv_offset(r, c), v_from + c * EK::PER_CHUNK, valid);
         }
-    }
-
-    // KV_FP8: this (sequence, K/V head)'s scale from a [batch, heads_kv] array, 1 without one.
-    __device__ __forceinline__ float descale(const float *scales, int b, int h) const
-    {
-        return scales ? scales[b * args.heads_kv + h] : 1.f;
     }
 
     // KV_FP8: Q's fragment of m-tile m, k-step kk in K's byte order, as f16 (fp8_kv.cuh).
@@ -241,13 +237,6 @@ struct Sm80Forward {
     __device__ __forceinline__ void qk_fp8(float (&s)[M_TILES][N_TILES][4], unsigned (&q)[M_TILES][Q_FRAGMENTS][4],
                                            unsigned k_tile)
     {
-#pragma unroll
-        for (int m = 0; m < M_TILES; m++)
-#pragma unroll
-            for (int n = 0; n < N_TILES; n++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    s[m][n][i] = 0.f;
 #pragma unroll
         for (int k = 0; k < K_STEPS; k += 2) {
             unsigned read[M_TILES][2][4];   // !Q_IN_REGISTERS: steps k and k + 1
@@ -275,13 +264,7 @@ struct Sm80Forward {
             }
         }
         if constexpr (BF16_Q)
-#pragma unroll
-            for (int m = 0; m < M_TILES; m++)
-#pragma unroll
-                for (int n = 0; n < N_TILES; n++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        s[m][n][i] *= q_unscale[m][i / 2];
+            rescale_output(s, q_unscale);   // the rows' powers of two undone
     }
 
     // KV_FP8: O += P V over the tile in f16 (fwd_decode.cuh's pv_fp8, every m-tile of the warp).
@@ -364,10 +347,6 @@ struct Sm80Forward {
     __device__ __forceinline__ void qk(float (&s)[M_TILES][N_TILES][4], unsigned (&q)[M_TILES][Q_FRAGMENTS][4],
                                        unsigned k_tile)
     {
-        if constexpr (KV_FP8) {
-            qk_fp8(s, q, k_tile);
-            return;
-        }
 #pragma unroll
         for (int m = 0; m < M_TILES; m++)
 #pragma unroll
@@ -375,6 +354,10 @@ struct Sm80Forward {
 #pragma unroll
                 for (int i = 0; i < 4; i++)
                     s[m][n][i] = 0.f;
+        if constexpr (KV_FP8) {
+            qk_fp8(s, q, k_tile);
+            return;
+        }
 #pragma unroll
         for (int step = 0; step < K_STEPS; step++) {
             // swizzled: the k-steps that share an XOR pattern (k % 4) run back to back
@@ -496,7 +479,7 @@ struct Sm80Forward {
         softmax.init();
         // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh)
         // KV_FP8: times this K/V head's k_descale
-        const float k_descale = KV_FP8 ? descale(args.k_descale, batch, kv_head) : 1.f;
+        const float k_descale = KV_FP8 ? kv_descale(args.k_descale, args, batch, kv_head) : 1.f;
         const float scale_log2 = KV_FP8 ? args.scale_log2 * k_descale : args.scale_log2;
         const bool fold_scale = SOFTCAP || scale_log2 > 0.f;
         const float factor = SOFTCAP ? args.softcap_log2 : fold_scale ? scale_log2 : 1.f;
@@ -566,7 +549,7 @@ struct Sm80Forward {
         // pointers computed from them would hold registers through the tile loop.
         const BlockCoordinates c = block_coordinates<CAUSAL>(args, BLOCK_M, fresh_block_index());
         // KV_FP8: O in the byte order's dims, times the K/V head's v_descale
-        const float out_scale = KV_FP8 ? descale(args.v_descale, c.batch, c.kv_head) : 1.f;
+        const float out_scale = KV_FP8 ? kv_descale(args.v_descale, args, c.batch, c.kv_head) : 1.f;
         if constexpr (VARLEN)   // NOTE: the sequence again, from fresh reads, like the coordinates
             store_sequence_output<T, M_TILES, D_TILES, N_TILES, KV_FP8>(
                 args, sequence_of<PAGED>(args, seqlens_of(args), c.batch), c.batch, c.head,

@@ -239,4 +239,11 @@ struct SequenceTmaRows {
     }
 };
 
+// An FP8 cache's dequantization scale of one (sequence, K/V head), from a [batch, heads_kv] array
+// (fc_kernel_args' k_descale / v_descale); 1 without one.
+__device__ __forceinline__ float kv_descale(const float *scales, const fc_kernel_args &args, int batch, int kv_head)
+{
+    return scales ? scales[batch * args.heads_kv + kv_head] : 1.f;
+}
+
 }  // namespace fc

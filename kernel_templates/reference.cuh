@@ -111,10 +111,10 @@ struct ReferenceKernel : SequenceState<VARLEN> {
             return (static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row;
     }
 
-    // KV_FP8: this (sequence, K/V head)'s scale from a [batch, heads_kv] array, 1 without one.
+    // KV_FP8: this (sequence, K/V head)'s scale (kv_source.cuh's kv_descale); 1 for 16-bit K/V.
     __device__ __forceinline__ float descale(const float *scales) const
     {
-        return KV_FP8 && scales ? scales[batch * args.heads_kv + kv_head] : 1.f;
+        return KV_FP8 ? kv_descale(scales, args, batch, kv_head) : 1.f;
     }
 
     // Q times scale * log2(e): a dot product is then a score in the log2 domain; with a softcap,
