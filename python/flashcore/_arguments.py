@@ -190,6 +190,18 @@ def descale_tensor(value, name, batch, heads_kv, device):
     return value
 
 
+def descale_tensors(k_descale, v_descale, kv_dtype, k_dtype, batch, heads_kv, device):
+    """(k_descale, v_descale) as the library takes them (descale_tensor), or (None, None); refused
+    unless K and V are an FP8 cache (kv_dtype, kv_dtype_of's answer)."""
+    if k_descale is None and v_descale is None:
+        return (None, None)
+    if kv_dtype == FC_DTYPE_SAME:
+        raise ArgumentError(f"k_descale and v_descale scale an FP8 KV cache: k and v are {k_dtype}, not "
+                            "torch.float8_e4m3fn")
+    return tuple(descale_tensor(d, name, batch, heads_kv, device)
+                 for d, name in ((k_descale, "k_descale"), (v_descale, "v_descale")))
+
+
 def check_sinks(sinks, heads_q, device):
     """That sinks, if given, is a contiguous float32 [heads_q] tensor on the tensors' device."""
     if sinks is None:

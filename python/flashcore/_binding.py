@@ -30,7 +30,7 @@ from ._arguments import (fc_dtype, _element_strides, _first_size, is_tensor, ran
                          Sequences, DENSE, sequence_arguments, check_sequences,
                          library_takes_sequences, paged_sizes, library_takes_paging,
                          predates_paging_message, predates_sequences_message, kv_dtype_of,
-                         descale_tensor)
+                         descale_tensors)
 
 _libraries = {}   # resolved path -> the loaded library
 _library_lock = threading.Lock()
@@ -444,12 +444,8 @@ class Context:
         params.q, params.k, params.v, params.out = (t.data_ptr() for t in (q, k, v, out))
         params.lse = lse.data_ptr() if lse is not None else None
         params.sinks = sinks.data_ptr() if sinks is not None else None
-        if any(d is not None for d in descales) and kv_dtype == FC_DTYPE_SAME:
-            raise ArgumentError("k_descale and v_descale scale an FP8 KV cache: k and v are "
-                                f"{k.dtype}, not torch.float8_e4m3fn")
         batch = sequences.varlen_batch() if sequences.varlen else params.batch
-        descales = [descale_tensor(d, name, batch, params.heads_kv, q.device)
-                    for d, name in zip(descales, ("k_descale", "v_descale"))]
+        descales = descale_tensors(*descales, kv_dtype, k.dtype, batch, params.heads_kv, q.device)
         tensors += [d for d in descales if d is not None]
         params.k_descale, params.v_descale = (None if d is None else d.data_ptr() for d in descales)
         _set_sequence_pointers(params, sequences)

@@ -63,15 +63,9 @@ def _check_inputs(q, k, v, fake, sinks=None, sequences=_binding.DENSE):
 def _descales(q, k, k_descale, v_descale, sequences):
     """An FP8 cache's scales as the library takes them: float32 [batch, heads_kv] contiguous
     tensors (expanded where they broadcast), or None."""
-    if k_descale is None and v_descale is None:
-        return (None, None)
-    if _binding.kv_dtype_of(q.dtype, k.dtype, k.dtype) == _binding.FC_DTYPE_SAME:
-        raise ArgumentError("k_descale and v_descale scale an FP8 KV cache: k and v are "
-                            f"{k.dtype}, not torch.float8_e4m3fn")
     batch = sequences.varlen_batch() if sequences.varlen else q.shape[0]
-    heads_kv = k.shape[-2]
-    return tuple(_binding.descale_tensor(d, name, batch, heads_kv, q.device)
-                 for d, name in ((k_descale, "k_descale"), (v_descale, "v_descale")))
+    return _binding.descale_tensors(k_descale, v_descale, _binding.kv_dtype_of(q.dtype, k.dtype, k.dtype),
+                                    k.dtype, batch, k.shape[-2], q.device)
 
 
 def _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, page_table=None):
