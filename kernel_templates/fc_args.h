@@ -44,6 +44,9 @@ struct fc_kernel_args {
     /* FP8 K/V (the variant's KV_FP8 switch): fp32 [batch, heads_kv] dequantization scales, or NULL
      * for 1; k_descale joins the softmax scale, v_descale the output */
     const float *k_descale, *v_descale;
+    /* FP8 attention (the variant's Q_FP8 switch: q, k and v e4m3): q's [batch, heads_kv] scales, or
+     * NULL for 1; they join the softmax scale as k_descale does */
+    const float *q_descale;
 };
 
 /* Per-sequence lengths, for variants with the VARLEN switch (varlen batches, seqused_k): they take

@@ -14,6 +14,7 @@ void fc_attention_params_init_sized(struct fc_attention_params *params, size_t s
     defaults.window_left = -1;   /* unbounded: no window */
     defaults.window_right = -1;
     defaults.kv_dtype = FC_DTYPE_SAME;
+    defaults.out_dtype = FC_DTYPE_SAME;
     /* fields of a newer caller's struct this library does not know: 0, which it takes as unset */
     memset(params, 0, struct_size);
     memcpy(params, &defaults, struct_size < sizeof defaults ? struct_size : sizeof defaults);

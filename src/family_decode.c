@@ -263,6 +263,7 @@ const struct fc_family fc_family_decode = {
     .tuned = 0,   /* not tuned: its splits follow the GPU's size, not a bucket */
     .splits_option = 1,
     .fp8_kv = 1,
+    .fp8_q_why_not = "the decode kernel's mma.sync reads a 16-bit q; FP8 attention runs on the Hopper kernel (sm_90a)",
     .defaults = defaults,
     .check = check,
     .smem_bytes = smem_bytes,

@@ -22,6 +22,8 @@ struct fc_family {
     int pingpong_option;         /* a variant's pingpong (consumers taking turns) may be 1 */
     int fp8_kv;                  /* takes e4m3 K/V (kv_fp8 variants: an FP8 KV cache) */
     const char *fp8_kv_why_not;  /* without fp8_kv: why not, for the selector's record (NULL: nothing to say) */
+    int fp8_q;                   /* takes an e4m3 q too (q_fp8 variants: FP8 attention) */
+    const char *fp8_q_why_not;   /* without fp8_q: why not, as fp8_kv_why_not */
 
     /** Tiles for v's dtype, head_dim, causality and arch, fitted to the arch's shared memory. */
     void (*defaults)(struct fc_variant *v);

@@ -133,6 +133,7 @@ const struct fc_family fc_family_sm80 = {
     .paged_args_type = "fc_paged_args",
     .tuned = 1,
     .fp8_kv = 1,
+    .fp8_q_why_not = "the sm80 kernel's mma.sync reads a 16-bit q; FP8 attention runs on the Hopper kernel (sm_90a)",
     .defaults = defaults,
     .check = check,
     .smem_bytes = smem_bytes,

@@ -48,9 +48,10 @@ enum fc_status {
 enum fc_dtype {
     FC_F16 = 0,
     FC_BF16 = 1,
-    FC_E4M3 = 2,   /**< FP8 e4m3 (OCP "e4m3fn": no infinities, NaN 0x7f/0xff): K and V only for now
-                        (fc_attention_params.kv_dtype, an FP8 KV cache); as dtype, FC_ERR_UNSUPPORTED */
-    FC_DTYPE_SAME = -1,   /**< fc_attention_params.kv_dtype only: K and V are dtype (its default) */
+    FC_E4M3 = 2,   /**< FP8 e4m3 (OCP "e4m3fn": no infinities, NaN 0x7f/0xff): as dtype, q, k and v (FP8
+                        attention, out in fc_attention_params.out_dtype); as kv_dtype, K and V only beside a
+                        16-bit q (an FP8 KV cache) */
+    FC_DTYPE_SAME = -1,   /**< fc_attention_params.kv_dtype and out_dtype only: dtype (their default) */
 };
 
 enum fc_log_level {
@@ -189,6 +190,18 @@ struct fc_attention_params {
      *  so scores are scale * q . (k_descale k) before any softcap. NULL unless kv_dtype is FC_E4M3.
      *  Contents (finite, positive for sense) are the caller's contract, as cu_seqlens' are. */
     const float *k_descale, *v_descale;
+    /* Fields below were added after the FP8 KV cache fields (read only where struct_size covers them). */
+    /** FP8 attention (dtype FC_E4M3: q, k and v all e4m3, FA3's fp8 forward; kv_dtype FC_DTYPE_SAME or
+     *  FC_E4M3): out's type, FC_BF16 or FC_F16; FC_DTYPE_SAME (the default) is FC_BF16 there. With a
+     *  16-bit dtype, out is dtype: FC_DTYPE_SAME or dtype itself. q's strides then count bytes, as an
+     *  FP8 cache's k and v strides do (multiples of 16), and head_dim must be a multiple of 16. The
+     *  scores use the e4m3 values exactly; P is rounded to e4m3 for P V (docs/ARCHITECTURE.md says
+     *  how, and the error that costs). Works with every mask, sinks, softcap, GQA and the LSE. */
+    enum fc_dtype out_dtype;
+    /** FP8 attention: q's dequantization scales, FA3's q_descale: device fp32 [batch, heads_kv] (one per
+     *  sequence and K/V head, shared by that head's query heads), packed, 4-byte aligned, or NULL for
+     *  1; scores are scale * (q_descale q) . (k_descale k). NULL unless dtype is FC_E4M3. */
+    const float *q_descale;
 };
 
 /** What the selector chose for a problem (fc_attention_plan). */

@@ -34,6 +34,7 @@ void fc_launch_common_args(const struct fc_problem *p, const struct fc_plan *pla
     a->sinks = p->sinks;
     a->k_descale = p->k_descale;
     a->v_descale = p->v_descale;
+    a->q_descale = p->q_descale;
     if (p->softcap > 0.f) {   /* S -> softcap tanh(scale S / softcap), into exp2 */
         a->softcap_scale = p->softmax_scale / p->softcap;
         a->softcap_log2 = p->softcap * LOG2E;

@@ -61,6 +61,7 @@ static void base_variant(const struct fc_problem *problem, const struct fc_targe
     v->varlen = fc_problem_per_sequence(problem);
     v->paged = problem->paged;
     v->kv_fp8 = problem->kv_fp8;
+    v->q_fp8 = problem->q_fp8;
     v->arch = target->arch;
     v->arch_specific = target->arch_specific;
 }
@@ -75,7 +76,11 @@ static void select_family(const struct fc_problem *problem, const struct fc_targ
             continue;
         base_variant(problem, target, &plan->variant);
         plan->variant.family = fc_families[i]->id;
-        if (problem->kv_fp8 && !fc_families[i]->fp8_kv) {   /* one rule for every family: the table says */
+        if (problem->q_fp8 && !fc_families[i]->fp8_q) {   /* one rule for every family: the table says */
+            declined_fp8 = declined_fp8 ? declined_fp8 : fc_families[i]->fp8_q_why_not;
+            continue;
+        }
+        if (problem->kv_fp8 && !problem->q_fp8 && !fc_families[i]->fp8_kv) {   /* an FP8 cache beside a 16-bit q */
             declined_fp8 = declined_fp8 ? declined_fp8 : fc_families[i]->fp8_kv_why_not;
             continue;
         }
@@ -156,7 +161,8 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
 {
     const struct fc_family *family = fc_family_of(plan->variant.family);
     const struct fc_tuned *winner = family && family->tuned && tuned ? fc_tuned_find(tuned, problem) : NULL;
-    if (!winner)   /* the bucket's dtype, head_dim and causality are the problem's */
+    /* NOTE: FP8 attention takes no winner: buckets are measured in 16-bit, and their dtype is q's */
+    if (!winner || problem->q_fp8)   /* the bucket's dtype, head_dim and causality are the problem's */
         return;
     /* NOTE: only a family that takes the problem: buckets know no paging, so a paged problem's bucket
      * would hand the heuristic's sm80 choice (pages the sm90 kernel declines) to an sm90 winner */
@@ -178,6 +184,7 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
     replaced.variant.varlen = plan->variant.varlen;
     replaced.variant.paged = plan->variant.paged;
     replaced.variant.kv_fp8 = plan->variant.kv_fp8;
+    replaced.variant.q_fp8 = plan->variant.q_fp8;
     char why[256];
     if (launch_shape(problem, target, &replaced, why, sizeof why) != FC_OK)
         return;   /* a winner this problem's launch cannot take: the heuristic's choice stays */

@@ -166,11 +166,39 @@ static enum fc_status resolve_mask(const struct fc_attention_params *p, int seql
     return FC_OK;
 }
 
+/* FP8 attention (dtype FC_E4M3): q, k and v e4m3, out FC_BF16 (out_dtype FC_DTYPE_SAME) or FC_F16;
+ * else out is dtype. Sets *out_dtype, the problem's dtype (what the kernels compute and write). */
+static enum fc_status resolve_out_dtype(const struct fc_attention_params *p, enum fc_dtype *out_dtype, char *msg,
+                                        size_t size)
+{
+    if (p->dtype != FC_E4M3) {
+        if (p->out_dtype != FC_DTYPE_SAME && p->out_dtype != p->dtype)
+            return fail(FC_ERR_INVALID_ARG, msg, size, "out_dtype %d (%s) with dtype %s: out is dtype (FC_DTYPE_SAME, "
+                        "the default); another output type is FP8 attention's (dtype FC_E4M3)", (int)p->out_dtype,
+                        fc_dtype_name(p->out_dtype), fc_dtype_name(p->dtype));
+        *out_dtype = p->dtype;
+        return FC_OK;
+    }
+    *out_dtype = p->out_dtype == FC_DTYPE_SAME ? FC_BF16 : p->out_dtype;
+    if (*out_dtype != FC_BF16 && *out_dtype != FC_F16)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "out_dtype %d (%s) with dtype FC_E4M3: FP8 attention writes "
+                    "FC_BF16 (FC_DTYPE_SAME, the default) or FC_F16", (int)p->out_dtype, fc_dtype_name(p->out_dtype));
+    if (p->kv_dtype != FC_DTYPE_SAME && p->kv_dtype != FC_E4M3)
+        return fail(FC_ERR_INVALID_ARG, msg, size, "kv_dtype %d (%s) with dtype FC_E4M3: FP8 attention takes k and v "
+                    "in e4m3 too (kv_dtype FC_DTYPE_SAME or FC_E4M3)", (int)p->kv_dtype, fc_dtype_name(p->kv_dtype));
+    if (p->head_dim % 16)
+        return fail(FC_ERR_UNSUPPORTED, msg, size, "head_dim %d with FP8 attention (dtype FC_E4M3): it must be a "
+                    "multiple of 16, so that each row of head_dim bytes starts on 16 bytes", p->head_dim);
+    return FC_OK;
+}
+
 /* The K/V element type: dtype's (kv_dtype FC_DTYPE_SAME or dtype), or FC_E4M3 for an FP8 KV cache,
- * whose rows of head_dim bytes must each start on 16 bytes. */
+ * whose rows of head_dim bytes must each start on 16 bytes. FP8 attention: e4m3 (resolve_out_dtype). */
 static enum fc_status resolve_kv_dtype(const struct fc_attention_params *p, int *kv_fp8, char *msg, size_t size)
 {
-    *kv_fp8 = p->kv_dtype == FC_E4M3;
+    *kv_fp8 = p->kv_dtype == FC_E4M3 || p->dtype == FC_E4M3;
+    if (p->dtype == FC_E4M3)
+        return FC_OK;
     if (p->kv_dtype != FC_DTYPE_SAME && p->kv_dtype != p->dtype && !*kv_fp8)
         return fail(FC_ERR_INVALID_ARG, msg, size, "kv_dtype %d (%s) with dtype %s: K and V are either dtype "
                     "(FC_DTYPE_SAME, the default) or FC_E4M3 (an FP8 KV cache)", (int)p->kv_dtype,
@@ -263,9 +291,10 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
     const struct fc_dtype_traits *dtype = fc_dtype_traits(p->dtype);
     if (!dtype)
         return fail(FC_ERR_INVALID_ARG, msg, size, "dtype %d is not an enum fc_dtype value", (int)p->dtype);
-    if (!dtype->has_kernels)
-        return fail(FC_ERR_UNSUPPORTED, msg, size, "dtype FC_E4M3 (q, k and v in FP8) is not supported yet: dtype is "
-                    "FC_F16 or FC_BF16, and an FP8 KV cache is kv_dtype FC_E4M3 beside them");
+    enum fc_dtype out_dtype;
+    if ((status = resolve_out_dtype(p, &out_dtype, msg, size)) != FC_OK)
+        return status;
+    out->q_fp8 = p->dtype == FC_E4M3;
     if (p->causal != 0 && p->causal != 1)
         return fail(FC_ERR_INVALID_ARG, msg, size, "causal must be 0 or 1 (got %d)", p->causal);
     if ((status = check_window(p, msg, size)) != FC_OK)
@@ -289,7 +318,8 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
     out->max_seqlen_k = out->varlen ? p->max_seqlen_k : p->seqlen_k;
     if ((status = resolve_mask(p, out->max_seqlen_q, out->max_seqlen_k, &out->mask, msg, size)) != FC_OK)
         return status;
-    const int bytes = dtype->bytes, kv_bytes = out->kv_fp8 ? 1 : bytes, d = p->head_dim;
+    const int bytes = fc_dtype_bytes(out_dtype), kv_bytes = out->kv_fp8 ? 1 : bytes, d = p->head_dim;
+    const int q_bytes = out->q_fp8 ? 1 : bytes;
     if (out->paged) {   /* [num_pages, page_size, heads_kv, head_dim]: strides {page, token, head} */
         if ((status = named_strides("k", &PAGED_STRIDES, p->k_stride, p->num_pages, p->page_size, p->heads_kv, d,
                                     kv_bytes, out->k_stride, msg, size)) ||
@@ -297,26 +327,26 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
                                     kv_bytes, out->v_stride, msg, size)))
             return status;
         if (out->varlen) {
-            if ((status = varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
+            if ((status = varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, q_bytes, out->q_stride, msg, size)) ||
                 (status = varlen_strides("out", p->o_stride, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
                 return status;
-        } else if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
+        } else if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, q_bytes, out->q_stride, msg, size)) ||
                    (status = fc_problem_strides("out", p->o_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size))) {
             return status;
         }
     } else if (out->varlen) {
-        if ((status = varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
+        if ((status = varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, q_bytes, out->q_stride, msg, size)) ||
             (status = varlen_strides("k", p->k_stride, p->seqlen_k, p->heads_kv, d, kv_bytes, out->k_stride, msg, size)) ||
             (status = varlen_strides("v", p->v_stride, p->seqlen_k, p->heads_kv, d, kv_bytes, out->v_stride, msg, size)) ||
             (status = varlen_strides("out", p->o_stride, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
             return status;
-    } else if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->q_stride, msg, size)) ||
+    } else if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, q_bytes, out->q_stride, msg, size)) ||
                (status = fc_problem_strides("k", p->k_stride, p->batch, p->seqlen_k, p->heads_kv, d, kv_bytes, out->k_stride, msg, size)) ||
                (status = fc_problem_strides("v", p->v_stride, p->batch, p->seqlen_k, p->heads_kv, d, kv_bytes, out->v_stride, msg, size)) ||
                (status = fc_problem_strides("out", p->o_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size))) {
         return status;
     }
-    out->dtype = p->dtype;
+    out->dtype = out_dtype;
     out->batch = p->batch;
     out->seqlen_q = p->seqlen_q;
     out->seqlen_k = p->seqlen_k;
@@ -392,14 +422,15 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
         return status;
     if ((status = check_sequence_pointers(p, msg, size)) != FC_OK)
         return status;
-    const int kv_fp8 = p->kv_dtype == FC_E4M3;   /* the shape rules checked the rest */
-    const struct { const char *name; const float *pointer; } descales[] = {
-        {"k_descale", p->k_descale}, {"v_descale", p->v_descale},
+    const int q_fp8 = p->dtype == FC_E4M3, kv_fp8 = p->kv_dtype == FC_E4M3 || q_fp8;   /* the shape rules checked the rest */
+    const struct { const char *name; const float *pointer; int fp8; } descales[] = {
+        {"k_descale", p->k_descale, kv_fp8}, {"v_descale", p->v_descale, kv_fp8}, {"q_descale", p->q_descale, q_fp8},
     };
     for (size_t i = 0; i < sizeof descales / sizeof descales[0]; i++) {
-        if (descales[i].pointer && !kv_fp8)
-            return fail(FC_ERR_INVALID_ARG, msg, size, "%s is set but K and V are not FP8 (kv_dtype FC_E4M3): "
-                        "16-bit K/V take no scale", descales[i].name);
+        if (descales[i].pointer && !descales[i].fp8)
+            return fail(FC_ERR_INVALID_ARG, msg, size, i < 2 ? "%s is set but K and V are not FP8 (kv_dtype FC_E4M3 "
+                        "or dtype FC_E4M3): 16-bit K/V take no scale" : "%s is set but q is not FP8 (dtype FC_E4M3): "
+                        "a 16-bit q takes no scale", descales[i].name);
         if (descales[i].pointer &&
             (status = fc_problem_pointer(descales[i].name, descales[i].pointer, sizeof(float), msg, size)))
             return status;
@@ -422,6 +453,7 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *given, struc
     out->page_table = p->page_table;
     out->k_descale = p->k_descale;
     out->v_descale = p->v_descale;
+    out->q_descale = p->q_descale;
     return FC_OK;
 }
 

@@ -40,9 +40,19 @@ struct fc_problem {
     const int32_t *page_table;   /* NULL until the tensor rules */
     /* An FP8 KV cache (the kernels' KV_FP8 switch): k and v are e4m3, one byte an element (k_stride /
      * v_stride stay in elements), q and out dtype; each (sequence, K/V head) has a K and a V scale. */
-    int kv_fp8;              /* kv_dtype FC_E4M3 */
+    int kv_fp8;              /* kv_dtype FC_E4M3, or FP8 attention */
     const float *k_descale, *v_descale;   /* [batch, heads_kv] fp32, NULL = 1 (a tensor rule) */
+    /* FP8 attention (the kernels' Q_FP8 switch; kv_fp8 too): q is e4m3 as well, and dtype above is
+     * out's (the caller's out_dtype), the type the kernels compute P V's output in. */
+    int q_fp8;               /* the caller's dtype FC_E4M3 */
+    const float *q_descale;  /* [batch, heads_kv] fp32, NULL = 1 (a tensor rule) */
 };
+
+/** Storage bytes of one q element: 1 for FP8 attention, else dtype's. */
+static inline int fc_problem_q_bytes(const struct fc_problem *p)
+{
+    return p->q_fp8 ? 1 : fc_dtype_bytes(p->dtype);
+}
 
 /** Storage bytes of one K or V element: 1 for an FP8 cache, else dtype's. */
 static inline int fc_problem_kv_bytes(const struct fc_problem *p)

@@ -58,10 +58,10 @@ void fc_variant_name(const struct fc_variant *v, char out[FC_VARIANT_NAME_MAX])
 {
     char arch[FC_ARCH_NAME_MAX];
     fc_arch_name(v->arch, v->arch_specific, arch);
-    snprintf(out, FC_VARIANT_NAME_MAX, "%s_%s_d%d%s%s%s%s%s%s_m%dn%ds%dw%d%s_%s",
+    snprintf(out, FC_VARIANT_NAME_MAX, "%s_%s_d%d%s%s%s%s%s%s%s_m%dn%ds%dw%d%s_%s",
              fc_kernel_family_name(v->family), fc_dtype_name(v->dtype), v->head_dim, v->causal ? "_causal" : "",
              v->window ? "_win" : "", v->softcap ? "_cap" : "", v->varlen ? "_var" : "", v->paged ? "_pg" : "",
-             v->kv_fp8 ? "_kv8" : "", v->block_m, v->block_n, v->stages, v->warps,
+             v->kv_fp8 ? "_kv8" : "", v->q_fp8 ? "_q8" : "", v->block_m, v->block_n, v->stages, v->warps,
              v->pingpong ? "p" : "", arch);
 }
 
@@ -69,7 +69,7 @@ int fc_variant_parse_name(const char *name, struct fc_variant *v)
 {
     char family[16], dtype[8], rest[96];
     memset(v, 0, sizeof *v);
-    /* family_dtype_dHEAD[_causal][_win][_cap][_var][_pg][_kv8]_mMnNsSwW[p]_ARCH */
+    /* family_dtype_dHEAD[_causal][_win][_cap][_var][_pg][_kv8][_q8]_mMnNsSwW[p]_ARCH */
     if (sscanf(name, "%15[a-z0-9]_%7[a-z0-9]_d%d_%95s", family, dtype, &v->head_dim, rest) != 4 ||
         fc_kernel_family_parse(family, &v->family) || fc_dtype_parse(dtype, &v->dtype))
         return -1;
@@ -97,6 +97,10 @@ int fc_variant_parse_name(const char *name, struct fc_variant *v)
     if (strncmp(p, "kv8_", 4) == 0) {
         v->kv_fp8 = 1;
         p += 4;
+    }
+    if (strncmp(p, "q8_", 3) == 0) {
+        v->q_fp8 = 1;
+        p += 3;
     }
     int used = 0;
     if (sscanf(p, "m%dn%ds%dw%d%n", &v->block_m, &v->block_n, &v->stages, &v->warps, &used) != 4)
@@ -166,9 +170,16 @@ int fc_variant_check(const struct fc_variant *v, char *why, size_t why_size)
         return fc_variant_fail(why, why_size, "a paged variant takes per-sequence lengths too (varlen)");
     if (v->kv_fp8 != 0 && v->kv_fp8 != 1)
         return fc_variant_fail(why, why_size, "kv_fp8 must be 0 or 1, not %d", v->kv_fp8);
-    if (v->kv_fp8 && !family->fp8_kv)
+    if (v->kv_fp8 && !v->q_fp8 && !family->fp8_kv)
         return fc_variant_fail(why, why_size, "the %s kernel reads 16-bit K/V only: %s", family->name,
                                family->fp8_kv_why_not ? family->fp8_kv_why_not : "FP8 K/V is not its work");
+    if (v->q_fp8 != 0 && v->q_fp8 != 1)
+        return fc_variant_fail(why, why_size, "q_fp8 must be 0 or 1, not %d", v->q_fp8);
+    if (v->q_fp8 && !v->kv_fp8)
+        return fc_variant_fail(why, why_size, "an FP8 q (q_fp8) takes FP8 K/V too (kv_fp8)");
+    if (v->q_fp8 && !family->fp8_q)
+        return fc_variant_fail(why, why_size, "the %s kernel reads a 16-bit q only: %s", family->name,
+                               family->fp8_q_why_not ? family->fp8_q_why_not : "FP8 attention is not its work");
     if (v->kv_fp8 && v->head_dim % 16)
         return fc_variant_fail(why, why_size, "FP8 K/V take head_dim in multiples of 16 (16-byte rows), not %d",
                                v->head_dim);
@@ -197,9 +208,9 @@ int fc_variant_smem_bytes(const struct fc_variant *v)
 int fc_variant_compare(const struct fc_variant *a, const struct fc_variant *b)
 {
     /* Field by field: memcmp would also compare padding. */
-    const int left[] = {(int)a->family, (int)a->dtype, a->head_dim, a->causal, a->window, a->softcap, a->varlen, a->paged, a->kv_fp8, a->block_m,
+    const int left[] = {(int)a->family, (int)a->dtype, a->head_dim, a->causal, a->window, a->softcap, a->varlen, a->paged, a->kv_fp8, a->q_fp8, a->block_m,
                         a->block_n, a->stages, a->warps, a->pingpong, a->arch, a->arch_specific};
-    const int right[] = {(int)b->family, (int)b->dtype, b->head_dim, b->causal, b->window, b->softcap, b->varlen, b->paged, b->kv_fp8, b->block_m,
+    const int right[] = {(int)b->family, (int)b->dtype, b->head_dim, b->causal, b->window, b->softcap, b->varlen, b->paged, b->kv_fp8, b->q_fp8, b->block_m,
                          b->block_n, b->stages, b->warps, b->pingpong, b->arch, b->arch_specific};
     for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
         if (left[i] != right[i])

@@ -29,6 +29,7 @@ struct fc_variant {
     int varlen;        /* 0 or 1: per-sequence lengths (cu_seqlens and/or seqused_k, read on the device) */
     int paged;         /* 0 or 1: K/V through a page table (kernel_templates/kv_source.cuh's PagedRows); needs varlen */
     int kv_fp8;        /* 0 or 1: K/V are e4m3 (an FP8 KV cache), dequantized as they are read; q and out stay dtype */
+    int q_fp8;         /* 0 or 1 (kv_fp8 too): FP8 attention, q e4m3 as well; dtype is out's */
     int block_m;       /* query rows per CTA */
     int block_n;       /* keys per K/V tile */
     int stages;        /* K/V pipeline depth (1 = no pipelining) */
@@ -52,8 +53,8 @@ const char *fc_kernel_family_name(enum fc_kernel_family family);
 int fc_kernel_family_parse(const char *name, enum fc_kernel_family *family);
 
 /** Readable, unique name, e.g. "reference_f16_d128_causal_m16n32s1w4_sm_90a"; a window adds "_win" and
- *  a softcap "_cap", per-sequence lengths "_var", a paged cache "_pg" and FP8 K/V "_kv8" after the
- *  causality ("..._causal_win_cap_var_pg_kv8_m16..."), so that the names of variants without them
+ *  a softcap "_cap", per-sequence lengths "_var", a paged cache "_pg", FP8 K/V "_kv8" and an FP8 q "_q8"
+ *  after the causality ("..._causal_win_cap_var_pg_kv8_q8_m16..."), so that the names of variants without them
  *  never change. */
 void fc_variant_name(const struct fc_variant *variant, char out[FC_VARIANT_NAME_MAX]);
 

@@ -58,7 +58,13 @@ struct rule {
 
 #define MUTATION(name, body) static void name(struct fc_attention_params *p) { body; }
 MUTATION(bad_dtype, p->dtype = (enum fc_dtype)7)
-MUTATION(fp8_dtype, p->dtype = FC_E4M3)
+MUTATION(fp8_out_f16_with_bf16, p->dtype = FC_BF16; p->out_dtype = FC_F16)
+MUTATION(fp8_out_e4m3, p->dtype = FC_E4M3; p->out_dtype = FC_E4M3)
+MUTATION(fp8_kv_bf16, p->dtype = FC_E4M3; p->kv_dtype = FC_BF16)
+MUTATION(fp8_head_dim_40, p->dtype = FC_E4M3; p->head_dim = 40)
+MUTATION(q_descale_without_fp8, p->kv_dtype = FC_E4M3; p->q_descale = (const float *)device_memory)
+MUTATION(misaligned_q_descale, p->dtype = FC_E4M3; p->q_descale = (const float *)(device_memory + 1))
+MUTATION(fp8_q_stride_of_8, p->dtype = FC_E4M3; p->q_stride[0] = 38400; p->q_stride[1] = 136; p->q_stride[2] = 64)
 MUTATION(zero_batch, p->batch = 0)
 MUTATION(negative_seqlen_q, p->seqlen_q = -1)
 MUTATION(zero_seqlen_k, p->seqlen_k = 0)
@@ -102,7 +108,13 @@ MUTATION(fp8_v_stride_of_8, p->kv_dtype = FC_E4M3; p->v_stride[0] = 38408; p->v_
 
 static const struct rule RULES[] = {
     {"dtype out of the enum", bad_dtype, FC_ERR_INVALID_ARG, "dtype 7 is not"},
-    {"fp8 not yet", fp8_dtype, FC_ERR_UNSUPPORTED, "FC_E4M3"},
+    {"out f16 with bf16", fp8_out_f16_with_bf16, FC_ERR_INVALID_ARG, "out_dtype 0 (f16) with dtype bf16"},
+    {"FP8 out e4m3", fp8_out_e4m3, FC_ERR_INVALID_ARG, "FP8 attention writes FC_BF16"},
+    {"FP8 q, bf16 K/V", fp8_kv_bf16, FC_ERR_INVALID_ARG, "FP8 attention takes k and v in e4m3 too"},
+    {"FP8 head_dim 40", fp8_head_dim_40, FC_ERR_UNSUPPORTED, "head_dim 40 with FP8 attention"},
+    {"q_descale, 16-bit q", q_descale_without_fp8, FC_ERR_INVALID_ARG, "q_descale is set but q is not FP8"},
+    {"q_descale misaligned", misaligned_q_descale, FC_ERR_INVALID_ARG, "q_descale ("},
+    {"FP8 q_stride of 8", fp8_q_stride_of_8, FC_ERR_INVALID_ARG, "q_stride[1] (seq) is 136"},
     {"batch 0", zero_batch, FC_ERR_INVALID_ARG, "batch must be positive (got 0)"},
     {"seqlen_q -1", negative_seqlen_q, FC_ERR_INVALID_ARG, "seqlen_q must be positive (got -1)"},
     {"seqlen_k 0", zero_seqlen_k, FC_ERR_INVALID_ARG, "seqlen_k must be positive"},
@@ -1227,8 +1239,10 @@ static void test_fp8_kv_rules(void **state)
     expect_status(&p, FC_OK, NULL);
     p.v_stride[2] = 72;
     expect_status(&p, FC_ERR_INVALID_ARG, "v_stride[2] (head) is 72");
-    p.dtype = FC_E4M3;   /* q and out e4m3: not yet */
-    expect_status(&p, FC_ERR_UNSUPPORTED, "FC_E4M3");
+    p.dtype = FC_E4M3;   /* FP8 attention: q e4m3 too, its strides in elements (bytes) */
+    memcpy(p.q_stride, padded, sizeof padded);
+    p.v_stride[2] = 64;
+    expect_status(&p, FC_OK, NULL);
     /* varlen and paged: e4m3 strides in elements too */
     p = varlen_params();
     p.kv_dtype = FC_E4M3;
@@ -1254,6 +1268,78 @@ static void test_fp8_kv_rules(void **state)
     assert_int_equal(fresh.kv_dtype, FC_DTYPE_SAME);
     assert_null(fresh.k_descale);
     assert_null(fresh.v_descale);
+    assert_int_equal(fresh.out_dtype, FC_DTYPE_SAME);
+    assert_null(fresh.q_descale);
+}
+
+/* FP8 attention (dtype FC_E4M3): q, k and v e4m3, out bf16 (the default) or f16, each rule with its
+ * message; the Hopper kernel at head_dim 64-256 in steps of 64 on a dense batch, the reference kernel
+ * elsewhere (and the plan says why); the variant's `_q8`, which parses back; tuned winners never
+ * replace it (they are measured in 16 bits). */
+static void test_fp8_attention(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();   /* heads 8/2: GQA 4 */
+    p.dtype = FC_E4M3;
+    struct fc_problem problem;
+    char msg[512] = "", name[FC_VARIANT_NAME_MAX], explained[1024];
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_true(problem.q_fp8 && problem.kv_fp8);
+    assert_int_equal(problem.dtype, FC_BF16);   /* out: the default */
+    assert_int_equal(fc_problem_q_bytes(&problem), 1);
+    assert_int_equal(problem.q_stride[1], 8 * 64);   /* packed, in (one-byte) elements */
+    assert_int_equal(problem.o_stride[1], 8 * 64);
+    p.out_dtype = FC_F16;
+    p.kv_dtype = FC_E4M3;
+    p.q_descale = (const float *)(device_memory + 4);
+    p.k_descale = (const float *)(device_memory + 8);
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(problem.dtype, FC_F16);
+    assert_ptr_equal(problem.q_descale, p.q_descale);
+    /* the plan: sm90 on sm_90a, its switch in the name */
+    struct fc_plan plan;
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
+    assert_true(plan.variant.q_fp8 && plan.variant.kv_fp8);
+    assert_non_null(strstr(plan.reason, "FP8 attention"));
+    fc_variant_name(&plan.variant, name);
+    assert_true(strncmp(name, "sm90_f16_d64_kv8_q8_m192n128", 28) == 0);   /* three consumers at 64 */
+    struct fc_variant parsed;
+    assert_int_equal(fc_variant_parse_name(name, &parsed), 0);
+    assert_int_equal(fc_variant_compare(&parsed, &plan.variant), 0);
+    assert_int_equal(fc_variant_check(&plan.variant, msg, sizeof msg), 0);
+    /* sm_89, head_dim 96, a varlen batch: the reference kernel, with the sm90 kernel's reason */
+    static const struct fc_target ADA = {89, 0, 128};
+    assert_int_equal(fc_plan_make(&problem, &ADA, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_REFERENCE);
+    assert_non_null(strstr(plan.reason, "FP8 q, K and V"));
+    p.head_dim = 96;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_REFERENCE);
+    fc_plan_explain(&plan, explained, sizeof explained);
+    assert_non_null(strstr(explained, "head_dim 64, 128, 192 or 256"));
+    p = varlen_params();
+    p.dtype = FC_E4M3;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_REFERENCE);
+    fc_plan_explain(&plan, explained, sizeof explained);
+    assert_non_null(strstr(explained, "dense batches"));
+    /* the variant rules: sm80 and decode refuse an FP8 q, sm90 its other tiles */
+    struct fc_variant v = plan.variant;
+    v.family = FC_KERNEL_SM80;
+    fc_variant_defaults(&v);
+    assert_int_equal(fc_variant_check(&v, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "reads a 16-bit q only"));
+    v = parsed;
+    v.block_n = 64;
+    assert_int_equal(fc_variant_check(&v, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "FP8 attention takes"));
+    v = parsed;
+    v.kv_fp8 = 0;
+    assert_int_equal(fc_variant_check(&v, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "FP8 K/V too"));
 }
 
 /* FP8 K/V go to the kernels that read them: decode (few query rows per K/V head, sm_89 and later,
@@ -1385,6 +1471,7 @@ int main(void)
         cmocka_unit_test(test_paged_plans),
         cmocka_unit_test(test_fp8_kv_rules),
         cmocka_unit_test(test_fp8_kv_plans),
+        cmocka_unit_test(test_fp8_attention),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };
