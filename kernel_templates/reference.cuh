@@ -3,7 +3,9 @@
 // It is the correctness oracle of the GPU tests and the fallback for any shape no fast kernel
 // takes, so it favours clarity over speed: CUDA cores only, one key per lane for Q K^T, one head
 // dim per lane for P V, online softmax in fp32 (exp2, scale folded into Q). KV_FP8: K and V are e4m3
-// (an FP8 KV cache), converted exactly as they are read, their scales applied in fp32.
+// (an FP8 KV cache), converted exactly as they are read, their scales applied in fp32. Q_FP8 (FP8
+// attention; KV_FP8 too): q is e4m3 as well, converted and scaled the same way; P stays fp32 (this is
+// the oracle: the fast kernels' rounding of P is theirs to answer for), O is written in T.
 #pragma once
 
 #include "element.cuh"
@@ -18,14 +20,16 @@
 namespace fc {
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int WARPS, bool WINDOW = false, bool SOFTCAP = false,
-          bool VARLEN = false, bool PAGED = false, bool KV_FP8 = false>
+          bool VARLEN = false, bool PAGED = false, bool KV_FP8 = false, bool Q_FP8 = false>
 struct ReferenceKernel : SequenceState<VARLEN> {
     static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
     static constexpr int BLOCK_N = WARP_SIZE;                    // one key per lane
     static constexpr int THREADS = WARPS * WARP_SIZE;
     static constexpr int ROWS = BLOCK_M / WARPS;                 // query rows per warp
     static constexpr int DIMS_PER_LANE = (HEAD_DIM + WARP_SIZE - 1) / WARP_SIZE;
+    static_assert(!Q_FP8 || KV_FP8, "FP8 attention: q, k and v in e4m3");
     using KV = typename KvElement<T, KV_FP8>::type;   // K/V storage
+    using QT = typename KvElement<T, Q_FP8>::type;    // q storage
     using E = Element<KV>;
     static constexpr int WORDS_PER_ROW = HEAD_DIM / E::PER_WORD;    // 32-bit words of a K/V row
     // NOTE: one spare word per K/V row puts lane j's row on bank j: Q K^T reads are conflict-free.
@@ -118,11 +122,14 @@ struct ReferenceKernel : SequenceState<VARLEN> {
     }
 
     // Q times scale * log2(e): a dot product is then a score in the log2 domain; with a softcap,
-    // times scale / softcap: a dot product is what the tanh takes. KV_FP8: times k_descale too.
+    // times scale / softcap: a dot product is what the tanh takes. KV_FP8: times k_descale too;
+    // Q_FP8: and q_descale.
     __device__ void load_q()
     {
-        const float scale = (SOFTCAP ? args.softcap_scale : args.scale_log2) * descale(args.k_descale);
-        const T *q = static_cast<const T *>(args.q) + batch * args.q_stride[0] + head * args.q_stride[2];
+        float scale = (SOFTCAP ? args.softcap_scale : args.scale_log2) * descale(args.k_descale);
+        if constexpr (Q_FP8)
+            scale *= kv_descale(args.q_descale, args, batch, kv_head);
+        const QT *q = static_cast<const QT *>(args.q) + batch * args.q_stride[0] + head * args.q_stride[2];
         if constexpr (VARLEN)
             q += q_row0() * args.q_stride[1];
         for (int i = threadIdx.x; i < BLOCK_M * HEAD_DIM; i += THREADS) {

@@ -44,6 +44,9 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     (void)target;
     (void)why_not;
     defaults(v);
+    if (problem->q_fp8)
+        return "reference kernel: simple, fp32 on CUDA cores; FP8 q, K and V converted exactly as they are read, P "
+               "kept in fp32";
     if (problem->kv_fp8)
         return "reference kernel: simple, fp32 on CUDA cores; FP8 K/V converted exactly as they are read";
     return "reference kernel: simple, fp32 on CUDA cores";
@@ -54,10 +57,10 @@ static int kernel_type(const struct fc_variant *v, char *out, size_t size)
     /* NOTE: the VARLEN argument only where it is set, so that the other variants' source (and cache
      * key) is what it was */
     if (v->kv_fp8)   /* every switch spelled out: KV_FP8 is the last */
-        return snprintf(out, size, "fc::ReferenceKernel<%s, %d, %s, %d, %d, %s, %s, %s, %s, true>",
+        return snprintf(out, size, "fc::ReferenceKernel<%s, %d, %s, %d, %d, %s, %s, %s, %s, true%s>",
                         fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false",
                         v->block_m, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
-                        v->varlen ? "true" : "false", v->paged ? "true" : "false");
+                        v->varlen ? "true" : "false", v->paged ? "true" : "false", v->q_fp8 ? ", true" : "");
     return snprintf(out, size, "fc::ReferenceKernel<%s, %d, %s, %d, %d, %s, %s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
@@ -73,6 +76,7 @@ const struct fc_family fc_family_reference = {
     .paged_args_type = "fc_paged_args",
     .tuned = 1,
     .fp8_kv = 1,
+    .fp8_q = 1,
     .defaults = defaults,
     .check = check,
     .smem_bytes = smem_bytes,
