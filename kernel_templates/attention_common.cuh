@@ -104,9 +104,9 @@ __device__ __forceinline__ void store_row(T *row_out, const float (&o)[D_TILES][
 }
 
 // O (divided by the row sums) and the LSE of this thread's rows, with the head's sink folded in
-// if there are sinks (softmax.cuh); rows past seqlen_q are skipped. FP8_ORDER: see store_row; O is
-// then scaled by out_scale (an FP8 cache's v_descale) too.
-template <typename T, int M_TILES, int D_TILES, int N_TILES, bool FP8_ORDER = false>
+// if there are sinks (softmax.cuh); rows past seqlen_q are skipped. FP8_ORDER: see store_row. With
+// OUT_SCALED (FP8_ORDER's default), O is scaled by out_scale (an FP8 V's v_descale) too.
+template <typename T, int M_TILES, int D_TILES, int N_TILES, bool FP8_ORDER = false, bool OUT_SCALED = FP8_ORDER>
 __device__ __forceinline__ void store_output(const fc_kernel_args &args, int batch, int head, int first_row,
                                              const float (&o)[M_TILES][D_TILES][4],
                                              const OnlineSoftmax<M_TILES, N_TILES> &softmax, float out_scale = 1.f)
@@ -125,7 +125,7 @@ __device__ __forceinline__ void store_output(const fc_kernel_args &args, int bat
             float row_max = softmax.row_max[m][h], sum = softmax.row_sum[m][h], scale = 1.f;
             if (sinks)
                 scale = fold_sink(row_max, sum, sink);
-            const float inverse = sum > 0.f ? (FP8_ORDER ? scale * out_scale : scale) / sum : 0.f;   // no key: 0
+            const float inverse = sum > 0.f ? (OUT_SCALED ? scale * out_scale : scale) / sum : 0.f;   // no key: 0
             store_row<T, FP8_ORDER>(out + row * args.o_stride[1], o[m], h, inverse, lane);
             if (args.lse && lane % 4 == 0)
                 args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] =

@@ -50,6 +50,16 @@
 // consumers' registers) overlap the work of the blocks beside it; the K/V ring and its barriers'
 // phases run on across blocks (PERF_NOTES v10).
 //
+// With FP8 (FP8 attention: Q, K and V e4m3, O in T; dense, warp-specialized), both products run on
+// WGMMA's e4m3 form (k = 32 bytes), which takes only K-major operands: Q and K are as above, but V
+// arrives by TMA (rows of keys) into a staging ring, and the producer warpgroup's 128 threads transpose
+// each tile into the V^T slot P V reads (rows of head dims; transpose_v), then fence the proxies and
+// arrive on its full barrier. The keys of V^T's rows are permuted within each 16 so that the softmax
+// registers are P's A fragment as they lie (p_fragments_fp8: no shuffle). P is rounded to e4m3 with
+// the row's running max shifted down by P_LOG2_SHIFT (P <= 2^8: small probabilities keep e4m3's
+// normal range; the shift cancels in O / sum and the LSE, FA3's Max_offset); the descales join the
+// softmax scale (q and k) and O's scale (v).
+//
 // Not yet: TMA stores of O.
 #pragma once
 
@@ -59,6 +69,7 @@
 #include "kv_source.cuh"
 #include "mask.cuh"
 #include "ptx/cp_async.cuh"
+#include "ptx/ldmatrix.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/registers.cuh"
 #include "ptx/smem.cuh"
@@ -68,21 +79,33 @@
 
 namespace fc {
 
-// S += A B^T over one 16-wide k-step, N = 64 or 128 columns.
+// S += A B^T over one 32-byte k-step, N = 64 or 128 columns (e4m3: 128).
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long a, unsigned long long b, int accumulate)
 {
-    if constexpr (N == 64)
+    if constexpr (Same<T, e4m3_t>::value)
+        wgmma_m64n128k32(d, a, b, accumulate, T{});
+    else if constexpr (N == 64)
         wgmma_m64n64k16(d, a, b, accumulate, T{});
     else
         wgmma_m64n128k16(d, a, b, accumulate, T{});
 }
 
-// O += P V over one 16-key k-step, N = head_dim = 64, 96, 128, 192 or 256, P from registers.
+// O += P V over one k-step (16 keys; e4m3: 32), N = head_dim = 64, 96, 128, 192 or 256, P from
+// registers.
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long b)
 {
-    if constexpr (N == 64)
+    if constexpr (Same<T, e4m3_t>::value) {
+        if constexpr (N == 64)
+            wgmma_m64n64k32_rs(d, a, b, 1, T{});
+        else if constexpr (N == 128)
+            wgmma_m64n128k32_rs(d, a, b, 1, T{});
+        else if constexpr (N == 192)
+            wgmma_m64n192k32_rs(d, a, b, 1, T{});
+        else
+            wgmma_m64n256k32_rs(d, a, b, 1, T{});
+    } else if constexpr (N == 64)
         wgmma_m64n64k16_rs(d, a, b, 1, T{});
     else if constexpr (N == 96)
         wgmma_m64n96k16_rs(d, a, b, 1, T{});
@@ -96,9 +119,10 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
           bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false,
-          bool PERSISTENT = false>
+          bool PERSISTENT = false, bool FP8 = false>
 struct Sm90Forward {
-    using E = Element<T>;
+    using In = typename KvElement<T, FP8>::type;   // Q, K and V storage: T, or e4m3 (FP8); O is T
+    using E = Element<In>;
     static constexpr int CONSUMERS = BLOCK_M / 64;                   // warpgroups, 64 rows each
     static constexpr bool SPECIALIZED = WARPS == 4 * (CONSUMERS + 1);   // plus a producer warpgroup
     static constexpr int THREADS = 32 * WARPS, CONSUMER_THREADS = 128 * CONSUMERS;
@@ -128,7 +152,11 @@ struct Sm90Forward {
         KV_BLOCK_STRIDE = PAGED ? ATOM_BYTES : KV_BLOCK_BYTES,                // the next column block
         KV_ATOM_STRIDE = PAGED ? COLUMN_BLOCKS * ATOM_BYTES : ATOM_BYTES,   // the next 8 rows
     };
-    static constexpr int SMEM_BYTES = SWIZZLE_ALIGN + Q_BYTES + 2 * STAGES * KV_BYTES;
+    // FP8: V^T slots of HEAD_DIM rows x BLOCK_N keys (one 128-byte line a row), and a staging ring of
+    // VS_STAGES V tiles as TMA writes them (K's layout). NOTE: enumerators (see PRODUCER_THREADS).
+    enum : int { VT_BYTES = FP8 ? HEAD_DIM * BLOCK_N : 0, VS_STAGES = 2, P_STEPS = BLOCK_N / E::MMA_K };
+    static constexpr int SMEM_BYTES =
+        SWIZZLE_ALIGN + Q_BYTES + (FP8 ? STAGES * (KV_BYTES + VT_BYTES) + VS_STAGES * KV_BYTES : 2 * STAGES * KV_BYTES);
     // V at head_dim 96: P V at its exact width (WGMMA n96), V in 64-byte-swizzled blocks of 32 columns
     // (three a row: a 128-byte swizzle's atoms are 64 columns wide, so n96 could not be described
     // there), each its own TMA box; K and Q stay padded (PERF_NOTES v9). Other odd multiples of 32
@@ -136,7 +164,7 @@ struct Sm90Forward {
     enum : int {
         V_LINE_BYTES = FC_SM90_V_LINE_BYTES(HEAD_DIM),        // fc_args.h: the host's V map agrees
         V_EXACT = V_LINE_BYTES < SWIZZLE_BYTES,
-        V_WIDTH = V_EXACT ? HEAD_DIM : PADDED_DIM,            // P V's N and O's accumulator columns
+        V_WIDTH = V_EXACT || FP8 ? HEAD_DIM : PADDED_DIM,     // P V's N and O's accumulator columns (FP8: V^T's rows)
         V_COLUMNS = V_LINE_BYTES / E::BYTES,                  // columns of a V block
         V_BLOCKS = V_WIDTH / V_COLUMNS,
         V_BLOCK_BYTES = BLOCK_N * V_LINE_BYTES,
@@ -151,8 +179,8 @@ struct Sm90Forward {
     static constexpr int MIN_BLOCKS = FC_SM90_MIN_BLOCKS(SPECIALIZED, CONSUMERS, HEAD_DIM);
     static constexpr int LAUNCH_REGISTERS = 65536 / (THREADS * MIN_BLOCKS) / 8 * 8 > 248
                                                 ? 248 : 65536 / (THREADS * MIN_BLOCKS) / 8 * 8;
-    // PAGED: the gather path's addresses and page ids need more than 24
-    static constexpr int PRODUCER_REGISTERS = PAGED ? 40 : 24;
+    // PAGED: the gather path's addresses and page ids need more than 24; FP8: the transposes' words
+    static constexpr int PRODUCER_REGISTERS = PAGED || FP8 ? 40 : 24;
     // PAGED, gather: the producer warpgroup's threads and those copying each of K and V. NOTE:
     // enumerators, not static members: a member the code takes a value of puts a constant symbol in
     // the PTX of every variant, dense ones too.
@@ -162,7 +190,9 @@ struct Sm90Forward {
     static constexpr int CONSUMER_REGISTERS = CONSUMER_REGISTERS_POOL > 240 ? 240 : CONSUMER_REGISTERS_POOL;
     static_assert(HEAD_DIM % (COLUMNS / 2) == 0 && HEAD_DIM <= 256, "head_dim: whole 64-byte half lines, up to 256");
     static_assert(!PAGED || HEAD_DIM == PADDED_DIM, "a paged cache's boxes and gathered rows are whole lines");
-    static_assert(V_WIDTH % V_COLUMNS == 0, "whole V blocks");
+    static_assert(FP8 || V_WIDTH % V_COLUMNS == 0, "whole V blocks");
+    static_assert(!FP8 || (SPECIALIZED && BLOCK_N == 128 && HEAD_DIM % 64 == 0 && !VARLEN),
+                  "FP8: dense, warp-specialized, 128-key tiles (one V^T line), head_dim 64, 128, 192 or 256");
     static_assert(BLOCK_N == 64 || BLOCK_N == 128, "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T)");
     static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "one to three warpgroups of 64 rows");
     static_assert(WARPS == 4 * CONSUMERS || SPECIALIZED, "4 warps per consumer warpgroup, plus 4 for a producer");
@@ -170,11 +200,14 @@ struct Sm90Forward {
     static_assert(!PINGPONG || (SPECIALIZED && CONSUMERS >= 2), "ping-pong takes turns between consumers");
     static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
     static_assert(!PERSISTENT || (SPECIALIZED && !VARLEN), "a persistent grid: dense, warp-specialized");
-    static constexpr int TURN_BARRIER = 1;   // named barriers TURN_BARRIER + consumer: "your turn"
+    static constexpr int TURN_BARRIER = 1;
+    // FP8: P = 2^(S - (row max - 8)) <= 256 before its rounding to e4m3 (see the top comment)
+    static constexpr float P_LOG2_SHIFT = 8.f;   // named barriers TURN_BARRIER + consumer: "your turn"
 
     const fc_sm90_args &args;
     const fc_kernel_args &base;
     const KeyMask<CAUSAL, WINDOW, VARLEN> mask;
+    float qk_descale = 1.f;   // FP8: the block's q_descale * k_descale (consume sets it)
     char *smem;   // 1024-byte aligned: Q, then K stages, then V stages
     int batch, head, kv_head, row0, warp, group;   // group: this thread's warpgroup
 
@@ -222,7 +255,12 @@ struct Sm90Forward {
         return smem_address(smem) + g * COLUMN_BLOCKS * Q_BLOCK_BYTES;
     }
     __device__ __forceinline__ unsigned k_tile(int stage) const { return q_tile() + Q_BYTES + stage * KV_BYTES; }
-    __device__ __forceinline__ unsigned v_tile(int stage) const { return k_tile(STAGES) + stage * KV_BYTES; }
+    __device__ __forceinline__ unsigned v_tile(int stage) const
+    {
+        return k_tile(STAGES) + stage * (FP8 ? int(VT_BYTES) : KV_BYTES);   // FP8: V^T
+    }
+    // FP8: staging slot `slot` of V as TMA writes it, after the V^T slots.
+    __device__ __forceinline__ unsigned vs_tile(int slot) const { return v_tile(STAGES) + slot * KV_BYTES; }
 
     // The same tiles as WGMMA reads them (ptx/wgmma.cuh's SmemTile): Q and K 128B-swizzled, K's and
     // V's blocks and atoms as the tile layout above puts them; V at head_dim 96 64B-swizzled.
@@ -233,6 +271,9 @@ struct Sm90Forward {
     __device__ __forceinline__ QTile q_smem(int g) const { return {q_tile(g)}; }
     __device__ __forceinline__ KTile k_smem(int stage) const { return {k_tile(stage)}; }
     __device__ __forceinline__ VTile v_smem(int stage) const { return {v_tile(stage)}; }
+    // FP8: V^T as P V's K-major B operand (rows of head dims, 128 permuted keys a line).
+    using VtTile = SmemTile<SWIZZLE_BYTES, VT_BYTES, ATOM_BYTES>;
+    __device__ __forceinline__ VtTile vt_smem(int stage) const { return {v_tile(stage)}; }
 
     // The first tile of keys this CTA sees (0 without a window): its loops count tiles from it.
     __device__ __forceinline__ int first_tile() const { return mask.key_begin(row0) / BLOCK_N; }
@@ -412,6 +453,9 @@ struct Sm90Forward {
         if constexpr (VARLEN)
             store_sequence_output<T>(base, sequence_of<PAGED>(base, seqlens(), batch), batch, head, row0 + warp * 16, o,
                                      softmax);
+        else if constexpr (FP8)   // O times v_descale
+            store_output<T, 1, OUT_TILES, N_TILES, false, true>(base, batch, head, row0 + warp * 16, o, softmax,
+                                                                kv_descale(base.v_descale, base, batch, kv_head));
         else
             store_output<T>(base, batch, head, row0 + warp * 16, o, softmax);
     }
@@ -424,7 +468,7 @@ struct Sm90Forward {
 #pragma unroll
         for (int k = 0; k < K_STEPS; k++) {
             const int block = k / STEPS_PER_BLOCK, step = STEP_DESCRIPTOR * (k % STEPS_PER_BLOCK);
-            wgmma_ss<BLOCK_N, T>(d, q_smem(group).k_major(block) + step, k_smem(stage).k_major(block) + step, k > 0);
+            wgmma_ss<BLOCK_N, In>(d, q_smem(group).k_major(block) + step, k_smem(stage).k_major(block) + step, k > 0);
         }
         wgmma_commit();
     }
@@ -436,34 +480,53 @@ struct Sm90Forward {
         wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
     }
 
-    // P as the A fragments of the P V k-steps (16 keys each).
-    __device__ __forceinline__ void p_fragments(unsigned (&a)[BLOCK_N / 16][4], const float (&p)[1][N_TILES][4])
+    // P as the A fragments of the P V k-steps (16 keys each; FP8, 32 keys in e4m3: k-step k's
+    // fragment takes S tiles 4k .. 4k + 3 as they lie, so its byte c of 16 is key 2 (c / 4) + c % 2 +
+    // 8 (c % 4 / 2) of those 16, the order transpose_v gives V^T's lines).
+    __device__ __forceinline__ void p_fragments(unsigned (&a)[P_STEPS][4], const float (&p)[1][N_TILES][4])
     {
 #pragma unroll
-        for (int k = 0; k < BLOCK_N / 16; k++)
-            p_fragment<T, N_TILES>(a[k], p[0], k);
+        for (int k = 0; k < P_STEPS; k++)
+            if constexpr (FP8) {
+                const float(&t)[N_TILES][4] = p[0];
+                a[k][0] = f32x4_to_e4m3x4(t[4 * k][0], t[4 * k][1], t[4 * k + 1][0], t[4 * k + 1][1]);
+                a[k][1] = f32x4_to_e4m3x4(t[4 * k][2], t[4 * k][3], t[4 * k + 1][2], t[4 * k + 1][3]);
+                a[k][2] = f32x4_to_e4m3x4(t[4 * k + 2][0], t[4 * k + 2][1], t[4 * k + 3][0], t[4 * k + 3][1]);
+                a[k][3] = f32x4_to_e4m3x4(t[4 * k + 2][2], t[4 * k + 2][3], t[4 * k + 3][2], t[4 * k + 3][3]);
+            } else {
+                p_fragment<T, N_TILES>(a[k], p[0], k);
+            }
     }
 
     // Issues O += P V: BLOCK_N / 16 k-steps of 16 keys (2048 bytes of V rows each, across its
     // column blocks). a must stay unchanged until the group has completed.
-    __device__ __forceinline__ void pv_issue(float (&o)[1][D_TILES][4], const unsigned (&a)[BLOCK_N / 16][4], int stage)
+    __device__ __forceinline__ void pv_issue(float (&o)[1][D_TILES][4], const unsigned (&a)[P_STEPS][4], int stage)
     {
         float(&d)[V_WIDTH / 2] = reinterpret_cast<float(&)[V_WIDTH / 2]>(o);
-        const unsigned long long dv = v_smem(stage).mn_major();
-        wgmma_fence_registers(d);
-        wgmma_fence();
+        if constexpr (FP8) {   // V^T K-major: k-step k is 32 bytes into each line
+            const unsigned long long dv = vt_smem(stage).k_major(0);
+            wgmma_fence_registers(d);
+            wgmma_fence();
 #pragma unroll
-        for (int k = 0; k < BLOCK_N / 16; k++)
-            wgmma_rs<V_WIDTH, T>(d, a[k], dv + VTile::mn_step(k));
+            for (int k = 0; k < P_STEPS; k++)
+                wgmma_rs<V_WIDTH, In>(d, a[k], dv + STEP_DESCRIPTOR * k);
+        } else {
+            const unsigned long long dv = v_smem(stage).mn_major();
+            wgmma_fence_registers(d);
+            wgmma_fence();
+#pragma unroll
+            for (int k = 0; k < BLOCK_N / 16; k++)
+                wgmma_rs<V_WIDTH, T>(d, a[k], dv + VTile::mn_step(k));
+        }
         wgmma_commit();
     }
 
     // After the wait for a P V group: O may be read, and P's registers reused.
-    __device__ __forceinline__ void pv_retire(float (&o)[1][D_TILES][4], unsigned (&a)[BLOCK_N / 16][4])
+    __device__ __forceinline__ void pv_retire(float (&o)[1][D_TILES][4], unsigned (&a)[P_STEPS][4])
     {
         wgmma_fence_registers(reinterpret_cast<float(&)[V_WIDTH / 2]>(o));
 #pragma unroll
-        for (int k = 0; k < BLOCK_N / 16; k++)
+        for (int k = 0; k < P_STEPS; k++)
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 asm volatile("" : "+r"(a[k][i])::"memory");
@@ -473,17 +536,23 @@ struct Sm90Forward {
     __device__ __forceinline__ void softmax_tile(float (&s)[1][N_TILES][4], OnlineSoftmax<1, N_TILES> &softmax,
                                                  float (&correction)[1][2], int t)
     {
-        // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh)
-        const bool fold_scale = SOFTCAP || base.scale_log2 > 0.f;
-        const float factor = SOFTCAP ? base.softcap_log2 : fold_scale ? base.scale_log2 : 1.f;
-        const float prescale = fold_scale ? 1.f : base.scale_log2;
+        // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh);
+        // FP8: times q_descale * k_descale
+        float scale_log2 = base.scale_log2, softcap_scale = base.softcap_scale;
+        if constexpr (FP8) {
+            scale_log2 *= qk_descale;
+            softcap_scale *= qk_descale;
+        }
+        const bool fold_scale = SOFTCAP || scale_log2 > 0.f;
+        const float factor = SOFTCAP ? base.softcap_log2 : fold_scale ? scale_log2 : 1.f;
+        const float prescale = fold_scale ? 1.f : scale_log2;
         const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
         const bool masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
         if constexpr (SOFTCAP)
-            soft_cap(s, base.softcap_scale);
+            soft_cap(s, softcap_scale);
         if (masked || !fold_scale)
             mask_scores(s, mask, row0 + warp * 16, key0, masked, prescale);
-        softmax.update(s, correction, factor);
+        softmax.update(s, correction, factor, FP8 ? P_LOG2_SHIFT : 0.f);
     }
 
     __device__ __forceinline__ static void zero(float (&o)[1][D_TILES][4])
@@ -567,11 +636,14 @@ struct Sm90Forward {
     }
 
     // Barriers of the specialized schedule: Q, then per slot K full, V full, K empty, V empty;
-    // PERSISTENT, then Q empty (every consumer thread done with Q K^T of the block). Slots are
-    // taken in ring order: the ring's i-th tile goes to slot i % STAGES, its round i / STAGES.
+    // PERSISTENT, then Q empty (every consumer thread done with Q K^T of the block); FP8, then per
+    // staging slot V staged (TMA's bytes), V unstaged (every producer thread done reading it). Slots
+    // are taken in ring order: the ring's i-th tile goes to slot i % STAGES, its round i / STAGES (the
+    // staging ring's: i % VS_STAGES, i / VS_STAGES).
     struct Barriers {
-        unsigned q, k_full, v_full, k_empty, v_empty, q_empty;
+        unsigned q, k_full, v_full, k_empty, v_empty, q_empty, vs_full, vs_empty;
         __device__ __forceinline__ unsigned slot(unsigned first, int i) const { return first + 8 * (i % STAGES); }
+        __device__ __forceinline__ unsigned staging(unsigned first, int i) const { return first + 8 * (i % VS_STAGES); }
         // the stage and the full barriers' phase of the ring's i-th tile
         static __device__ __forceinline__ int stage(int i) { return i % STAGES; }
         static __device__ __forceinline__ int phase(int i) { return (i / STAGES) & 1; }
@@ -597,6 +669,74 @@ struct Sm90Forward {
                 mbarrier_wait(b.slot(b.v_empty, i), (round - 1) & 1);
             mbarrier_arrive_expect_tx(b.slot(b.v_full, i), V_BYTES);
             load_tile<true>(args.v_map, v_tile(stage), t, b.slot(b.v_full, i), origin);
+        }
+    }
+
+    // FP8: producer thread p (of 128) transposes its share of the staged V tile at src (K's layout:
+    // BLOCK_N rows of keys, 128-byte lines of head dims, column blocks KV_BLOCK_BYTES apart) into the
+    // V^T slot at dst (HEAD_DIM rows of 128 keys, 128B-swizzled: P V's K-major B operand). Warp w
+    // takes keys 32 w .. 32 w + 31, 16 head dims a step: ldmatrix.trans reads four 8-key x 16-byte
+    // blocks (one 16-byte chunk of each of its lanes' rows), which leaves thread t (q = t % 4, c = t /
+    // 4) holding dims 2c and 2c + 1 of keys 2q, 2q + 1 (and + 8) of each 16; two prmt a 16 keys make
+    // dim rows of them in the order 2q, 2q + 1, 2q + 8, 2q + 9: word q of each 16 keys of a V^T line is
+    // those four keys, as p_fragments' P expects; stmatrix writes the eight rows 2c (and 2c + 1) of
+    // the step's 16 as its four 8-row x 16-byte matrices. The loads touch every bank once (8 rows,
+    // chunk j ^ row % 8); the stores twice (rows 2c: row % 8 takes 4 values).
+    __device__ __forceinline__ void transpose_v(unsigned src, unsigned dst, unsigned p) const
+    {
+        const unsigned w = p / WARP_SIZE, lane = p % WARP_SIZE, r = lane % 8;
+        const unsigned from = src + (32 * w + lane) * SWIZZLE_BYTES;   // ldmatrix: lane l gives key 32 w + l's row
+        // stmatrix: lane l gives row 2 (l % 8) + l / 8 % 2 of the step's 16, in the chunk of keys 32 w + 16 (l / 16)
+        const unsigned row = 2 * r + lane / 8 % 2, chunk = 2 * w + lane / 16;
+        const unsigned to = dst + row * SWIZZLE_BYTES + ((chunk ^ (row % 8)) << 4);
+#pragma unroll
+        for (int j = 0; j < HEAD_DIM / 16; j++) {   // dims 16 j .. 16 j + 15: chunk j % 8 of column block j / 8
+            unsigned x[4], y[4];
+            ldmatrix_x4_trans(x, from + j / 8 * KV_BLOCK_BYTES + (((j % 8) ^ r) << 4));
+            y[0] = __byte_perm(x[0], x[1], 0x6420);   // row 2c, keys of 16 (w's first)
+            y[1] = __byte_perm(x[0], x[1], 0x7531);   // row 2c + 1
+            y[2] = __byte_perm(x[2], x[3], 0x6420);   // row 2c, the next 16 keys
+            y[3] = __byte_perm(x[2], x[3], 0x7531);
+            stmatrix_x4(to + j * 16 * SWIZZLE_BYTES, y);
+        }
+    }
+
+    // FP8: the producer warpgroup (thread p of 128). Thread 0 loads Q, then K and staged V a tile
+    // ahead of the transposes (K into its slot once the consumers released it, V into a staging slot
+    // once the transposes of the tile VS_STAGES before are done); every thread then transposes its
+    // share of tile t into the V^T slot once the consumers released it, fences the proxies (WGMMA
+    // reads what ordinary stores wrote) and arrives on the slot's full barrier and the staging slot's
+    // empty one. ring: as produce's.
+    __device__ __forceinline__ void load_kv_fp8(const Barriers &b, int t, int i)
+    {
+        const int round = i / STAGES, staged = i / VS_STAGES;
+        if (round > 0)
+            mbarrier_wait(b.slot(b.k_empty, i), (round - 1) & 1);
+        mbarrier_arrive_expect_tx(b.slot(b.k_full, i), KV_BYTES);
+        load_tile(args.k_map, k_tile(i % STAGES), t, b.slot(b.k_full, i));
+        if (staged > 0)
+            mbarrier_wait(b.staging(b.vs_empty, i), (staged - 1) & 1);
+        mbarrier_arrive_expect_tx(b.staging(b.vs_full, i), KV_BYTES);
+        load_tile(args.v_map, vs_tile(i % VS_STAGES), t, b.staging(b.vs_full, i));
+    }
+    __device__ __forceinline__ void produce_fp8(const Barriers &b, int tiles, int ring, unsigned p)
+    {
+        if (p == 0) {
+            load_q(b.q);
+            if (tiles > 0)
+                load_kv_fp8(b, 0, ring);
+        }
+        for (int t = 0; t < tiles; t++) {
+            const int i = ring + t, round = i / STAGES;
+            if (p == 0 && t + 1 < tiles)
+                load_kv_fp8(b, t + 1, i + 1);
+            mbarrier_wait(b.staging(b.vs_full, i), (i / VS_STAGES) & 1);
+            if (round > 0)
+                mbarrier_wait(b.slot(b.v_empty, i), (round - 1) & 1);
+            transpose_v(vs_tile(i % VS_STAGES), v_tile(i % STAGES), p);
+            fence_proxy_async();
+            mbarrier_arrive(b.slot(b.v_full, i));
+            mbarrier_arrive(b.staging(b.vs_empty, i));
         }
     }
 
@@ -719,11 +859,13 @@ struct Sm90Forward {
         zero(o);
         OnlineSoftmax<1, N_TILES> softmax;
         softmax.init();
+        if constexpr (FP8)
+            qk_descale = kv_descale(base.q_descale, base, batch, kv_head) * kv_descale(base.k_descale, base, batch, kv_head);
         mbarrier_wait(b.q, block & 1);   // also when no key is visible: no TMA write may outlive the CTA
         release_q_if(tiles == 0, b);
         if (tiles > 0) {
             float s[1][N_TILES][4], correction[1][2];
-            unsigned a[BLOCK_N / 16][4];   // P of the tile before
+            unsigned a[P_STEPS][4];   // P of the tile before
             if (PINGPONG && group == CONSUMERS - 1)
                 named_barrier_arrive(TURN_BARRIER, 256);   // consumer 0 goes first
             wait_full(b.slot(b.k_full, ring), b.phase(ring), false);
@@ -777,7 +919,7 @@ struct Sm90Forward {
 
     __device__ void run_specialized()
     {
-        __shared__ __align__(8) unsigned long long barriers[1 + 4 * STAGES + PERSISTENT];
+        __shared__ __align__(8) unsigned long long barriers[1 + 4 * STAGES + PERSISTENT + (FP8 ? 2 * VS_STAGES : 0)];
         Barriers b;
         b.q = smem_address(barriers);
         b.k_full = b.q + 8;
@@ -785,17 +927,24 @@ struct Sm90Forward {
         b.k_empty = b.v_full + 8 * STAGES;
         b.v_empty = b.k_empty + 8 * STAGES;
         b.q_empty = b.v_empty + 8 * STAGES;   // PERSISTENT only
+        b.vs_full = b.q_empty + 8 * PERSISTENT;   // FP8 only
+        b.vs_empty = b.vs_full + 8 * VS_STAGES;
         const int tiles = key_tiles();         // PERSISTENT: each block's, in run_persistent
         if (threadIdx.x == 0) {
             mbarrier_init(b.q, 1);
             if constexpr (PERSISTENT)
                 mbarrier_init(b.q_empty, CONSUMER_THREADS);
-            for (int s = 0; s < STAGES; s++) {   // filled by a TMA thread, or the gatherers
+            for (int s = 0; s < STAGES; s++) {   // filled by a TMA thread, or the gatherers (FP8 V^T: the transposers)
                 mbarrier_init(b.k_full + 8 * s, gathered(false) ? GATHERERS : 1);
-                mbarrier_init(b.v_full + 8 * s, gathered(true) ? GATHERERS : 1);
+                mbarrier_init(b.v_full + 8 * s, FP8 ? PRODUCER_THREADS : gathered(true) ? GATHERERS : 1);
                 mbarrier_init(b.k_empty + 8 * s, CONSUMER_THREADS);
                 mbarrier_init(b.v_empty + 8 * s, CONSUMER_THREADS);
             }
+            if constexpr (FP8)
+                for (int s = 0; s < VS_STAGES; s++) {
+                    mbarrier_init(b.vs_full + 8 * s, 1);
+                    mbarrier_init(b.vs_empty + 8 * s, PRODUCER_THREADS);
+                }
             mbarrier_init_fence();
         }
         __syncthreads();   // the last CTA-wide barrier: the warpgroups run apart from here on
@@ -805,6 +954,10 @@ struct Sm90Forward {
         }
         if (group == CONSUMERS) {   // the producer warpgroup: one thread issues (PAGED: one warp), the rest leave
             registers_release<PRODUCER_REGISTERS>();
+            if constexpr (FP8) {   // every thread transposes V
+                produce_fp8(b, tiles, 0, threadIdx.x - CONSUMER_THREADS);
+                return;
+            }
             if constexpr (PAGED) {   // threads 0-63 of the warpgroup load K, 64-127 V
                 const unsigned p = threadIdx.x - CONSUMER_THREADS, q = p % GATHERERS;
                 const bool v = p >= GATHERERS;
@@ -833,6 +986,19 @@ struct Sm90Forward {
         const int units = persistent_units<CAUSAL>(base);   // the host checked the row blocks fit an int
         if (group == CONSUMERS) {   // the producer warpgroup: one thread issues, the rest leave
             registers_release<PRODUCER_REGISTERS>();
+            if constexpr (FP8) {   // every thread transposes V; thread 0 issues
+                const unsigned p = threadIdx.x - CONSUMER_THREADS;
+                for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
+                    for (int part = 0; part < unit_parts<CAUSAL>(base, unit); part++, block++) {
+                        set_tile(unit, part);
+                        const int tiles = key_tiles();
+                        if (block > 0 && p == 0)
+                            mbarrier_wait(b.q_empty, (block - 1) & 1);
+                        produce_fp8(b, tiles, ring, p);
+                        ring += tiles;
+                    }
+                return;
+            }
             if (threadIdx.x != CONSUMER_THREADS)
                 return;
             for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)

@@ -59,9 +59,10 @@ struct OnlineSoftmax {
     }
 
     // S -> P in place; correction[m][h] is what the row's output accumulated so far must be
-    // multiplied by.
+    // multiplied by. shift: the row's max is kept `shift` below the true one (log2 domain), so that
+    // P reaches 2^shift (an FP8 P's range, fwd_sm90.cuh); sums, corrections and the LSE agree with it.
     __device__ __forceinline__ void update(float (&s)[M_TILES][N_TILES][4], float (&correction)[M_TILES][2],
-                                           float factor)
+                                           float factor, float shift = 0.f)
     {
 #pragma unroll
         for (int m = 0; m < M_TILES; m++)
@@ -71,7 +72,7 @@ struct OnlineSoftmax {
 #pragma unroll
                 for (int n = 0; n < N_TILES; n++)
                     tile_max = fmaxf(tile_max, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
-                const float new_max = fmaxf(row_max[m][h], quad_max(tile_max) * factor);
+                const float new_max = fmaxf(row_max[m][h], quad_max(tile_max) * factor - shift);
                 const bool none_yet = new_max == -infinity();   // exp2(-inf - -inf) would be NaN
                 const float offset = none_yet ? 0.f : new_max;
                 correction[m][h] = exp2_approx(row_max[m][h] - offset);

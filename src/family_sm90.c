@@ -9,6 +9,7 @@
 
 #define SHORT_KEYS 1024      /* up to this many keys, causal head_dim 128 takes the small tiles */
 #define LONG_KEYS_D64 8192   /* from this many keys, head_dim 64 takes three consumer warpgroups */
+#define LONG_KEYS_FP8_D64 4096   /* ... FP8 attention's, causal (without a mask: always) */
 #define STATIC_SMEM 256      /* the kernel's mbarriers */
 #define SWIZZLE_BYTES 128    /* every tile is 128B-swizzled: rows of 128 bytes */
 #define Q_BOX_ROWS 64        /* each consumer warpgroup's Q rows arrive as one box */
@@ -20,6 +21,12 @@
 static int specialized(const struct fc_variant *v)
 {
     return v->warps == v->block_m / 16 + 4;
+}
+
+/* Bytes of a Q, K or V element: 1 for FP8 attention (q_fp8), else the variant's dtype's. */
+static int in_bytes(const struct fc_variant *v)
+{
+    return v->q_fp8 ? 1 : fc_dtype_bytes(v->dtype);
 }
 
 /* A dense problem's warp-specialized kernel runs a persistent grid (fwd_sm90.cuh's PERSISTENT): as many
@@ -34,13 +41,19 @@ static int persistent(const struct fc_variant *v)
  * multiple of 32 is half a block short, and TMA fills that half with zeros). */
 static int padded_dim(const struct fc_variant *v)
 {
-    const int line = SWIZZLE_BYTES / fc_dtype_bytes(v->dtype);
+    const int line = SWIZZLE_BYTES / in_bytes(v);
     return (v->head_dim + line - 1) / line * line;
 }
 
-/* Q, then the stages of K and V, 128B-swizzled, plus 1 KB to align them. */
+#define FP8_V_STAGING 2   /* FP8: staged V tiles (fwd_sm90.cuh's VS_STAGES) */
+
+/* Q, then the stages of K and V, 128B-swizzled, plus 1 KB to align them. FP8: the V stages hold V^T
+ * (head_dim rows of block_n keys), and FP8_V_STAGING V tiles as TMA writes them follow. */
 static int smem_bytes(const struct fc_variant *v)
 {
+    if (v->q_fp8)
+        return 1024 + (v->block_m + v->stages * v->block_n + FP8_V_STAGING * v->block_n) * padded_dim(v) +
+               v->stages * v->head_dim * v->block_n;
     return 1024 + (v->block_m + 2 * v->stages * v->block_n) * padded_dim(v) * fc_dtype_bytes(v->dtype);
 }
 
@@ -62,6 +75,15 @@ static int ctas_per_sm(const struct fc_variant *v)
 static void defaults(struct fc_variant *v)
 {
     v->stages = 2;
+    if (v->q_fp8) {   /* FP8: warp-specialized (its producer warpgroup transposes V), 128-key tiles */
+        /* NOTE: head_dim 64, three consumer warpgroups sharing each K/V tile: 1.15-1.18x two at 4k and
+         * 16k keys (H100, PERF_NOTES v12); FP8's GEMMs are short beside the softmax there */
+        v->block_m = v->head_dim <= 64 ? 192 : 128;
+        v->warps = v->block_m / 16 + 4;
+        v->block_n = 128;
+        v->pingpong = v->block_m == 128;
+        return;
+    }
     if (v->head_dim <= 64) {
         v->block_m = 64;
         v->warps = 4;
@@ -86,6 +108,11 @@ static int check(const struct fc_variant *v, char *why, size_t size)
                                v->head_dim);
     if (v->block_n != 64 && v->block_n != 128)
         return fc_variant_fail(why, size, "the sm90 kernel takes block_n 64 or 128, not %d", v->block_n);
+    if (v->q_fp8 && (v->head_dim % 64 || v->block_n != 128 || !specialized(v) || v->varlen))
+        return fc_variant_fail(why, size, "the sm90 kernel's FP8 attention takes head_dim 64, 128, 192 or 256, block_n "
+                               "128, the warp-specialized schedule (its producer warpgroup transposes V) and a dense "
+                               "batch; not head_dim %d, block_n %d, %d warps%s", v->head_dim, v->block_n, v->warps,
+                               v->varlen ? ", per-sequence lengths" : "");
     if (v->block_m != 64 && v->block_m != 128 && v->block_m != 192)
         return fc_variant_fail(why, size, "the sm90 kernel takes one to three warpgroups of 64 rows, not block_m %d",
                                v->block_m);
@@ -180,6 +207,28 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     if (problem->paged && d % 64) {
         *why_not = "the Hopper kernel reads a paged cache at head_dim 64, 128, 192 or 256 (whole 128-byte lines)";
         return NULL;
+    }
+    if (problem->q_fp8) {
+        if (d % 64) {
+            *why_not = "the Hopper kernel's FP8 attention takes head_dim 64, 128, 192 or 256 (whole 64-byte lines)";
+            return NULL;
+        }
+        if (fc_problem_per_sequence(problem)) {
+            *why_not = "the Hopper kernel's FP8 attention takes dense batches so far (no varlen, seqused_k or pages)";
+            return NULL;
+        }
+        defaults(v);
+        if (d == 64 && problem->mask.causal && problem->max_seqlen_k < LONG_KEYS_FP8_D64) {
+            /* NOTE: few causal key tiles: two consumers (H100, PERF_NOTES v12: 512 to 2k keys 0.83-0.98x
+             * the time of three, which win from 4k on and at every length without a mask) */
+            v->block_m = 128;
+            v->warps = 12;
+            v->pingpong = 1;
+        }
+        if (fc_variant_check(v, NULL, 0))
+            return NULL;
+        return "sm90 kernel: FP8 attention on WGMMA e4m3 (V transposed in shared memory, P rounded to e4m3), "
+               "warp-specialized, persistent grid";
     }
     defaults(v);
     /* varlen: the longest sequence's lengths, as a dense batch of them (the tiles' reasons hold
@@ -283,6 +332,11 @@ static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
     /* the VARLEN, PAGED and PERSISTENT arguments only where set (PERSISTENT: neither of the others):
      * the other variants' source (and cache key) stays */
+    if (v->q_fp8)   /* every switch spelled out: FP8 is the last */
+        return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s, false, false, %s, true>",
+                        fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
+                        v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
+                        v->softcap ? "true" : "false", persistent(v) ? "true" : "false");
     return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
@@ -299,7 +353,8 @@ static enum fc_status encode(const struct fc_launch *l, struct fc_tensor_map *ma
                              const int64_t stride[3], int seqlen, int heads, int box_rows, int line_bytes)
 {
     const struct fc_problem *p = l->problem;
-    const uint64_t bytes = (uint64_t)fc_dtype_bytes(p->dtype);
+    const enum fc_dtype dtype = p->q_fp8 ? FC_E4M3 : p->dtype;   /* FP8 attention: q, k and v e4m3 */
+    const uint64_t bytes = (uint64_t)fc_dtype_bytes(dtype);
     const uint64_t batches = p->varlen ? 1 : (uint64_t)p->batch;
     const uint64_t batch_stride = (uint64_t)(p->varlen ? stride[1] : stride[0]) * bytes;
     struct fc_tma_desc desc = {
@@ -309,7 +364,7 @@ static enum fc_status encode(const struct fc_launch *l, struct fc_tensor_map *ma
         {(uint32_t)(line_bytes / bytes), (uint32_t)box_rows, 1, 1},
         line_bytes,
     };
-    return fc_tma_encode(l->cuda, (CUtensorMap *)map, base, p->dtype, &desc, l->msg, l->msg_size);
+    return fc_tma_encode(l->cuda, (CUtensorMap *)map, base, dtype, &desc, l->msg, l->msg_size);
 }
 
 /* A paged cache's K or V (strides {page, token, head}) as the grouped 5-D view of
@@ -388,6 +443,7 @@ const struct fc_family fc_family_sm90 = {
     .tuned = 1,
     .pingpong_option = 1,
     .fp8_kv_why_not = "the Hopper kernel's WGMMA reads K and V in q's 16-bit type; FP8 K/V go to the decode or sm80 kernel (sm_89 and later)",
+    .fp8_q = 1,
     .defaults = defaults,
     .check = check,
     .smem_bytes = smem_bytes,

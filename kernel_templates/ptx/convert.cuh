@@ -44,6 +44,18 @@ __device__ __forceinline__ unsigned e4m3x2_to_f16x2(unsigned pair)
     return r;
 }
 
+// Four fp32 values as four e4m3 bytes, x0 in the lowest: round to nearest, saturating to +-448 (sm_89).
+// NOTE: cvt's e4m3x2 puts its first source in the upper byte.
+__device__ __forceinline__ unsigned f32x4_to_e4m3x4(float x0, float x1, float x2, float x3)
+{
+    unsigned r;
+    asm("{ .reg .b16 lo, hi; cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1; cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;"
+        " mov.b32 %0, {lo, hi}; }"
+        : "=r"(r)
+        : "f"(x0), "f"(x1), "f"(x2), "f"(x3));
+    return r;
+}
+
 template <typename T> __device__ __forceinline__ T from_float(float f);
 
 template <> __device__ __forceinline__ half_t from_float<half_t>(float f)

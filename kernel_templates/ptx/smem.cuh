@@ -23,6 +23,11 @@ __device__ __forceinline__ void ld_shared_v2(unsigned &a, unsigned &b, unsigned 
     asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(a), "=r"(b) : "r"(address));
 }
 
+__device__ __forceinline__ void st_shared_u32(unsigned address, unsigned value)
+{
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(address), "r"(value) : "memory");
+}
+
 // 16 zero bytes at a 16-byte aligned shared address.
 __device__ __forceinline__ void st_shared_zero16(unsigned address)
 {

@@ -165,6 +165,42 @@ FC_WGMMA_BOTH_TYPES(FC_WGMMA_RS, 192, 96, FC_WGMMA_PLACES_96_ACC, "%96, %97, %98
 FC_WGMMA_BOTH_TYPES(FC_WGMMA_RS, 256, 128, FC_WGMMA_PLACES_128_ACC, "%128, %129, %130, %131", "%132", "%133",
                     FC_WGMMA_ACC32(0), FC_WGMMA_ACC32(32), FC_WGMMA_ACC32(64), FC_WGMMA_ACC32(96))
 
+// FP8 (e4m3 x e4m3, k = 32 bytes): both operands K-major (WGMMA transposes no 8-bit operand), so V
+// must be transposed first (fwd_sm90.cuh). A from registers takes the 8-bit A fragment: register i
+// of thread t holds 4 bytes of row 16 (t / 32) + t % 32 / 4 (+ 8 for i odd), columns 4 (t % 4) ..
+// + 3 (+ 16 for i >= 2).
+#define FC_WGMMA_SS_FP8(N, COUNT, PLACES, A, B, PRED, ...)                                                          \
+__device__ __forceinline__ void wgmma_m64n##N##k32(float (&d)[COUNT], unsigned long long a, unsigned long long b,   \
+                                                   int accumulate, e4m3_t)                                          \
+{                                                                                                                   \
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " PRED ", 0;\n"                                                \
+                 " wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 "                                       \
+                 "{" PLACES "}, " A ", " B ", p, 1, 1;\n}\n"                                                          \
+                 : __VA_ARGS__                                                                                      \
+                 : "l"(a), "l"(b), "r"(accumulate));                                                                \
+}
+#define FC_WGMMA_RS_FP8(N, COUNT, PLACES, A, B, PRED, ...)                                                          \
+__device__ __forceinline__ void wgmma_m64n##N##k32_rs(float (&d)[COUNT], const unsigned (&a)[4], unsigned long long b,\
+                                                      int accumulate, e4m3_t)                                       \
+{                                                                                                                   \
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " PRED ", 0;\n"                                                \
+                 " wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 "                                       \
+                 "{" PLACES "}, {" A "}, " B ", p, 1, 1;\n}\n"                                                        \
+                 : __VA_ARGS__                                                                                      \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));                            \
+}
+// S = Q K^T: 128 keys per tile. P V: head_dim 64, 128, 192 and 256.
+FC_WGMMA_SS_FP8(128, 64, FC_WGMMA_PLACES_64_ACC, "%64", "%65", "%66", FC_WGMMA_ACC32(0), FC_WGMMA_ACC32(32))
+FC_WGMMA_RS_FP8(64, 32, FC_WGMMA_PLACES_0, "%32, %33, %34, %35", "%36", "%37", FC_WGMMA_ACC32(0))
+FC_WGMMA_RS_FP8(128, 64, FC_WGMMA_PLACES_64_ACC, "%64, %65, %66, %67", "%68", "%69", FC_WGMMA_ACC32(0),
+                FC_WGMMA_ACC32(32))
+FC_WGMMA_RS_FP8(192, 96, FC_WGMMA_PLACES_96_ACC, "%96, %97, %98, %99", "%100", "%101", FC_WGMMA_ACC32(0),
+                FC_WGMMA_ACC32(32), FC_WGMMA_ACC32(64))
+FC_WGMMA_RS_FP8(256, 128, FC_WGMMA_PLACES_128_ACC, "%128, %129, %130, %131", "%132", "%133", FC_WGMMA_ACC32(0),
+                FC_WGMMA_ACC32(32), FC_WGMMA_ACC32(64), FC_WGMMA_ACC32(96))
+#undef FC_WGMMA_RS_FP8
+#undef FC_WGMMA_SS_FP8
+
 #undef FC_WGMMA_PLACES_128_ACC
 #undef FC_WGMMA_PLACES_96_ACC
 #undef FC_WGMMA_PLACES_64_ACC
