@@ -77,8 +77,12 @@ static enum fc_status allocate_host(struct fc_check_run *run, char *msg, size_t 
     size_t q = (size_t)run->layout_batch * p->seqlen_q * p->heads_q * p->head_dim;
     size_t kv = (size_t)run->kv_batch * run->kv_seqlen * p->heads_kv * p->head_dim;
     size_t staging = run->q_elements > run->kv_elements ? run->q_elements : run->kv_elements;   /* 16-bit */
-    const int fp8 = run->kv_bytes == 1;
-    run->host_q = malloc(q * 2);
+    staging = staging > run->o_elements ? staging : run->o_elements;
+    const int fp8 = run->kv_bytes == 1, q_fp8 = run->q_bytes == 1;
+    if (q_fp8)
+        run->host_q8 = malloc(q);
+    else
+        run->host_q = malloc(q * 2);
     if (fp8) {
         run->host_k8 = malloc(kv);
         run->host_v8 = malloc(kv);
@@ -89,17 +93,23 @@ static enum fc_status allocate_host(struct fc_check_run *run, char *msg, size_t 
     run->host_out = malloc(q * 2);
     run->staging = malloc(staging * 2);
     run->host_lse = malloc(run->lse_count * 4);
-    if (!run->host_q || !(fp8 ? run->host_k8 && run->host_v8 : run->host_k && run->host_v) || !run->host_out ||
+    if (!(q_fp8 ? (void *)run->host_q8 : (void *)run->host_q) ||
+        !(fp8 ? run->host_k8 && run->host_v8 : run->host_k && run->host_v) || !run->host_out ||
         !run->staging || !run->host_lse) {
         snprintf(msg, size, "out of host memory for a %zu-element problem", q + 2 * kv);
         return FC_ERR_NOMEM;
     }
-    /* one stream, q then k then v: FP8 K/V are the codes of the values 16-bit ones would hold */
+    /* one stream, q then k then v: FP8 ones are the codes of the values 16-bit ones would hold */
     struct fc_random random;
     fc_random_seed(&random, run->c.seed);
-    for (size_t i = 0; i < q; i++)
-        run->host_q[i] = fc_float_to_storage(p->dtype, (float)fc_random_normal(&random));
     const double unit = run->c.kv_descale > 0.f ? run->c.kv_descale : 1.0;   /* FP8: the codes' scale */
+    for (size_t i = 0; i < q; i++) {
+        const double value = fc_random_normal(&random);
+        if (q_fp8)
+            run->host_q8[i] = fc_float_to_e4m3((float)(value / unit));
+        else
+            run->host_q[i] = fc_float_to_storage(p->dtype, (float)value);
+    }
     for (int t = 0; t < 2; t++)
         for (size_t i = 0; i < kv; i++) {
             const double value = fc_random_normal(&random);
@@ -111,29 +121,35 @@ static enum fc_status allocate_host(struct fc_check_run *run, char *msg, size_t 
     return FC_OK;
 }
 
-/* FP8 with kv_descale > 0: each (sequence, K/V head)'s k and v descales, kv_descale times 2^U(-1, 1),
- * on the host and the device (a stream of their own: K and V stay those of the seed). */
+/* FP8 with kv_descale > 0: each (sequence, K/V head)'s k and v descales (FP8 attention: and q's),
+ * kv_descale times 2^U(-1, 1), on the host and the device (a stream of their own: K and V stay those
+ * of the seed; q's drawn after K's and V's, so that theirs are those of an FP8 cache's check). */
 static enum fc_status make_descales(struct fc_check_run *run, char *msg, size_t size)
 {
     const struct fc_attention_params *p = &run->params;
     if (run->kv_bytes != 1 || run->c.kv_descale == 0.f)
         return FC_OK;
-    const size_t count = (size_t)p->batch * (size_t)p->heads_kv;
+    const size_t count = (size_t)p->batch * (size_t)p->heads_kv, tensors = run->q_bytes == 1 ? 3 : 2;
     run->host_k_descale = malloc(count * sizeof(float));
     run->host_v_descale = malloc(count * sizeof(float));
-    if (!run->host_k_descale || !run->host_v_descale) {
-        snprintf(msg, size, "out of host memory for %zu descales", 2 * count);
+    run->host_q_descale = tensors == 3 ? malloc(count * sizeof(float)) : NULL;
+    if (!run->host_k_descale || !run->host_v_descale || (tensors == 3 && !run->host_q_descale)) {
+        snprintf(msg, size, "out of host memory for %zu descales", tensors * count);
         return FC_ERR_NOMEM;
     }
     enum { UNIFORM_BITS = 24 };
     struct fc_random random;
     fc_random_seed(&random, run->c.seed ^ 0xde5ca1eull);
-    for (size_t i = 0; i < 2 * count; i++) {
+    for (size_t i = 0; i < tensors * count; i++) {
         const double uniform = ldexp((double)fc_random_below(&random, 1ull << UNIFORM_BITS), -UNIFORM_BITS);
-        (i < count ? run->host_k_descale : run->host_v_descale)[i % count] =
-            (float)(run->c.kv_descale * exp2(2.0 * uniform - 1.0));
+        float *const descales[] = {run->host_k_descale, run->host_v_descale, run->host_q_descale};
+        descales[i / count][i % count] = (float)(run->c.kv_descale * exp2(2.0 * uniform - 1.0));
     }
-    CUresult r = run->cuda->cuMemAlloc(&run->k_descale, count * sizeof(float));
+    CUresult r = CUDA_SUCCESS;
+    if (tensors == 3 && (r = run->cuda->cuMemAlloc(&run->q_descale, count * sizeof(float))) == CUDA_SUCCESS)
+        r = run->cuda->cuMemcpyHtoD(run->q_descale, run->host_q_descale, count * sizeof(float));
+    if (r == CUDA_SUCCESS)
+        r = run->cuda->cuMemAlloc(&run->k_descale, count * sizeof(float));
     if (r == CUDA_SUCCESS)
         r = run->cuda->cuMemAlloc(&run->v_descale, count * sizeof(float));
     if (r == CUDA_SUCCESS)
@@ -165,7 +181,8 @@ static enum fc_status host_problem(struct fc_check_run *run, char *msg, size_t s
         .cu_seqlens_k = run->host_cu_k, .seqused_k = run->host_used_k, .page_size = run->params.page_size,
         .page_table_stride = run->params.page_table_stride, .page_table = run->host_page_table,
         .kv_fp8 = problem.kv_fp8, .k8 = run->host_k8, .v8 = run->host_v8, .k_descale = run->host_k_descale,
-        .v_descale = run->host_v_descale,
+        .v_descale = run->host_v_descale, .q_fp8 = problem.q_fp8, .q8 = run->host_q8,
+        .q_descale = run->host_q_descale,
     };
     return FC_OK;
 }
@@ -241,7 +258,10 @@ static void poison_unused_rows(struct fc_check_run *run)
     const size_t q_row = (size_t)p->heads_q * p->head_dim, kv_row = (size_t)p->heads_kv * p->head_dim;
     if (run->host_cu_q) {
         for (size_t i = (size_t)run->host_cu_q[p->batch] * q_row; i < (size_t)p->seqlen_q * q_row; i++)
-            run->host_q[i] = POISON_16;
+            if (run->host_q8)
+                run->host_q8[i] = POISON_E4M3;
+            else
+                run->host_q[i] = POISON_16;
         if (run->host_cu_k)
             poison_kv(run, (size_t)run->host_cu_k[p->batch] * kv_row, (size_t)p->seqlen_k * kv_row);
     }
@@ -366,7 +386,8 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
         snprintf(msg, size, "a paged check takes page_size > 0 and no lens_k (the key counts are used_k)");
         return FC_ERR_INVALID_ARG;
     }
-    run->kv_bytes = p->kv_dtype == FC_E4M3 ? 1 : 2;   /* another kv_dtype: the library's rules answer */
+    run->q_bytes = p->dtype == FC_E4M3 ? 1 : 2;   /* FP8 attention: q, k and v e4m3 */
+    run->kv_bytes = p->kv_dtype == FC_E4M3 || run->q_bytes == 1 ? 1 : 2;   /* another kv_dtype: the library's rules answer */
     if (!(c->kv_descale >= 0.f) || !isfinite(c->kv_descale) || (c->kv_descale > 0.f && run->kv_bytes != 1)) {
         snprintf(msg, size, "kv_descale (%g) is FP8's (shape.kv_dtype FC_E4M3): 0 (no descales) or finite and "
                  "positive", (double)c->kv_descale);
@@ -379,11 +400,12 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
     run->kv_seqlen = p->seqlen_k;
     if (c->page_size > 0)
         paged_shape(run);
-    layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, 2, p->q_stride);
+    layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, run->q_bytes, p->q_stride);
     layout_strides(run->c.layout, run->kv_seqlen, p->heads_kv, p->head_dim, run->kv_bytes, p->k_stride);
     layout_strides(run->c.layout, run->kv_seqlen, p->heads_kv, p->head_dim, run->kv_bytes, p->v_stride);
     layout_strides(run->c.layout, p->seqlen_q, p->heads_q, p->head_dim, 2, p->o_stride);
-    run->q_elements = run->o_elements = (size_t)run->layout_batch * (size_t)p->q_stride[0];
+    run->q_elements = (size_t)run->layout_batch * (size_t)p->q_stride[0];
+    run->o_elements = (size_t)run->layout_batch * (size_t)p->o_stride[0];   /* FP8 attention: q's pitch differs */
     run->kv_elements = (size_t)run->kv_batch * (size_t)p->k_stride[0];
     run->lse_count = (size_t)run->layout_batch * p->heads_q * p->seqlen_q;
     status = allocate_host(run, msg, size);
@@ -406,7 +428,8 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
         return status;
     const void *host_k = run->host_k8 ? (const void *)run->host_k8 : run->host_k;
     const void *host_v = run->host_v8 ? (const void *)run->host_v8 : run->host_v;
-    if ((status = upload(run, &run->q, run->host_q, 2, p->q_stride, run->layout_batch, p->seqlen_q, p->heads_q,
+    const void *host_q = run->host_q8 ? (const void *)run->host_q8 : run->host_q;
+    if ((status = upload(run, &run->q, host_q, run->q_bytes, p->q_stride, run->layout_batch, p->seqlen_q, p->heads_q,
                          run->q_elements, msg, size)) ||
         (status = upload(run, &run->k, host_k, run->kv_bytes, p->k_stride, run->kv_batch, run->kv_seqlen,
                          p->heads_kv, run->kv_elements, msg, size)) ||
@@ -435,6 +458,7 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
     p->page_table = (const int32_t *)run->page_table;   /* NULL (0) unless paged */
     p->k_descale = (const float *)run->k_descale;       /* NULL (0) unless FP8 with kv_descale */
     p->v_descale = (const float *)run->v_descale;
+    p->q_descale = (const float *)run->q_descale;       /* NULL (0) unless FP8 attention with kv_descale */
     return fc_check_poison(run, msg, size);
 }
 
@@ -530,14 +554,15 @@ int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats
     memset(stats, 0, sizeof *stats);
     stats->bad_rows += unwritten_or_stray(run);
     double *scratch = malloc(sizeof(double) * 2 * (size_t)hp->seqlen_k);
-    double *values = malloc(sizeof(double) * 2 * (size_t)hp->head_dim);
+    double *values = malloc(sizeof(double) * 3 * (size_t)hp->head_dim);
     if (!scratch || !values) {
         free(scratch);
         free(values);
         stats->bad_rows++;
         return 0;
     }
-    struct fc_row_reference row = {0, 0, values, values + hp->head_dim};
+    struct fc_row_reference row = {.out = values, .native = values + hp->head_dim,
+                                   .p_bound = values + 2 * hp->head_dim};
     long long total = hp->cu_seqlens_q ? (long long)hp->cu_seqlens_q[hp->batch] * hp->heads_q
                                        : (long long)run->lse_count;
     long long rows = run->c.check_rows > 0 && run->c.check_rows < total ? run->c.check_rows : total;
@@ -567,17 +592,19 @@ int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats
 void fc_check_release(struct fc_check_run *run)
 {
     CUdeviceptr device[] = {run->q, run->k, run->v, run->out, run->lse, run->sinks, run->cu_q, run->cu_k, run->used_k,
-                            run->page_table, run->k_descale, run->v_descale};
+                            run->page_table, run->k_descale, run->v_descale, run->q_descale};
     for (size_t i = 0; i < sizeof device / sizeof device[0]; i++)
         if (device[i])
             run->cuda->cuMemFree(device[i]);
     free(run->host_q);
+    free(run->host_q8);
     free(run->host_k);
     free(run->host_v);
     free(run->host_k8);
     free(run->host_v8);
     free(run->host_k_descale);
     free(run->host_v_descale);
+    free(run->host_q_descale);
     free(run->host_out);
     free(run->staging);
     free(run->host_lse);

@@ -41,7 +41,8 @@ struct fc_check_case {
      * K/V head) gets its own k and v descale, kv_descale times 2^U(-1, 1), drawn apart: the kernel's
      * dequantized K and V are N(0, 1) times a head's factor, so that a descale read for the wrong
      * sequence or head shows. kv_descale 0: codes of N(0, 1) itself (subnormals among them) and no
-     * descale arrays (NULL: 1). Set only with FC_E4M3. */
+     * descale arrays (NULL: 1). Set only with FC_E4M3. FP8 attention (shape.dtype FC_E4M3): q's codes
+     * and q descales the same way (shape.out_dtype the output's type). */
     float kv_descale;
 };
 
@@ -58,9 +59,11 @@ struct fc_check_run {
     struct fc_host_problem host;        /* packed host copies of q, k, v */
     uint16_t *host_q, *host_k, *host_v, *host_out, *staging;   /* FP8: host_k, host_v NULL */
     uint8_t *host_k8, *host_v8;         /* FP8 K/V: e4m3 codes, packed (else NULL) */
-    float *host_k_descale, *host_v_descale;   /* FP8: [batch, heads_kv] (NULL: kv_descale 0) */
-    CUdeviceptr k_descale, v_descale;
+    uint8_t *host_q8;                   /* FP8 attention: q's e4m3 codes, packed (host_q NULL; else NULL) */
+    float *host_k_descale, *host_v_descale, *host_q_descale;   /* FP8: [batch, heads_kv] (NULL: kv_descale 0) */
+    CUdeviceptr k_descale, v_descale, q_descale;
     int kv_bytes;                       /* bytes of a K/V element: 1 (FP8) or 2 */
+    int q_bytes;                        /* bytes of a q element: 1 (FP8 attention) or 2 */
     float *host_lse, *host_sinks;       /* host_sinks: NULL without sinks */
     CUdeviceptr q, k, v, out, lse, sinks;
     int32_t *host_cu_q, *host_cu_k, *host_used_k;   /* per-sequence inputs (NULL: none) */

@@ -171,11 +171,23 @@ struct fc_host_sequence fc_host_sequence_of(const struct fc_host_problem *p, int
 }
 
 /* Element (sequence b's token s, head h, column d) of q. */
-static float q_element(const struct fc_host_problem *p, const struct fc_host_sequence *seq, int b, int s, int h, int d)
+/* Element (sequence b's query s, head h, column d) of q: its exact value, and in *native what
+ * PyTorch's math path in the dtype reads (FP8 attention: the dequantized value rounded to the dtype,
+ * as kv_element's). */
+static double q_element(const struct fc_host_problem *p, const struct fc_host_sequence *seq, int b, int s, int h,
+                        int d, float *native)
 {
     const size_t index = p->cu_seqlens_q ? packed_index(p, p->heads_q, p->seqlen_q, 0, seq->q_row0 + s, h, d)
                                          : packed_index(p, p->heads_q, p->seqlen_q, b, s, h, d);
-    return fc_storage_to_float(p->dtype, p->q[index]);
+    if (!p->q_fp8) {
+        *native = fc_storage_to_float(p->dtype, p->q[index]);
+        return *native;
+    }
+    const int kv = h / (p->heads_q / p->heads_kv);
+    const float descale = p->q_descale ? p->q_descale[(size_t)b * p->heads_kv + kv] : 1.f;
+    const float value = fc_e4m3_to_float(p->q8[index]);
+    *native = fc_round_to(p->dtype, value * descale);
+    return (double)value * descale;
 }
 
 enum kv_tensor { KEYS, VALUES };
@@ -221,7 +233,7 @@ static float native_score(const struct fc_host_problem *p, float dot, float scal
  * capped (native_score), softmax computed in fp32 and rounded, P @ V (fp32 accumulate, rounded). A
  * sink (in the dtype) joins the softmax as one more column, gpt-oss's torch.cat([S, sinks]). */
 static void native_row(const struct fc_host_problem *p, const struct fc_host_sequence *seq, int b, int h, int kv,
-                       struct fc_key_range keys, const float *dots, float *weights, double *out)
+                       struct fc_key_range keys, const float *dots, float *weights, double *out, double *lse)
 {
     const float scale = fc_round_to(p->dtype, p->softmax_scale);
     const float sink = p->sinks ? fc_round_to(p->dtype, p->sinks[h]) : -INFINITY;
@@ -235,6 +247,7 @@ static void native_row(const struct fc_host_problem *p, const struct fc_host_seq
         sum += weights[j];
     }
     sum += p->sinks ? expf(sink - max_score) : 0.f;
+    *lse = (double)max_score + log((double)sum);   /* torch.logsumexp over the same scores, in fp32 */
     for (int j = keys.begin; j < keys.end; j++)
         weights[j] = fc_round_to(p->dtype, weights[j] / sum);
     for (int d = 0; d < p->head_dim; d++) {
@@ -269,10 +282,11 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
         double dot = 0.0;
         float dot32 = 0.f;
         for (int d = 0; d < D; d++) {
-            float qd = q_element(p, &seq, b, i, h, d), kd_native;
-            double kd = kv_element(p, KEYS, &seq, b, j, kv, d, &kd_native);
+            float qd_native, kd_native;
+            const double qd = q_element(p, &seq, b, i, h, d, &qd_native);
+            const double kd = kv_element(p, KEYS, &seq, b, j, kv, d, &kd_native);
             dot += qd * kd;
-            dot32 += qd * kd_native;
+            dot32 += qd_native * kd_native;
         }
         scores[j] = dot * p->softmax_scale;
         if (p->softcap != 0.f)
@@ -284,14 +298,20 @@ void fc_reference_row(const struct fc_host_problem *p, int b, int h, int i,
         sum += exp(scores[j] - max_score);
     sum += exp(sink - max_score);   /* 0 without one */
     row->lse = max_score + log(sum);
+    const int bounded = p->q_fp8 && row->p_bound;
+    for (int d = 0; bounded && d < D; d++)
+        row->p_bound[d] = 0.0;
     for (int j = keys.begin; j < keys.end; j++) {
         double weight = exp(scores[j] - max_score) / sum;
         for (int d = 0; d < D; d++) {
             float native;
-            row->out[d] += weight * kv_element(p, VALUES, &seq, b, j, kv, d, &native);
+            const double value = kv_element(p, VALUES, &seq, b, j, kv, d, &native);
+            row->out[d] += weight * value;
+            if (bounded)
+                row->p_bound[d] += (FC_P_RELATIVE_ROUNDING * weight + FC_P_ABSOLUTE_ROUNDING) * fabs(value);
         }
     }
-    native_row(p, &seq, b, h, kv, keys, dots, weights, row->native);
+    native_row(p, &seq, b, h, kv, keys, dots, weights, row->native, &row->native_lse);
 }
 
 void fc_error_accumulate(struct fc_error_stats *stats, const struct fc_host_problem *p,
@@ -310,6 +330,10 @@ void fc_error_accumulate(struct fc_error_stats *stats, const struct fc_host_prob
             continue;
         }
         stats->max_error = fmax(stats->max_error, fabs(got - row->out[d]));
+        if (p->q_fp8 && row->p_bound) {
+            stats->p_bounded = 1;
+            stats->max_excess = fmax(stats->max_excess, fabs(got - row->out[d]) - row->p_bound[d]);
+        }
         stats->native_error = fmax(stats->native_error, fabs(row->native[d] - row->out[d]));
     }
     if (lse) {
@@ -319,12 +343,19 @@ void fc_error_accumulate(struct fc_error_stats *stats, const struct fc_host_prob
             bad = 1;
         else
             stats->max_lse_error = fmax(stats->max_lse_error, fabs(*lse - row->lse));
+        if (!isinf(row->lse))
+            stats->native_lse_error = fmax(stats->native_lse_error, fabs(row->native_lse - row->lse));
     }
     stats->bad_rows += bad;
 }
 
 int fc_error_passes(const struct fc_error_stats *stats)
 {
-    return stats->bad_rows == 0 && stats->max_error <= ERROR_FACTOR * stats->native_error + ERROR_SLACK &&
-           stats->max_lse_error <= LSE_TOLERANCE;
+    /* FP8 attention: FP8 WGMMA accumulates Q K^T in less than fp32 (about 14 bits kept: DeepSeek-V3's
+     * report), so its LSE is held to PyTorch's own error in the dtype too, as O is */
+    const double error = stats->p_bounded ? stats->max_excess : stats->max_error;
+    const double lse_limit = stats->p_bounded && ERROR_FACTOR * stats->native_lse_error > LSE_TOLERANCE
+                                 ? ERROR_FACTOR * stats->native_lse_error : LSE_TOLERANCE;
+    return stats->bad_rows == 0 && error <= ERROR_FACTOR * stats->native_error + ERROR_SLACK &&
+           stats->max_lse_error <= lse_limit;
 }

@@ -64,6 +64,12 @@ struct fc_host_problem {
     int kv_fp8;
     const uint8_t *k8, *v8;
     const float *k_descale, *v_descale;   /* [batch, heads_kv] fp32, or NULL */
+    /* FP8 attention (q_fp8 1, kv_fp8 too): q is NULL and q8 holds e4m3 codes, element (b, i, h, d)
+     * standing for q_descale[b * heads_kv + h / (heads_q / heads_kv)] * e4m3(q8[...]); dtype is out's.
+     * The kernels round P to e4m3 for P V: each row's answer carries the bound of that rounding. */
+    int q_fp8;
+    const uint8_t *q8;
+    const float *q_descale;
 };
 
 /** One sequence of a host problem: its first query and key tokens and its lengths. */
@@ -80,7 +86,18 @@ struct fc_row_reference {
     double lse;                   /* natural log, the sink included; -inf when no key is visible and no sink */
     double *out;                  /* [head_dim], fp64 from the same inputs (FP8: dequantized exactly) */
     double *native;               /* [head_dim], emulating PyTorch's math path in the dtype */
+    /* [head_dim] or NULL. FP8 attention: how far rounding P to e4m3 (round to nearest; P of a row at
+     * most 2^8 below its running max, fwd_sm90.cuh) can move each output, P_ROUNDING_BOUND below. */
+    double *p_bound;
+    double native_lse;            /* the math path's LSE (fp32 logsumexp of its scores) */
 };
+
+/** The error rounding each P_j to e4m3 can bring to output column d of a row, at most: a normal
+ *  e4m3 rounds within 2^-4 of its value, a subnormal (below 2^-6, i.e. weights under 2^-14 of the
+ *  row's largest once P is 2^8 at its max) within 2^-10 absolute; the row sum stays unrounded, so
+ *  |O~_d - O_d| <= 2^-4 sum_j w_j |v_jd| + 2^-18 sum_j |v_jd| (w_j the exact softmax weights). */
+#define FC_P_RELATIVE_ROUNDING 0.0625
+#define FC_P_ABSOLUTE_ROUNDING 3.814697265625e-06   /* 2^-18 */
 
 /** Computes row (batch b, query head h, query row i of sequence b: i < its len_q). scratch: 2 *
  *  seqlen_k doubles. */
@@ -92,6 +109,10 @@ struct fc_error_stats {
     double max_error;             /* max |out - ref| */
     double native_error;          /* max |native - ref|: what the dtype itself costs */
     double max_lse_error;
+    double native_lse_error;      /* max |native lse - lse| over rows with a finite lse */
+    /* FP8 attention (rows with p_bound): max |out - ref| - p_bound, judged in max_error's place */
+    int p_bounded;
+    double max_excess;
     long long rows;
     long long bad_rows;           /* rows (or elements) that broke a rule: NaN/Inf, unwritten,
                                      written outside the tensor, a keyless row not 0 */
@@ -101,7 +122,8 @@ struct fc_error_stats {
 void fc_error_accumulate(struct fc_error_stats *stats, const struct fc_host_problem *p,
                          const struct fc_row_reference *row, const uint16_t *out_row, const float *lse);
 
-/** max_error <= 2 * native_error + 1e-5, lse error <= 1e-3, no bad rows. */
+/** max_error (FP8 attention: max_excess) <= 2 * native_error + 1e-5, lse error <= 1e-3 (FP8
+ *  attention: or twice the native LSE error, if more), no bad rows. */
 int fc_error_passes(const struct fc_error_stats *stats);
 
 #endif

@@ -869,6 +869,98 @@ static void test_fp8_kv_matches_reference_as_selected(void **state)
     assert_int_equal(run_fp8_family(NULL), 0);
 }
 
+/* FP8 attention (dtype FC_E4M3: q, k and v e4m3, out f16 or bf16, each (sequence, K/V head) with its
+ * own q, k and v descales, or none): every head_dim the sm90 kernel takes, causal or not, the prefill
+ * shapes (GQA, Sq != Sk, BHSD rows), windows, sinks and softcaps; with per_sequence, varlen and
+ * seqused_k too (the reference kernel's, as selected). Judged by the check's rule, which adds P's
+ * rounding bound (src/reference_cpu_internal.h) to BENCH.md's. */
+static struct fc_check_case fp8_attention_case(struct fc_check_case c, int n)
+{
+    c.shape.out_dtype = c.shape.dtype;   /* make_case's dtype: out's */
+    c.shape.dtype = FC_E4M3;
+    c.kv_descale = n % 4 == 3 ? 0.f : FP8_DESCALE;
+    return c;
+}
+
+static int run_fp8_attention_on(struct fc_context *context, int per_sequence)
+{
+    static const int DIMS[] = {64, 128, 192, 256};
+    int failures = 0, cases = 0, n = 0;
+    for (int out = FC_F16; out <= FC_BF16; out++)
+        for (size_t d = 0; d < sizeof DIMS / sizeof DIMS[0]; d++)
+            for (int causal = 0; causal <= 1; causal++)
+                for (size_t s = 0; s < sizeof FP8_PREFILL_SHAPES / sizeof FP8_PREFILL_SHAPES[0]; s++, cases++) {
+                    struct fc_check_case c = make_case(FP8_PREFILL_SHAPES[s], DIMS[d], (enum fc_dtype)out, causal);
+                    c = fp8_attention_case(c, n++);
+                    failures += run_and_report(context, &c);
+                }
+    for (size_t f = 0; f < sizeof FEATURES / sizeof FEATURES[0]; f++)
+        for (int out = FC_F16; out <= FC_BF16; out++, cases++) {
+            const int head_dim = DIMS[(f + (size_t)out) % 4];
+            struct fc_check_case c = make_feature_case(f % 2 ? 2 : 7, head_dim, (enum fc_dtype)out, (int)f);
+            c = fp8_attention_case(c, n++);
+            failures += run_and_report(context, &c);
+        }
+    for (int form = 0; per_sequence && form < 3; form++, cases++) {
+        struct fc_check_case c = make_case(0, 128, form ? FC_BF16 : FC_F16, form == 1);
+        c.shape.batch = VARLEN_SEQUENCES;
+        c.shape.heads_q = 8;
+        c.shape.heads_kv = 2;
+        c.shape.window_left = form == 2 ? 50 : -1;
+        c.lens_q = VARLEN_Q;
+        c.lens_k = VARLEN_K;
+        c.used_k = form == 1 ? VARLEN_USED : NULL;
+        c = fp8_attention_case(c, n++);
+        failures += run_and_report(context, &c);
+    }
+    print_message("%d FP8 attention cases, %d failed\n", cases, failures);
+    return failures;
+}
+
+/* One family forced (NULL: the selector's choice) on the FP8 attention cases. */
+static int run_fp8_attention_family(const char *family, int per_sequence)
+{
+    struct fc_context *forced = ctx;
+    if (family && create(&forced, family))
+        fail_msg("fc_context_create for %s", family);
+    print_message("--- %s, FP8 attention\n", family ? family : "the selector's choice");
+    int pushed;
+    assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
+    const int failures = run_fp8_attention_on(forced, per_sequence);
+    fc_context_leave(forced, pushed);
+    if (forced != ctx)
+        fc_context_destroy(forced);
+    return failures;
+}
+
+static void test_fp8_attention_matches_reference_in_the_sm90_kernel(void **state)
+{
+    (void)state;
+    if (ctx->target.arch != 90) {
+        print_message("not a Hopper GPU: the sm90 kernel's FP8 attention does not apply\n");
+        return;
+    }
+    const int failures = run_fp8_attention_family("sm90", 0);
+    /* bit-identical repeats: the persistent grid, causal, with every feature */
+    struct fc_check_case c = fp8_attention_case(make_feature_case(7, 128, FC_BF16, 7), 0);
+    assert_bit_identical(&c);
+    c = fp8_attention_case(make_case(1, 256, FC_F16, 1), 1);
+    assert_bit_identical(&c);
+    assert_int_equal(failures, 0);
+}
+
+static void test_fp8_attention_matches_reference_in_the_reference_kernel(void **state)
+{
+    (void)state;
+    assert_int_equal(run_fp8_attention_family("reference", 1), 0);
+}
+
+static void test_fp8_attention_matches_reference_as_selected(void **state)
+{
+    (void)state;
+    assert_int_equal(run_fp8_attention_family(NULL, 1), 0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -931,6 +1023,9 @@ int main(void)
         cmocka_unit_test(test_fp8_kv_matches_reference_in_the_sm80_kernel),
         cmocka_unit_test(test_fp8_kv_matches_reference_in_the_reference_kernel),
         cmocka_unit_test(test_fp8_kv_matches_reference_as_selected),
+        cmocka_unit_test(test_fp8_attention_matches_reference_in_the_sm90_kernel),
+        cmocka_unit_test(test_fp8_attention_matches_reference_in_the_reference_kernel),
+        cmocka_unit_test(test_fp8_attention_matches_reference_as_selected),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -153,7 +153,7 @@ static void check_problem(const struct setup *s)
 {
     const struct fc_attention_params *p = &s->params;
     double scratch[2 * MAX_KEYS], values[2 * MAX_DIM], expected[MAX_DIM];
-    struct fc_row_reference row = {0, 0, values, values + MAX_DIM};
+    struct fc_row_reference row = {.out = values, .native = values + MAX_DIM};
     for (int b = 0; b < p->batch; b++)
         for (int h = 0; h < p->heads_q; h++)
             for (int i = 0; i < p->seqlen_q; i++) {
@@ -207,7 +207,7 @@ static void test_rows_without_keys_and_large_sinks(void **state)
     make(s, 17, 5, 1, -1, -1, 1.f, 0.f, 7);   /* causal, Sq > Sk: rows 0-11 see no key */
     s->sinks[0] = 30.f;
     double scratch[2 * MAX_KEYS], values[2 * MAX_DIM];
-    struct fc_row_reference row = {0, 0, values, values + MAX_DIM};
+    struct fc_row_reference row = {.out = values, .native = values + MAX_DIM};
     fc_reference_row(&s->host, 0, 0, 3, &row, scratch);
     assert_int_equal(row.visible_keys, 0);
     assert_true(row.lse == 30.0);
@@ -323,7 +323,8 @@ static void check_varlen(int causal, int left, int fp8)
             for (int h = 0; h < HQ; h++)
                 for (int i = 0; i < lens_q[b]; i++) {
                     double scratch[2 * 128], values[4 * D];
-                    struct fc_row_reference got = {0, 0, values, values + D}, want = {0, 0, values + 2 * D, values + 3 * D};
+                    struct fc_row_reference got = {.out = values, .native = values + D},
+                                            want = {.out = values + 2 * D, .native = values + 3 * D};
                     fc_reference_row(&varlen, b, h, i, &got, scratch);
                     if (seq.len_k == 0) {   /* no key: out 0, lse -inf */
                         assert_int_equal(got.visible_keys, 0);
@@ -445,7 +446,8 @@ static void check_paged(int page_size, int causal, int varlen, int used)
         for (int h = 0; h < HQ; h++)
             for (int i = 0; i < (varlen ? lens_q[b] : SQ); i++) {
                 double scratch[2 * 128], values[4 * D];
-                struct fc_row_reference got = {0, 0, values, values + D}, want = {0, 0, values + 2 * D, values + 3 * D};
+                struct fc_row_reference got = {.out = values, .native = values + D},
+                                        want = {.out = values + 2 * D, .native = values + 3 * D};
                 fc_reference_row(&paged, b, h, i, &got, scratch);
                 fc_reference_row(&contiguous, b, h, i, &want, scratch);
                 assert_int_equal(got.visible_keys, want.visible_keys);
@@ -563,8 +565,8 @@ static void compare_with_dequantized(const struct setup *s, const struct setup *
         for (int h = 0; h < p->heads_q; h++)
             for (int i = 0; i < p->seqlen_q; i++) {
                 double scratch[2 * MAX_KEYS], values[4 * MAX_DIM];
-                struct fc_row_reference fp8 = {0, 0, values, values + MAX_DIM};
-                struct fc_row_reference bf16 = {0, 0, values + 2 * MAX_DIM, values + 3 * MAX_DIM};
+                struct fc_row_reference fp8 = {.out = values, .native = values + MAX_DIM};
+                struct fc_row_reference bf16 = {.out = values + 2 * MAX_DIM, .native = values + 3 * MAX_DIM};
                 fc_reference_row(&s->host, b, h, i, &fp8, scratch);
                 fc_reference_row(&plain->host, b, h, i, &bf16, scratch);
                 assert_int_equal(fp8.visible_keys, bf16.visible_keys);
