@@ -397,7 +397,7 @@ def test_new_cache_is_private(cli, directory):
 
 def test_one_exit_code_rule(cli, directory):
     for args in (["run", "--head-dim", "100"], ["run", "--seqlen", "64", "--heads-q", "8", "--heads-kv", "3"],
-                 ["run", "--dtype", "e4m3"], ["plan", "--head-dim", "512"], ["explain", "--head-dim", "100"],
+                 ["run", "--dtype", "e4m3", "--head-dim", "40"], ["plan", "--head-dim", "512"], ["explain", "--head-dim", "100"],
                  ["tune", "--spec", "/nonexistent"], ["tune", "--dry-run", "--spec", "/nonexistent"],
                  ["run", "--scale", "abc"], ["run", "--scale", "1e99"], ["plan", "--scale", "0.1x"],
                  ["run", "--seed", "abc"], ["run", "--seed", "-1"], ["plan", "--arch", "sm_1"],
@@ -522,7 +522,27 @@ def test_kv_dtype_e4m3_plan_and_explain(cli):
     assert code == EXIT_OK and "_kv8" not in json.loads(out)["kernel"], out
     for args in (["plan", "--kv-dtype", "e4m3", "--head-dim", "24"], ["plan", "--kv-dtype", "bf16"],
                  ["plan", "--kv-dtype", "int4"], ["run", "--kv-dtype"], ["plan", "--kv-descale", "0.5"],
-                 ["run", "--kv-dtype", "e4m3", "--kv-descale", "-1"], ["explain", "--kv-dtype", "e4m3", "--dtype", "e4m3"]):
+                 ["run", "--kv-dtype", "e4m3", "--kv-descale", "-1"], ["explain", "--kv-dtype", "bf16", "--dtype", "e4m3"]):
+        code, _, err = cli.run(*args)
+        assert code == EXIT_USAGE and err.strip(), (args, code, err)
+
+
+def test_fp8_attention_plan(cli):
+    """--dtype e4m3: q, k and v e4m3 on the Hopper kernel (out bf16, or --out-dtype f16), the
+    reference kernel where it declines, and each bad combination refused as bad input."""
+    code, out, _ = cli.run("--json", "plan", "--dtype", "e4m3", "--seqlen", "4096", "--causal")
+    plan = json.loads(out)
+    assert code == EXIT_OK and plan["kernel"].startswith("sm90_bf16_d128_causal_kv8_q8_"), out
+    assert "FP8 attention" in plan["reason"], out
+    code, out, _ = cli.run("plan", "--dtype", "fp8", "--out-dtype", "f16", "--head-dim", "256")
+    assert code == EXIT_OK and "e4m3 out f16" in out and "sm90_f16_d256_kv8_q8_" in out, out
+    code, out, _ = cli.run("--json", "plan", "--dtype", "e4m3", "--head-dim", "96")
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("reference_bf16_d96_kv8_q8_"), out
+    code, out, _ = cli.run("--json", "plan", "--dtype", "e4m3", "--arch", "sm_89")
+    assert code == EXIT_OK and json.loads(out)["kernel"].startswith("reference_bf16_d128_kv8_q8_"), out
+    for args in (["plan", "--dtype", "e4m3", "--out-dtype", "e4m3"], ["plan", "--dtype", "bf16", "--out-dtype", "f16"],
+                 ["plan", "--out-dtype", "int8"], ["plan", "--dtype", "e4m3", "--head-dim", "24"],
+                 ["plan", "--dtype", "e4m3", "--kv-dtype", "f16"]):
         code, _, err = cli.run(*args)
         assert code == EXIT_USAGE and err.strip(), (args, code, err)
 
@@ -558,6 +578,7 @@ def main():
             (test_varlen_and_seqused_k_plan_and_explain, (cli,)),
             (test_page_size_plan_and_explain, (cli,)),
             (test_kv_dtype_e4m3_plan_and_explain, (cli,)),
+            (test_fp8_attention_plan, (cli,)),
         ]
         for test, args in tests:
             try:
