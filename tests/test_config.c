@@ -45,9 +45,13 @@
 #define PRECOMPILE_PAGED (PRECOMPILE_PAGED_SM90 + 2 * 2 * 2 * 3 * 2)
 /* an FP8 KV cache: decode and sm80 on sm_90a, two dtypes, three head dims, causal or not; dense, then paged */
 #define PRECOMPILE_FP8_KV (2 * 2 * 2 * 3 * 2)
+/* FP8 attention: sm90 on sm_90a, two dtypes, three head dims (not 256), causal or not; then causal 64's
+ * two-consumer tiles */
+#define PRECOMPILE_FP8 (2 * 3 * 2 + 2)
 #define PRECOMPILE_VARIANTS                                                                                   \
     (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90 + PRECOMPILE_MERGE +          \
-     PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP + PRECOMPILE_VARLEN + PRECOMPILE_PAGED + PRECOMPILE_FP8_KV)
+     PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP + PRECOMPILE_VARLEN + PRECOMPILE_PAGED + PRECOMPILE_FP8_KV +        \
+     PRECOMPILE_FP8)
 
 static const char *precompile_path;
 
@@ -153,7 +157,8 @@ static void test_precompile_spec(void **state)
     last_window.window = 1;
     struct fc_variant last = last_window;
     last.softcap = 1;
-    const size_t paged_end = list.count - PRECOMPILE_FP8_KV;
+    const size_t fp8_kv_end = list.count - PRECOMPILE_FP8;
+    const size_t paged_end = fp8_kv_end - PRECOMPILE_FP8_KV;
     const size_t varlen_end = paged_end - PRECOMPILE_PAGED;
     const size_t merge_end = varlen_end - PRECOMPILE_WINDOW - PRECOMPILE_SOFTCAP - PRECOMPILE_VARLEN;
     struct fc_variant last_varlen = expected_family_variant(FC_KERNEL_DECODE, FC_BF16, 256, 1, 80, 0);
@@ -184,7 +189,19 @@ static void test_precompile_spec(void **state)
     last_fp8.kv_fp8 = last_fp8.varlen = last_fp8.paged = 1;
     fc_variant_defaults(&last_fp8);
     assert_variant_equal(&list.items[paged_end], &first_fp8);
-    assert_variant_equal(&list.items[list.count - 1], &last_fp8);
+    assert_variant_equal(&list.items[fp8_kv_end - 1], &last_fp8);
+    struct fc_variant first_q8 = expected_family_variant(FC_KERNEL_SM90, FC_F16, 64, 0, 90, 1);
+    first_q8.kv_fp8 = first_q8.q_fp8 = 1;
+    fc_variant_defaults(&first_q8);   /* FP8 attention chooses its own tiles */
+    struct fc_variant last_q8 = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 64, 1, 90, 1);
+    last_q8.kv_fp8 = last_q8.q_fp8 = 1;
+    fc_variant_defaults(&last_q8);
+    last_q8.block_m = 128;
+    last_q8.warps = 12;
+    last_q8.pingpong = 1;
+    assert_variant_equal(&list.items[fp8_kv_end], &first_q8);
+    assert_variant_equal(&list.items[list.count - 1], &last_q8);
+    assert_int_equal(list.items[list.count - 1].block_n, 128);
     struct fc_variant first_varlen = expected_family_variant(FC_KERNEL_SM90, FC_F16, 64, 0, 90, 1);
     first_varlen.varlen = 1;
     struct fc_variant last_sm90_varlen = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 128, 1, 90, 1);
@@ -205,7 +222,7 @@ static void test_precompile_spec(void **state)
     assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_DECODE / 4 + PRECOMPILE_SM90 +
                                  PRECOMPILE_MERGE / 4 + 6 + 6 + 8 + 8 + PRECOMPILE_VARLEN_SM90 +
                                  (PRECOMPILE_VARLEN - PRECOMPILE_VARLEN_SM90) / 2 + PRECOMPILE_PAGED_SM90 +
-                                 (PRECOMPILE_PAGED - PRECOMPILE_PAGED_SM90) / 2 + PRECOMPILE_FP8_KV);
+                                 (PRECOMPILE_PAGED - PRECOMPILE_PAGED_SM90) / 2 + PRECOMPILE_FP8_KV + PRECOMPILE_FP8);
     fc_variant_list_free(&list);
     assert_list_empty(&list);
 }
