@@ -7,6 +7,8 @@
                               cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=mq, max_seqlen_k=mk)
     out = flashcore.attention(q, k_pages, v_pages,    # paged: k/v [num_pages, page_size, Hkv, D]
                               page_table=table, seqused_k=lengths)   # table: int32 [B, pages_per_seq]
+    out = flashcore.attention(q8, k8, v8, causal=True,   # FP8 attention: q, k, v float8_e4m3fn
+                              q_descale=dq, k_descale=dk, v_descale=dv)   # [B, Hkv] float32; out bf16
     out, lse = flashcore.merge(out_a, lse_a, out_b, lse_b)   # two partial results, disjoint keys
     print(flashcore.explain(q, k, v, causal=True))    # which kernel, and why
 
@@ -35,7 +37,8 @@ if _TORCH_MISSING is None:
 else:
     def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
                   sinks=None, softcap=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
-                  max_seqlen_k=None, seqused_k=None, page_table=None):
+                  max_seqlen_k=None, seqused_k=None, page_table=None, k_descale=None, v_descale=None,
+                  q_descale=None, out_dtype=None):
         """flashcore.attention needs PyTorch 2.4 or later; see the ImportError's message."""
         raise ImportError(f"flashcore.attention needs PyTorch: {_TORCH_MISSING}")
 

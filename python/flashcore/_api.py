@@ -66,29 +66,32 @@ def _plan_device(q, device):
 
 def plan(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
          sinks=None, softcap=None, dtype=None, device=None, cu_seqlens_q=None, cu_seqlens_k=None,
-         max_seqlen_q=None, max_seqlen_k=None, seqused_k=None, page_table=None, kv_dtype=None):
+         max_seqlen_q=None, max_seqlen_k=None, seqused_k=None, page_table=None, kv_dtype=None,
+         out_dtype=None):
     """Which kernel flashcore.attention() would run for these inputs, and why. Needs no GPU.
 
     q, k, v: tensors on any device (CUDA, CPU, meta: only sizes, strides and dtype are read), or
-    [batch, seq, heads, head_dim] shapes of packed tensors with dtype= ("float16", "bfloat16" or a
-    torch dtype). window and softcap choose kernels (their compile-time switches); sinks is a
-    run-time input of every kernel (accepted, not read). Varlen: q, k, v [total_tokens, heads,
-    head_dim] (tensors or shapes), cu_seqlens_q/k tensors on any device or lists (only their length,
-    batch + 1, is read) and max_seqlen_q/k ints; seqused_k: any [batch] tensor or list (its presence
-    selects the per-sequence kernels). Paged: page_table, any [batch, pages_per_seq] tensor or that
-    shape, with k and v [num_pages, page_size, heads_kv, head_dim] (tensors or shapes); max_seqlen_k
-    as attention() takes it. kv_dtype: with shapes, k's and v's type when it is not dtype
-    ("float8_e4m3fn": an FP8 KV cache); tensors give theirs. device: the CUDA ordinal to plan for
-    (its arch and tuned winners); by default the tensors' CUDA device, else none: a device-less
-    context, which plans for sm_90a with the heuristic alone. Returns a Plan; raises
-    FlashCoreError if the problem is invalid or unsupported (the library's own message).
+    [batch, seq, heads, head_dim] shapes of packed tensors with dtype= ("float16", "bfloat16",
+    "float8_e4m3fn" for FP8 attention, or a torch dtype). window and softcap choose kernels (their
+    compile-time switches); sinks is a run-time input of every kernel (accepted, not read). Varlen:
+    q, k, v [total_tokens, heads, head_dim] (tensors or shapes), cu_seqlens_q/k tensors on any
+    device or lists (only their length, batch + 1, is read) and max_seqlen_q/k ints; seqused_k: any
+    [batch] tensor or list (its presence selects the per-sequence kernels). Paged: page_table, any
+    [batch, pages_per_seq] tensor or that shape, with k and v [num_pages, page_size, heads_kv,
+    head_dim] (tensors or shapes); max_seqlen_k as attention() takes it. kv_dtype: with shapes, k's
+    and v's type when it is not dtype ("float8_e4m3fn": an FP8 KV cache); tensors give theirs.
+    out_dtype: FP8 attention's output type, torch.bfloat16 (None, the default) or torch.float16
+    (or their names). device: the CUDA ordinal to plan for (its arch and tuned winners); by default
+    the tensors' CUDA device, else none: a device-less context, which plans for sm_90a with the
+    heuristic alone. Returns a Plan; raises FlashCoreError if the problem is invalid or unsupported
+    (the library's own message).
     """
     ordinal = _plan_device(q, device)
     kernel, reason, splits = context(ordinal).plan(
         q, k, v, causal=causal, softmax_scale=softmax_scale, return_lse=return_lse, dtype=dtype,
         window=window, sinks=sinks, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
         cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
-        seqused_k=seqused_k, page_table=page_table, kv_dtype=kv_dtype)
+        seqused_k=seqused_k, page_table=page_table, kv_dtype=kv_dtype, out_dtype=out_dtype)
     return Plan(kernel, reason, splits, None if ordinal == FC_DEVICE_NONE else ordinal)
 
 
@@ -117,10 +120,21 @@ def _describe_problem(q, k, sequences):
     return f"B={batch} Sq={seqlen_q} Sk={seqlen_k} Hq={heads_q} Hkv={heads_kv} D={head_dim}"
 
 
+def _fp8_features(kernel, tokens):
+    """explain()'s words for a kernel's FP8 inputs (its name's "q8" and "kv8" tokens), or ()."""
+    if "q8" in tokens:   # FP8 attention
+        if kernel.startswith("sm90_"):
+            return ("FP8 attention (q, K and V e4m3 on WGMMA; P rounded to e4m3 for P V)",)
+        return ("FP8 attention (q, K and V e4m3, converted exactly as they are read; P in fp32)",)
+    if "kv8" in tokens:
+        return ("FP8 K/V (e4m3, dequantized in the kernel)",)
+    return ()
+
+
 def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
             sinks=None, softcap=None, dtype=None, device=None, cu_seqlens_q=None,
             cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
-            page_table=None, kv_dtype=None):
+            page_table=None, kv_dtype=None, out_dtype=None):
     """plan()'s answer as text, in the manner of `fcjit explain`: the problem, the device, the
     kernel, the split count, the selector's reason and the kernel's mask and score features."""
     sequences = _binding.sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -129,23 +143,27 @@ def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wind
                   window=window, sinks=sinks, softcap=softcap, dtype=dtype, device=device,
                   cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
                   max_seqlen_k=max_seqlen_k, seqused_k=seqused_k, page_table=page_table,
-                  kv_dtype=kv_dtype)
-    dtype_name = _binding.DTYPE_NAMES[_binding.fc_dtype(q.dtype if dtype is None else dtype)]
-    if "kv8" in chosen.kernel.split("_"):
+                  kv_dtype=kv_dtype, out_dtype=out_dtype)
+    q_code = _binding.q_dtype_code(q.dtype if dtype is None else dtype)
+    dtype_name = _binding.DTYPE_NAMES[q_code]
+    tokens = chosen.kernel.split("_")
+    if q_code == _binding.FC_E4M3:   # FP8 attention: q, k and v e4m3
+        out_code = _binding.out_dtype_of(q_code, out_dtype)
+        dtype_name += f" (q, K, V; out {_binding.DTYPE_NAMES[out_code]})"
+    elif "kv8" in tokens:
         dtype_name += " (K/V e4m3)"
     scale = "" if softmax_scale is None else f" scale={softmax_scale:g}"
     options = "".join((f" window={tuple(window)}" if tuple(window) != (-1, -1) else "",
                        f" softcap={softcap:g}" if softcap else "", " +sinks" if sinks is not None else "",
                        " +seqused_k" if seqused_k is not None else ""))
     target = "no GPU" if chosen.device is None else f"cuda:{chosen.device}"
-    tokens = chosen.kernel.split("_")
     features = ", ".join((("causal" if "causal" in tokens else "no causal mask"),
                           ("sliding window" if "win" in tokens else "no window"),
                           ("softcap" if "cap" in tokens else "no softcap"),
                           ("sinks (run time)" if sinks is not None else "no sinks"))
                          + (("per-sequence lengths (varlen, seqused_k)",) if "var" in tokens else ())
                          + (("paged K/V",) if sequences.paged else ())
-                         + (("FP8 K/V (e4m3, dequantized in the kernel)",) if "kv8" in tokens else ()))
+                         + _fp8_features(chosen.kernel, tokens))
     lines = [f"{_describe_problem(q, k, sequences)} "
              f"{dtype_name}{' causal' if causal else ''}{options}{scale}"
              f"{' +lse' if return_lse else ''} on {target} ({chosen.arch})",

@@ -4,16 +4,56 @@ a tensor is anything with .shape, .stride(), .dtype, .device and .data_ptr()."""
 import ctypes
 from typing import NamedTuple
 
-from ._structs import (FC_ERR_UNSUPPORTED, C_INT_MAX, DTYPES, KV_DTYPES, FC_DTYPE_SAME, AttentionParams,
-                       ArgumentError)
+from ._structs import (FC_ERR_UNSUPPORTED, C_INT_MAX, DTYPES, KV_DTYPES, FC_DTYPE_SAME, FC_F16, FC_BF16,
+                       FC_E4M3, AttentionParams, ArgumentError)
+
+# torch's names of the enum fc_dtype values, for messages
+TORCH_NAMES = {FC_F16: "torch.float16", FC_BF16: "torch.bfloat16", FC_E4M3: "torch.float8_e4m3fn"}
 
 
 def fc_dtype(dtype):
-    """enum fc_dtype of a torch dtype or a name ("float16", "bf16", ...)."""
+    """enum fc_dtype of a 16-bit torch dtype or a name ("float16", "bf16", ...)."""
     code = DTYPES.get(str(dtype))
     if code is None:
         raise ArgumentError(f"dtype {dtype} is not supported (float16 and bfloat16 are)")
     return code
+
+
+def q_dtype_code(dtype):
+    """enum fc_dtype of q's type: FC_F16 or FC_BF16, or FC_E4M3 for FP8 attention (q, k and v
+    torch.float8_e4m3fn); a torch dtype or a name ("bfloat16", "e4m3", ...)."""
+    code = DTYPES.get(str(dtype), KV_DTYPES.get(str(dtype)))
+    if code is None:
+        raise ArgumentError(f"dtype {dtype} is not supported (float16 and bfloat16 are, and "
+                            "float8_e4m3fn for FP8 attention: q, k and v all e4m3)")
+    return code
+
+
+def is_e4m3(dtype):
+    """Whether a torch dtype or a name is e4m3 (torch.float8_e4m3fn)."""
+    return KV_DTYPES.get(str(dtype)) == FC_E4M3
+
+
+def out_dtype_of(q_code, out_dtype=None, out=None):
+    """enum fc_dtype of out. A 16-bit q's out is q's dtype (out_dtype None or that dtype). FP8
+    attention's (q_code FC_E4M3) is out_dtype, bfloat16 or float16; None: out's dtype when out is a
+    16-bit tensor, else bfloat16 (FlashAttention-3's). out_dtype: a torch dtype or a name."""
+    code = None
+    if out_dtype is not None:
+        code = DTYPES.get(str(out_dtype))
+        if code is None:
+            raise ArgumentError(f"out_dtype {out_dtype} is not supported: FP8 attention writes "
+                                "torch.bfloat16 (the default) or torch.float16, and a 16-bit q's out "
+                                "is q's dtype")
+    if q_code != FC_E4M3:
+        if code is not None and code != q_code:
+            raise ArgumentError(f"out_dtype {out_dtype} with q {TORCH_NAMES[q_code]}: out is q's dtype; "
+                                "another output type is FP8 attention's (q, k and v "
+                                "torch.float8_e4m3fn)")
+        return q_code
+    if code is None and is_tensor(out):
+        code = DTYPES.get(str(out.dtype))   # None: out is not 16-bit, and its check says so
+    return FC_BF16 if code is None else code
 
 
 def _element_strides(tensor, name):
@@ -146,16 +186,22 @@ def window_pair(window):
 
 
 def kv_dtype_of(q_dtype, k_dtype, v_dtype):
-    """enum fc_dtype of K and V: FC_DTYPE_SAME when they are q's, FC_E4M3 when both are
-    float8_e4m3fn (an FP8 KV cache) beside a float16/bfloat16 q."""
-    fc_dtype(q_dtype)
-    if str(k_dtype) == str(q_dtype) and str(v_dtype) == str(q_dtype):
+    """enum fc_dtype of K and V: FC_DTYPE_SAME when they are q's (FP8 attention: q, k and v all
+    float8_e4m3fn), FC_E4M3 when both are float8_e4m3fn (an FP8 KV cache) beside a float16/bfloat16
+    q."""
+    code = q_dtype_code(q_dtype)
+    if code == FC_E4M3:
+        if is_e4m3(k_dtype) and is_e4m3(v_dtype):
+            return FC_DTYPE_SAME
+        raise ArgumentError(f"q is {q_dtype} (FP8 attention) but k is {k_dtype} and v is {v_dtype}: "
+                            "FP8 attention takes q, k and v all torch.float8_e4m3fn (an FP8 KV cache "
+                            "is k and v e4m3 beside a float16 or bfloat16 q)")
+    if DTYPES.get(str(k_dtype)) == code and DTYPES.get(str(v_dtype)) == code:
         return FC_DTYPE_SAME
-    code = KV_DTYPES.get(str(k_dtype))
-    if code is not None and str(v_dtype) == str(k_dtype):
-        return code
+    if is_e4m3(k_dtype) and is_e4m3(v_dtype):
+        return FC_E4M3
     for name, dtype in (("k", k_dtype), ("v", v_dtype)):
-        if str(dtype) != str(q_dtype) and str(dtype) not in KV_DTYPES:
+        if DTYPES.get(str(dtype)) != code and not is_e4m3(dtype):
             raise ArgumentError(f"{name} is {dtype} but q is {q_dtype} (k and v are q's dtype, or both "
                                 "torch.float8_e4m3fn: an FP8 KV cache)")
     raise ArgumentError(f"k is {k_dtype} and v is {v_dtype}: an FP8 KV cache has both "
@@ -163,10 +209,10 @@ def kv_dtype_of(q_dtype, k_dtype, v_dtype):
 
 
 def descale_tensor(value, name, batch, heads_kv, device):
-    """An FP8 cache's k_descale / v_descale as the library takes it: a contiguous float32
-    [batch, heads_kv] tensor on the tensors' device (None stays None: a scale of 1). A float, or a
-    float32 tensor that broadcasts to [batch, heads_kv] (a per-tensor [] or [1] scale), is expanded
-    into a new tensor."""
+    """An FP8 tensor's q_descale / k_descale / v_descale as the library takes it: a contiguous
+    float32 [batch, heads_kv] tensor on the tensors' device (None stays None: a scale of 1). A float,
+    or a float32 tensor that broadcasts to [batch, heads_kv] (a per-tensor [] or [1] scale), is
+    expanded into a new tensor."""
     import torch
 
     if value is None:
@@ -190,16 +236,32 @@ def descale_tensor(value, name, batch, heads_kv, device):
     return value
 
 
-def descale_tensors(k_descale, v_descale, kv_dtype, k_dtype, batch, heads_kv, device):
-    """(k_descale, v_descale) as the library takes them (descale_tensor), or (None, None); refused
-    unless K and V are an FP8 cache (kv_dtype, kv_dtype_of's answer)."""
-    if k_descale is None and v_descale is None:
-        return (None, None)
-    if kv_dtype == FC_DTYPE_SAME:
-        raise ArgumentError(f"k_descale and v_descale scale an FP8 KV cache: k and v are {k_dtype}, not "
-                            "torch.float8_e4m3fn")
-    return tuple(descale_tensor(d, name, batch, heads_kv, device)
-                 for d, name in ((k_descale, "k_descale"), (v_descale, "v_descale")))
+class Descales(NamedTuple):
+    """The dequantization scales of an FP8 call (FlashAttention-3's q_descale, k_descale,
+    v_descale): float32 [batch, heads_kv] tensors, or None (1)."""
+
+    q: object = None
+    k: object = None
+    v: object = None
+
+
+NO_DESCALES = Descales()
+
+
+def descale_tensors(descales, q_dtype, k_dtype, batch, heads_kv, device):
+    """Descales as the library takes them (descale_tensor each), from a Descales of what the caller
+    gave. k_descale and v_descale are refused unless k and v are e4m3 (an FP8 KV cache, or FP8
+    attention), q_descale unless q is (FP8 attention)."""
+    if descales.q is not None and not is_e4m3(q_dtype):
+        raise ArgumentError(f"q_descale scales FP8 attention's q: q is {q_dtype}, not "
+                            "torch.float8_e4m3fn (a 16-bit q takes no scale)")
+    if (descales.k is not None or descales.v is not None) and not is_e4m3(k_dtype):
+        raise ArgumentError(f"k_descale and v_descale scale an FP8 KV cache (or FP8 attention's k and "
+                            f"v): k and v are {k_dtype}, not torch.float8_e4m3fn")
+    if all(d is None for d in descales):
+        return NO_DESCALES
+    return Descales(*(descale_tensor(d, name, batch, heads_kv, device)
+                      for d, name in zip(descales, ("q_descale", "k_descale", "v_descale"))))
 
 
 def check_sinks(sinks, heads_q, device):
@@ -517,3 +579,11 @@ def predates_sequences_message(lib, detail=""):
             "fc_attention_params ends before cu_seqlens_q/cu_seqlens_k, max_seqlen_q/max_seqlen_k "
             "and seqused_k; use a library built with them (src/flashcore.h)"
             + (f" (the library said: {detail})" if detail else ""))
+
+
+def predates_fp8_attention_message(lib, detail=""):
+    """What a library without FP8 attention's fields (out_dtype, q_descale) is told."""
+    version = lib.fc_version().decode()
+    return (f"{lib.fc_path} (FlashCore {version}) predates FP8 attention (q, k and v e4m3): its "
+            "fc_attention_params ends before out_dtype and q_descale; use a library built with them "
+            "(src/flashcore.h)" + (f" (the library said: {detail})" if detail else ""))

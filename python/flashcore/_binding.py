@@ -30,7 +30,8 @@ from ._arguments import (fc_dtype, _element_strides, _first_size, is_tensor, ran
                          Sequences, DENSE, sequence_arguments, check_sequences,
                          library_takes_sequences, paged_sizes, library_takes_paging,
                          predates_paging_message, predates_sequences_message, kv_dtype_of,
-                         descale_tensors)
+                         descale_tensors, q_dtype_code, out_dtype_of, is_e4m3, Descales, NO_DESCALES,
+                         predates_fp8_attention_message)
 
 _libraries = {}   # resolved path -> the loaded library
 _library_lock = threading.Lock()
@@ -193,7 +194,7 @@ class Context:
     def attention(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
                   lse=None, *, window=(-1, -1), sinks=None, softcap=None, cu_seqlens_q=None,
                   cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
-                  page_table=None, k_descale=None, v_descale=None):
+                  page_table=None, k_descale=None, v_descale=None, q_descale=None, out_dtype=None):
         """Runs attention on torch's current stream of the tensors' device.
 
         q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim];
@@ -219,18 +220,25 @@ class Context:
         FP8 KV cache: k and v torch.float8_e4m3fn (q and out stay float16/bfloat16), dense, varlen
         or paged; k_descale, v_descale: their dequantization scales (FA3's), float32 [batch, heads_kv]
         tensors on the device or anything that broadcasts to that (a float: per tensor), None = 1.
+        FP8 attention (FlashAttention-3's fp8 forward): q, k and v all torch.float8_e4m3fn (strides
+        in elements, which are bytes: multiples of 16), q_descale, k_descale and v_descale as above
+        (q_descale per (batch, K/V head), shared by the head's query heads); out in out_dtype,
+        torch.bfloat16 (the default; out's dtype when out is given) or torch.float16. A 16-bit q's
+        out is q's dtype (out_dtype None or that) and it takes no q_descale.
         Returns out, or (out, lse) when return_lse or lse is given. Raises FlashCoreError.
         """
         return self.prepare(q, k, v, causal, softmax_scale, out, return_lse, lse, window=window,
                             sinks=sinks, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
                             cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
                             max_seqlen_k=max_seqlen_k, seqused_k=seqused_k,
-                            page_table=page_table, k_descale=k_descale, v_descale=v_descale)()
+                            page_table=page_table, k_descale=k_descale, v_descale=v_descale,
+                            q_descale=q_descale, out_dtype=out_dtype)()
 
     def prepare(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
                 lse=None, stream=None, *, window=(-1, -1), sinks=None, softcap=None,
                 cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
-                seqused_k=None, page_table=None, k_descale=None, v_descale=None):
+                seqused_k=None, page_table=None, k_descale=None, v_descale=None, q_descale=None,
+                out_dtype=None):
         """Builds the call attention() would make, without launching it: see PreparedAttention.
 
         stream: a CUstream as an int; None = torch's current stream on the tensors' device. The
@@ -244,7 +252,7 @@ class Context:
                                        seqused_k, page_table)
         params, tensors, out, lse = self._bind(q, k, v, causal, softmax_scale, out, return_lse,
                                                lse, window, sinks, softcap, sequences,
-                                               (k_descale, v_descale))
+                                               Descales(q_descale, k_descale, v_descale), out_dtype)
         if stream is None:
             stream = torch.cuda.current_stream(q.device).cuda_stream
         return PreparedAttention(self, params, stream, tensors, out, lse, sequences)
@@ -252,7 +260,8 @@ class Context:
     def plan(self, q, k, v, causal=False, softmax_scale=None, out=None, return_lse=False,
              lse=None, dtype=None, *, window=(-1, -1), sinks=None, softcap=None, cu_seqlens_q=None,
              cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
-             page_table=None, kv_dtype=None, k_descale=None, v_descale=None):
+             page_table=None, kv_dtype=None, k_descale=None, v_descale=None, q_descale=None,
+             out_dtype=None):
         """Which kernel attention() would run with these arguments: (kernel, reason, splits).
 
         q, k, v (and out): tensors on any device (their sizes, strides and dtype count), or
@@ -260,17 +269,20 @@ class Context:
         with dtype given. cu_seqlens_q/k and seqused_k: tensors on any device or sequences (only
         their lengths count); max_seqlen_q/k: ints. page_table: a tensor on any device or its
         [batch, pages_per_seq] shape, with k and v (tensors or shapes) [num_pages, page_size,
-        heads_kv, head_dim]. return_lse, lse, sinks, k_descale and v_descale are accepted for
-        symmetry with attention() and change no plan (run-time inputs of every kernel); window, softcap, varlen,
-        seqused_k and paging do. kv_dtype: k's and v's type when they are shapes (None: dtype;
-        "float8_e4m3fn" or a torch dtype: an FP8 KV cache); with tensors, theirs. Compiles and
-        launches nothing. Raises FlashCoreError when the problem is invalid or unsupported.
+        heads_kv, head_dim]. return_lse, lse, sinks, q_descale, k_descale and v_descale are accepted
+        for symmetry with attention() and change no plan (run-time inputs of every kernel); window,
+        softcap, varlen, seqused_k and paging do. dtype: q's ("float8_e4m3fn" or "e4m3": FP8
+        attention). kv_dtype: k's and v's type when they are shapes (None: dtype; "float8_e4m3fn" or
+        a torch dtype beside a 16-bit dtype: an FP8 KV cache); with tensors, theirs. out_dtype: FP8
+        attention's output type (None: out's, else torch.bfloat16), as attention() takes it.
+        Compiles and launches nothing. Raises FlashCoreError when the problem is invalid or
+        unsupported.
         """
         if dtype is None:
             if not is_tensor(q):
                 raise ArgumentError("dtype is needed when q, k and v are shapes")
             dtype = q.dtype
-        elif is_tensor(q) and fc_dtype(dtype) != fc_dtype(q.dtype):
+        elif is_tensor(q) and q_dtype_code(dtype) != q_dtype_code(q.dtype):
             raise ArgumentError(f"dtype {dtype} but q is {q.dtype}")
         sequences = sequence_arguments(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                        seqused_k, page_table)
@@ -281,8 +293,9 @@ class Context:
         else:
             kv_code = kv_dtype_of(dtype, dtype if kv_dtype is None else kv_dtype,
                                   dtype if kv_dtype is None else kv_dtype)
-        params = self._params(q, k, v, fc_dtype(dtype), causal, softmax_scale, window, softcap,
-                              sequences, kv_code)
+        q_code = q_dtype_code(dtype)
+        params = self._params(q, k, v, q_code, causal, softmax_scale, window, softcap, sequences,
+                              kv_code, out_dtype_of(q_code, out_dtype, out))
         if out is not None:
             params.o_stride = Strides(*sizes_and_strides(
                 out, "out", sequences.varlen_batch() if sequences.varlen else None)[1])
@@ -302,25 +315,28 @@ class Context:
                 info.splits)
 
     def launch(self, q, k, v, out, lse, causal, softmax_scale, stream, window=(-1, -1), sinks=None,
-               softcap=None, sequences=DENSE, descales=(None, None)):
+               softcap=None, sequences=DENSE, descales=NO_DESCALES):
         """Launches attention of checked tensors on stream: the op's path, with less host work.
 
         The caller has checked what attention() checks (torch tensors of one dtype on this
         context's device, matching shapes, sinks, the Sequences' tensors) and allocated out (and
-        lse, or None). The parameter struct of each new problem (sizes, strides, dtype, causal,
-        window, scale, softcap, lse or not, varlen's maxima and batch, seqused_k or not,
-        page_table's width and row stride, K/V's type) is built once and kept; a call copies it and
-        sets the pointers (sinks', cu_seqlens', seqused_k's, page_table's and an FP8 cache's
-        descales', which the caller made float32 [batch, heads_kv] contiguous tensors).
+        lse, or None) in the output type (FP8 attention: bfloat16 or float16). The parameter struct
+        of each new problem (sizes, strides, dtype, causal, window, scale, softcap, lse or not,
+        varlen's maxima and batch, seqused_k or not, page_table's width and row stride, K/V's type,
+        out's type) is built once and kept; a call copies it and sets the pointers (sinks',
+        cu_seqlens', seqused_k's, page_table's and the FP8 descales', a Descales whose tensors the
+        caller made float32 [batch, heads_kv] contiguous tensors).
         The library validates every call.
         """
-        key = (q.dtype, k.dtype, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(),
-               out.stride(), causal, softmax_scale, lse is None, window, softcap,
+        key = (q.dtype, k.dtype, out.dtype, q.shape, q.stride(), k.shape, k.stride(), v.shape,
+               v.stride(), out.stride(), causal, softmax_scale, lse is None, window, softcap,
                sequences.host_key())
         template = self._templates.get(key)
         if template is None:
-            template = self._params(q, k, v, fc_dtype(q.dtype), causal, softmax_scale, window,
-                                    softcap, sequences, kv_dtype_of(q.dtype, k.dtype, v.dtype))
+            q_code = q_dtype_code(q.dtype)
+            template = self._params(q, k, v, q_code, causal, softmax_scale, window, softcap,
+                                    sequences, kv_dtype_of(q.dtype, k.dtype, v.dtype),
+                                    out_dtype_of(q_code, out.dtype))
             template.o_stride = Strides(*_element_strides(out, "out"))
             if len(self._templates) >= LAUNCH_TEMPLATES_MAX:
                 self._templates.clear()
@@ -334,7 +350,7 @@ class Context:
             params.sinks = sinks.data_ptr()
         if sequences.per_sequence or sequences.paged:
             _set_sequence_pointers(params, sequences)
-        params.k_descale, params.v_descale = (None if t is None else t.data_ptr() for t in descales)
+        _set_descale_pointers(params, descales)
         status = self._lib.fc_attention_forward(self._live_handle(), ctypes.byref(params), stream)
         if status != FC_OK:
             raise self._error(status, sequences=sequences)
@@ -360,8 +376,9 @@ class Context:
             raise self._error(status)
 
     def _params(self, q, k, v, dtype, causal, softmax_scale, window=(-1, -1), softcap=None,
-                sequences=DENSE, kv_dtype=FC_DTYPE_SAME):
-        """AttentionParams for the sizes, strides and options, with no pointers set."""
+                sequences=DENSE, kv_dtype=FC_DTYPE_SAME, out_dtype=FC_DTYPE_SAME):
+        """AttentionParams for the sizes, strides and options, with no pointers set. dtype: q's
+        enum fc_dtype (FC_E4M3: FP8 attention, whose out_dtype, FC_BF16 or FC_F16, is set)."""
         varlen_batch = sequences.varlen_batch() if sequences.varlen else None
         (q_sizes, q_strides), (k_sizes, k_strides), (v_sizes, v_strides) = (
             sizes_and_strides(value, name, varlen_batch, paged=sequences.paged and name != "q")
@@ -388,6 +405,13 @@ class Context:
                 raise FlashCoreError("FC_ERR_UNSUPPORTED", FC_ERR_UNSUPPORTED,
                                      "this libflashcore predates FP8 K/V (kv_dtype)")
             params.kv_dtype = kv_dtype
+        if dtype == FC_E4M3:
+            if not hasattr(self._lib, "fc_attention_params_init_sized"):
+                raise FlashCoreError("FC_ERR_UNSUPPORTED", FC_ERR_UNSUPPORTED,
+                                     predates_fp8_attention_message(self._lib))
+            # NOTE: set only for FP8 attention: a library older than the field refuses its
+            # nonzero bytes, and FC_DTYPE_SAME (the default) is -1
+            params.out_dtype = FC_BF16 if out_dtype == FC_DTYPE_SAME else out_dtype
         params.batch, params.seqlen_q, params.heads_q, params.head_dim = q_sizes
         params.seqlen_k, params.heads_kv = k_sizes[1], k_sizes[2]
         params.q_stride = Strides(*q_strides)
@@ -409,24 +433,26 @@ class Context:
         return params
 
     def _bind(self, q, k, v, causal, softmax_scale, out, return_lse, lse, window=(-1, -1), sinks=None,
-              softcap=None, sequences=DENSE, descales=(None, None)):
+              softcap=None, sequences=DENSE, descales=NO_DESCALES, out_dtype=None):
         """Checks what the C struct cannot express, allocates out/lse, fills AttentionParams."""
         import torch
 
         for name, tensor in (("q", q), ("k", k), ("v", v)):
             if not isinstance(tensor, torch.Tensor):
                 raise ArgumentError(f"{name} must be a torch.Tensor, not {type(tensor).__name__}")
-        dtype = fc_dtype(q.dtype)
+        dtype = q_dtype_code(q.dtype)
         kv_dtype = kv_dtype_of(q.dtype, k.dtype, v.dtype)
+        out_code = out_dtype_of(dtype, out_dtype, out)
         check_sequences(sequences, q.shape[0] if q.dim() else 0, q.device)
         params = self._params(q, k, v, dtype, causal, softmax_scale, window, softcap, sequences,
-                              kv_dtype)
+                              kv_dtype, out_code)
         if q.device.type != "cuda" or q.device.index != self.device:
             raise ArgumentError(f"the tensors are on {q.device}, the context on cuda:{self.device}")
+        out_torch_dtype = {FC_F16: torch.float16, FC_BF16: torch.bfloat16}[out_code]
         if out is None:
-            out = torch.empty_like(q)
-        if out.shape != q.shape or out.dtype != q.dtype:
-            raise ArgumentError(f"out must be {tuple(q.shape)} {q.dtype}, "
+            out = torch.empty(q.shape, dtype=out_torch_dtype, device=q.device)
+        if out.shape != q.shape or out.dtype != out_torch_dtype:
+            raise ArgumentError(f"out must be {tuple(q.shape)} {out_torch_dtype}, "
                                 f"not {tuple(out.shape)} {out.dtype}")
         shape = lse_shape(q.shape)
         if lse is None and return_lse:
@@ -445,9 +471,9 @@ class Context:
         params.lse = lse.data_ptr() if lse is not None else None
         params.sinks = sinks.data_ptr() if sinks is not None else None
         batch = sequences.varlen_batch() if sequences.varlen else params.batch
-        descales = descale_tensors(*descales, kv_dtype, k.dtype, batch, params.heads_kv, q.device)
+        descales = descale_tensors(descales, q.dtype, k.dtype, batch, params.heads_kv, q.device)
         tensors += [d for d in descales if d is not None]
-        params.k_descale, params.v_descale = (None if d is None else d.data_ptr() for d in descales)
+        _set_descale_pointers(params, descales)
         _set_sequence_pointers(params, sequences)
         params.o_stride = Strides(*_element_strides(out, "out"))
         return params, tensors, out, lse
@@ -462,8 +488,13 @@ class Context:
         name = name.decode() if name else f"status {status}"
         message = self._lib.fc_context_errmsg(self._handle) if self._handle is not None else None
         message = (message.decode(errors="replace") if message else "") or fallback_message
-        # NOTE: a library that predates the varlen fields (0.3.0) or the paging ones refuses the
-        # struct's nonzero bytes it does not know, which names a byte; say which fields those are.
+        # NOTE: a library that predates the varlen fields (0.3.0), the paging ones or FP8
+        # attention's refuses the struct's nonzero bytes it does not know, which names a byte; say
+        # which fields those are.
+        unknown = re.search(r"does not know: byte (\d+) of", message)
+        if (status == FC_ERR_UNSUPPORTED and unknown
+                and int(unknown.group(1)) >= AttentionParams.out_dtype.offset):
+            return FlashCoreError(name, status, predates_fp8_attention_message(self._lib, message))
         if ((sequences.per_sequence or sequences.paged) and status == FC_ERR_UNSUPPORTED
                 and "does not know" in message):
             byte = re.search(r"byte (\d+) of", message)
@@ -477,6 +508,12 @@ class Context:
     def _check(self, status, fallback_message="", sequences=DENSE):
         if status != FC_OK:
             raise self._error(status, fallback_message, sequences)
+
+
+def _set_descale_pointers(params, descales):
+    """The device pointers of the FP8 descales (NULL where None)."""
+    params.q_descale, params.k_descale, params.v_descale = (
+        None if tensor is None else tensor.data_ptr() for tensor in descales)
 
 
 def _set_sequence_pointers(params, sequences):

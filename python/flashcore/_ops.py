@@ -14,6 +14,7 @@ from . import _api, _binding
 from ._binding import ArgumentError
 
 _DTYPES = (torch.float16, torch.bfloat16)
+_Q_DTYPES = _DTYPES + (torch.float8_e4m3fn,)   # e4m3: FP8 attention (k and v e4m3 too)
 
 
 def _current_stream(device_index):
@@ -43,14 +44,15 @@ def _check_inputs(q, k, v, fake, sinks=None, sequences=_binding.DENSE):
         if not paged and tensor.dim() != rank:
             raise ArgumentError(f"{name} must be {rank}-D {form}, not {tuple(tensor.shape)}"
                                 + _binding.rank_hint(tensor.dim(), sequences.varlen))
-        if name == "q" and tensor.dtype not in _DTYPES:
-            raise ArgumentError(f"{name} is {tensor.dtype}: float16 and bfloat16 are supported")
+        if name == "q" and tensor.dtype not in _Q_DTYPES:
+            raise ArgumentError(f"{name} is {tensor.dtype}: float16 and bfloat16 are supported (and "
+                                "float8_e4m3fn, with k and v e4m3 too: FP8 attention)")
         if tensor.device != q.device:
             raise ArgumentError(f"{name} is on {tensor.device} but q is on {q.device}")
         if tensor.stride(-1) != 1:
             raise ArgumentError(f"{name}: the last dimension must be contiguous (stride 1), "
                                 f"not stride {tensor.stride(-1)}")
-    _binding.kv_dtype_of(q.dtype, k.dtype, v.dtype)   # q's, or an FP8 cache's e4m3
+    _binding.kv_dtype_of(q.dtype, k.dtype, v.dtype)   # q's, an FP8 cache's e4m3, or FP8 attention's
     _binding.check_shapes(q.shape, k.shape, v.shape, sequences.varlen, sequences.paged)
     _binding.check_sequences(sequences, q.shape[0], q.device)
     allowed = ("cuda", "meta") if fake else ("cuda",)
@@ -60,12 +62,20 @@ def _check_inputs(q, k, v, fake, sinks=None, sequences=_binding.DENSE):
     _binding.check_sinks(sinks, q.shape[-2], q.device)
 
 
-def _descales(q, k, k_descale, v_descale, sequences):
-    """An FP8 cache's scales as the library takes them: float32 [batch, heads_kv] contiguous
-    tensors (expanded where they broadcast), or None."""
+def _descales(q, k, q_descale, k_descale, v_descale, sequences):
+    """The FP8 scales as the library takes them, a _binding.Descales of float32 [batch, heads_kv]
+    contiguous tensors (expanded where they broadcast) or None."""
     batch = sequences.varlen_batch() if sequences.varlen else q.shape[0]
-    return _binding.descale_tensors(k_descale, v_descale, _binding.kv_dtype_of(q.dtype, k.dtype, k.dtype),
+    return _binding.descale_tensors(_binding.Descales(q_descale, k_descale, v_descale), q.dtype,
                                     k.dtype, batch, k.shape[-2], q.device)
+
+
+_TORCH_DTYPES = {_binding.FC_F16: torch.float16, _binding.FC_BF16: torch.bfloat16}
+
+
+def _out_dtype(q, out_dtype):
+    """out's torch dtype: q's for a 16-bit q; FP8 attention's out_dtype, bfloat16 by default."""
+    return _TORCH_DTYPES[_binding.out_dtype_of(_binding.q_dtype_code(q.dtype), out_dtype)]
 
 
 def _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, page_table=None):
@@ -79,8 +89,9 @@ def _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k
 
 
 # NOTE: the arguments added after 0.2.0 (window, sinks, softcap) and after 0.3.0 (cu_seqlens_q/k,
-# max_seqlen_q/k, seqused_k, then page_table) have defaults, so that a call of the op with 0.2.0's
-# six arguments means what it meant. max_seqlen 0 is a dense batch, as in the C struct.
+# max_seqlen_q/k, seqused_k, then page_table, k_descale/v_descale, then q_descale/out_dtype) have
+# defaults, so that a call of the op with 0.2.0's six arguments means what it meant. max_seqlen 0 is
+# a dense batch, as in the C struct.
 @torch.library.custom_op("flashcore::attention", mutates_args=())
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                softmax_scale: Optional[float], return_lse: bool, window_left: int = -1,
@@ -89,14 +100,15 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                cu_seqlens_k: Optional[torch.Tensor] = None, max_seqlen_q: int = 0,
                max_seqlen_k: int = 0, seqused_k: Optional[torch.Tensor] = None,
                page_table: Optional[torch.Tensor] = None, k_descale: Optional[torch.Tensor] = None,
-               v_descale: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+               v_descale: Optional[torch.Tensor] = None, q_descale: Optional[torch.Tensor] = None,
+               out_dtype: Optional[torch.dtype] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     sequences = _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k,
                            page_table)
     _check_inputs(q, k, v, fake=False, sinks=sinks, sequences=sequences)
-    descales = _descales(q, k, k_descale, v_descale, sequences)
+    descales = _descales(q, k, q_descale, k_descale, v_descale, sequences)
     # NOTE: varlen: tokens of no sequence are left as torch.empty gives them (FlashAttention's
     # convention; zeroing them would cost a pass over out): Context.attention(out=...) keeps them.
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    out = torch.empty(q.shape, dtype=_out_dtype(q, out_dtype), device=q.device)
     lse = torch.empty(_binding.lse_shape(q.shape) if return_lse else (0,), dtype=torch.float32,
                       device=q.device)
     _api.context(q.device.index).launch(q, k, v, out, lse if return_lse else None, causal,
@@ -110,18 +122,20 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
 def _attention_fake(q, k, v, causal, softmax_scale, return_lse, window_left=-1, window_right=-1,
                     sinks=None, softcap=None, cu_seqlens_q=None, cu_seqlens_k=None,
                     max_seqlen_q=0, max_seqlen_k=0, seqused_k=None, page_table=None, k_descale=None,
-                    v_descale=None):
+                    v_descale=None, q_descale=None, out_dtype=None):
     sequences = _sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k,
                            page_table)
     _check_inputs(q, k, v, fake=True, sinks=sinks, sequences=sequences)
-    out = q.new_empty(q.shape)
+    _descales(q, k, q_descale, k_descale, v_descale, sequences)   # their errors at trace time too
+    out = q.new_empty(q.shape, dtype=_out_dtype(q, out_dtype))
     lse = q.new_empty(_binding.lse_shape(q.shape) if return_lse else (0,), dtype=torch.float32)
     return out, lse
 
 
 def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
               sinks=None, softcap=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
-              max_seqlen_k=None, seqused_k=None, page_table=None, k_descale=None, v_descale=None):
+              max_seqlen_k=None, seqused_k=None, page_table=None, k_descale=None, v_descale=None,
+              q_descale=None, out_dtype=None):
     """Fused attention on CUDA tensors: softmax(cap(scale * Q K^T) [+ mask], sinks) V.
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]
@@ -134,8 +148,9 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wi
     receives no value (gpt-oss); the LSE includes it. softcap: None, or a positive cap: scores s
     become softcap * tanh(s / softcap) before masking (Gemma 2). softmax_scale: None =
     1/sqrt(head_dim). Returns out, a new contiguous [batch, seqlen_q, heads_q, head_dim] tensor
-    in q's dtype, or (out, lse) when return_lse, lse being float32 [batch, heads_q, seqlen_q]
-    (natural log; -inf for a row that sees no key, whose out is 0; its sink with sinks).
+    in q's dtype (FP8 attention: out_dtype), or (out, lse) when return_lse, lse being float32
+    [batch, heads_q, seqlen_q] (natural log; -inf for a row that sees no key, whose out is 0; its
+    sink with sinks).
 
     Varlen (ragged) batches, FlashAttention's flash_attn_varlen_func form: q [total_q, heads_q,
     head_dim] and k, v [total_k, heads_kv, head_dim] hold the sequences one after another;
@@ -167,6 +182,15 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wi
     head, the sm80 kernel for prefill on sm_89 and later at head dims of multiples of 32, else the
     reference kernel).
 
+    FP8 attention, FlashAttention-3's fp8 forward: q, k and v all torch.float8_e4m3fn (strides
+    multiples of 16 elements, which are bytes; head_dim a multiple of 16), in any of the forms above;
+    q_descale, k_descale, v_descale as above (q_descale per (batch, K/V head), shared by that head's
+    query heads). Scores are softmax_scale * (q_descale q) . (k_descale k) from the e4m3 values
+    exactly, out = softmax(...) (v_descale v) in out_dtype: torch.bfloat16 (the default) or
+    torch.float16. The sm90 kernel rounds P to e4m3 for P V (at head_dim 64, 128, 192 and 256 on a
+    dense batch; else the reference kernel, P in fp32). The LSE is float32 as above. A 16-bit q's out
+    is q's dtype (out_dtype None or that) and it takes no q_descale.
+
     Runs on torch.cuda.current_stream(); works under torch.compile(fullgraph=True) and CUDA
     graph capture (after one call outside it, which compiles the kernel). Forward only: no
     autograd. Raises flashcore.FlashCoreError (ArgumentError, also a ValueError, for inputs
@@ -189,8 +213,21 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wi
                           None if softcap is None else float(softcap), sequences.cu_seqlens_q,
                           sequences.cu_seqlens_k, sequences.max_seqlen_q, sequences.max_seqlen_k,
                           sequences.seqused_k, sequences.page_table,
-                          *(_float_scale(d, q.device) for d in (k_descale, v_descale)))
+                          *(_float_scale(d, q.device) for d in (k_descale, v_descale, q_descale)),
+                          _torch_dtype(out_dtype))
     return (out, lse) if return_lse else out
+
+
+def _torch_dtype(value):
+    """out_dtype as the op takes it: a torch dtype (a name such as "bfloat16" or "f16" becomes one),
+    or None; a type that is not 16-bit is left for the op's check to refuse by name."""
+    if value is None or isinstance(value, torch.dtype):
+        return value
+    code = _binding.DTYPES.get(str(value))
+    if code is None:
+        raise ArgumentError(f"out_dtype {value!r} is not supported: torch.bfloat16 (FP8 attention's "
+                            "default) or torch.float16")
+    return _TORCH_DTYPES[code]
 
 
 def _float_scale(value, device):

@@ -8,7 +8,7 @@ FC_DEVICE_NONE = -1
 FC_F16 = 0
 FC_BF16 = 1
 FC_E4M3 = 2
-FC_DTYPE_SAME = -1   # kv_dtype: K and V are dtype
+FC_DTYPE_SAME = -1   # kv_dtype and out_dtype: dtype's
 LOG_LEVELS = {"off": 0, "error": 1, "warn": 2, "info": 3, "debug": 4}
 
 PLAN_KERNEL_CHARS = 96
@@ -28,7 +28,8 @@ DTYPES = {
     "torch.bfloat16": FC_BF16, "bfloat16": FC_BF16, "bf16": FC_BF16,
 }
 DTYPE_NAMES = {FC_F16: "f16", FC_BF16: "bf16", FC_E4M3: "e4m3"}
-# K/V types besides q's: FP8 e4m3 (torch.float8_e4m3fn), an FP8 KV cache.
+# K/V types besides q's: FP8 e4m3 (torch.float8_e4m3fn), an FP8 KV cache; as q's type too, FP8 attention
+# (q, k and v e4m3, out 16-bit).
 KV_DTYPES = {"torch.float8_e4m3fn": FC_E4M3, "float8_e4m3fn": FC_E4M3, "e4m3": FC_E4M3, "fp8": FC_E4M3}
 
 
@@ -90,6 +91,9 @@ class AttentionParams(ctypes.Structure):
         ("kv_dtype", ctypes.c_int),         # enum fc_dtype: FC_E4M3 for e4m3 k and v
         ("k_descale", ctypes.c_void_p),     # const float *, [batch, heads_kv]; NULL: 1
         ("v_descale", ctypes.c_void_p),
+        # FP8 attention (src/flashcore.h), added after the FP8 cache fields; FC_DTYPE_SAME/NULL: none.
+        ("out_dtype", ctypes.c_int),        # enum fc_dtype: dtype FC_E4M3's out, FC_BF16 (default) or FC_F16
+        ("q_descale", ctypes.c_void_p),     # const float *, [batch, heads_kv]; NULL: 1 (dtype FC_E4M3 only)
     ]
 
 

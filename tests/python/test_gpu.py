@@ -85,7 +85,8 @@ def poisoned_allocation_op(torch, q, k, v, **kwargs):
     """The op with NaN in the blocks the caching allocator is about to hand it: frees NaN-filled
     tensors of out's and lse's sizes just before the call, so that unwritten elements show."""
     batch, seqlen_q, heads_q, _ = q.shape
-    bait = [torch.full(q.shape, math.nan, dtype=q.dtype, device=q.device),
+    out_dtype = kwargs.get("out_dtype") or (torch.bfloat16 if q.dtype == torch.float8_e4m3fn else q.dtype)
+    bait = [torch.full(q.shape, math.nan, dtype=out_dtype, device=q.device),
             torch.full((batch, heads_q, seqlen_q), math.nan, dtype=torch.float32, device=q.device)]
     del bait
     return flashcore.attention(q, k, v, **kwargs)
@@ -960,3 +961,212 @@ def test_fp8_kv_errors_name_the_argument(cuda):
     odd_kv = torch.zeros(2, 300, 2, 24, dtype=torch.float8_e4m3fn, device="cuda")
     with pytest.raises(FlashCoreError, match="multiple of 16"):
         flashcore.attention(odd, odd_kv, odd_kv)
+
+
+# FP8 attention (FlashAttention-3's fp8 forward): q, k and v float8_e4m3fn quantized from random
+# 16-bit values with per-(batch, K/V head) scales, through the op and the ctypes path, judged per element on
+# the dequantized inputs by tools/check.py's rule: 2 err_pt (PyTorch in bf16 on them) + 1e-5 + the
+# bound of the kernel's rounding of P to e4m3 (check.reference's p_bound). Head dims the sm90
+# kernel takes (64, 128, 256) and one it does not (96: the reference kernel); GQA 1/4/5/8, Sq != Sk
+# both ways (causal: rows without a key), a strided layout, large-magnitude inputs, out f16 and bf16.
+FP8_ATTENTION_CASES = [
+    (check.Case("bf16", 64, False, check.Shape(2, 1000, 1000, 8, 2), q_dtype="e4m3"), 1.0),
+    (check.Case("bf16", 64, True, check.Shape(2, 1000, 1000, 8, 2), q_dtype="e4m3"), 1.0),
+    (check.Case("bf16", 128, True, check.Shape(1, 4097, 4097, 8, 8), q_dtype="e4m3"), 1.0),
+    (check.Case("bf16", 128, False, check.Shape(3, 129, 300, 8, 2), q_dtype="e4m3"), 1.0),
+    (check.Case("f16", 128, True, check.Shape(2, 300, 129, 8, 1), q_dtype="e4m3"), 1.0),
+    (check.Case("bf16", 128, True, check.Shape(1, 257, 1000, 10, 2), q_dtype="e4m3"), 3.0),
+    (check.Case("bf16", 256, False, check.Shape(2, 513, 513, 4, 4), q_dtype="e4m3"), 1.0),
+    (check.Case("f16", 256, True, check.Shape(1, 1000, 1000, 8, 2), q_dtype="e4m3"), 1.0),
+    (check.Case("bf16", 64, True, check.Shape(1, 300, 300, 8, 2, "strided"), q_dtype="e4m3"), 1.0),
+    (check.Case("bf16", 96, True, check.Shape(1, 300, 300, 6, 2), q_dtype="e4m3"), 1.0),
+]
+
+
+def fp8_attention_inputs(torch, case, magnitude=1.0):
+    """(q8, k8, v8 in the case's layout, {q,k,v}_descale kwargs, the dequantized (q, k, v) in
+    float32, the case's Inputs with out in the output type): randn in the case's dtype, quantized
+    per (batch, K/V head)."""
+    inputs = check.make_inputs(case, torch.device("cuda", torch.cuda.current_device()))
+    s = case.shape
+    quantized = [check.quantize_e4m3(x.mul_(magnitude) if magnitude != 1.0 else x,
+                                     s.heads_kv if name == "q" else None)
+                 for name, x in (("q", inputs.q), ("k", inputs.k), ("v", inputs.v))]
+    placed = [check.e4m3_in_layout(x8, like) for (x8, _, _), like in zip(quantized, inputs[:3])]
+    scales = {f"{name}_descale": scale for name, (_, scale, _) in zip("qkv", quantized)}
+    exact = tuple(x for _, _, x in quantized)
+    return (*placed, scales, exact, inputs)
+
+
+def fp8_attention_reference(torch, case, exact, options=None):
+    """check.reference on the dequantized inputs: (out, lse, allowed per element, has_key, the
+    LSE's allowance: check.lse_limit)."""
+    options = options or {}
+    q, k, v = (x.to(torch.bfloat16) for x in exact)
+    ref_out, ref_lse, err_pt, has_key, p_bound, lse_err_pt = check.reference(
+        q, k, v, case.causal, check.effective_scale(case), exact_kv=exact[1:], exact_q=exact[0],
+        p_bound=True, **options)
+    return (ref_out, ref_lse, check.ERROR_FACTOR * err_pt + check.ERROR_SLACK + p_bound, has_key,
+            check.lse_limit(lse_err_pt))
+
+
+@pytest.mark.parametrize("case_and_magnitude", FP8_ATTENTION_CASES,
+                         ids=[case_id(c) + "-e4m3" for c in FP8_ATTENTION_CASES])
+def test_fp8_attention_matches_the_reference_on_the_dequantized_inputs(cuda, case_and_magnitude):
+    torch = cuda
+    case, magnitude = case_and_magnitude
+    torch.manual_seed(zlib.crc32(case_id(case_and_magnitude).encode()))
+    s = case.shape
+    q8, k8, v8, scales, exact, inputs = fp8_attention_inputs(torch, case, magnitude)
+    out_dtype = check.torch_dtype(case.dtype)
+    kwargs = dict(causal=case.causal, out_dtype=out_dtype, **scales)
+
+    # the ctypes path into NaN-poisoned buffers in the case's layout (padding must stay NaN), and
+    # the op into poisoned allocations, with the LSE and without
+    context = flashcore.context(torch.cuda.current_device())
+    lse_c = torch.full((s.batch, s.heads_q, s.seqlen_q), math.nan, dtype=torch.float32, device="cuda")
+    inputs.storage.fill_(math.nan)
+    context.attention(q8, k8, v8, out=inputs.out, lse=lse_c, **kwargs)
+    out, lse = poisoned_allocation_op(torch, q8, k8, v8, return_lse=True, **kwargs)
+    out_no_lse = poisoned_allocation_op(torch, q8, k8, v8, **kwargs)
+    torch.cuda.synchronize()
+    assert out.dtype == out_dtype and out.shape == q8.shape
+    assert bit_equal(out, inputs.out) and bit_equal(lse, lse_c), "the op differs from the ctypes path"
+    assert inputs.guard is None or bool(torch.isnan(inputs.guard).all()), "wrote outside out"
+
+    ref_out, ref_lse, allowed, has_key, lse_allowed = fp8_attention_reference(torch, case, exact)
+    for name, result in (("out", out), ("out without lse", out_no_lse)):
+        assert bool(torch.isfinite(result).all()), f"NaN/Inf in {name} (or an element unwritten)"
+        ratio = check.worst_ratio(result, ref_out, allowed)
+        assert ratio <= 1.0, (f"{name}: |out - ref| is {ratio:.3g} times 2 err_pt + 1e-5 + P's rounding "
+                              f"bound somewhere (max |out - ref| {check.max_abs_diff(result, ref_out):.3g})")
+        assert bool((result[:, ~has_key] == 0).all()), f"{name}: a row that sees no key is not 0"
+    lse_err = check.max_abs_diff(lse[:, :, has_key], ref_lse[:, :, has_key])
+    assert lse_err <= lse_allowed, f"lse err {lse_err:.3g} > {lse_allowed:.3g}"
+    assert bool(torch.isneginf(lse[:, :, ~has_key]).all()), "lse of a row with no key is not -inf"
+
+
+def test_fp8_attention_is_deterministic_and_takes_scales_as_floats(cuda):
+    torch = cuda
+    torch.manual_seed(5)
+    case = check.Case("bf16", 128, True, check.Shape(2, 2048, 2048, 16, 4), q_dtype="e4m3")
+    q8, k8, v8, scales, _, _ = fp8_attention_inputs(torch, case)
+    sinks = torch.randn(16, dtype=torch.float32, device="cuda")
+    for options in ({}, dict(window=(300, 0), sinks=sinks, softcap=30.0)):
+        first, first_lse = flashcore.attention(q8, k8, v8, causal=True, return_lse=True, **scales, **options)
+        for _ in range(20):
+            out, lse = flashcore.attention(q8, k8, v8, causal=True, return_lse=True, **scales, **options)
+            assert bit_equal(out, first) and bit_equal(lse, first_lse)
+    # a per-tensor scale (a float) is the [batch, heads_kv] case with every entry equal; no scale is 1
+    flat = flashcore.attention(q8, k8, v8, causal=True, q_descale=0.5, k_descale=0.25, v_descale=2.0)
+    full = {name: torch.full_like(scales[name], value)
+            for name, value in (("q_descale", 0.5), ("k_descale", 0.25), ("v_descale", 2.0))}
+    assert bit_equal(flat, flashcore.attention(q8, k8, v8, causal=True, **full))
+    ones = {name: torch.ones_like(scale) for name, scale in scales.items()}
+    assert bit_equal(flashcore.attention(q8, k8, v8), flashcore.attention(q8, k8, v8, **ones))
+    bf16 = flashcore.attention(q8, k8, v8, causal=True, **scales)
+    f16 = flashcore.attention(q8, k8, v8, causal=True, out_dtype=torch.float16, **scales)
+    assert bf16.dtype == torch.bfloat16 and f16.dtype == torch.float16
+    assert check.max_abs_diff(f16, bf16) < 0.02   # the same attention, rounded to another type
+
+
+def test_fp8_attention_varlen_matches_the_reference_per_sequence(cuda):
+    """Varlen FP8 attention (the reference kernel for now), each sequence judged by the rule."""
+    torch = cuda
+    torch.manual_seed(6)
+    lens_q, lens_k, heads_q, heads_kv, dim = (100, 1, 333), (150, 40, 333), 8, 2, 128
+    case = check.Case("bf16", dim, True, check.Shape(1, sum(lens_q), sum(lens_k), heads_q, heads_kv),
+                      q_dtype="e4m3")
+    # one [1, heads_kv] scale per tensor, shared by the sequences (it broadcasts to [batch, heads_kv])
+    q8, k8, v8, scales, exact, _ = fp8_attention_inputs(torch, case)
+    cu_q, cu_k = ([0] + [sum(lens[:i + 1]) for i in range(len(lens))] for lens in (lens_q, lens_k))
+    out, lse = flashcore.attention(q8[0], k8[0], v8[0], causal=True, return_lse=True,
+                                   cu_seqlens_q=torch.tensor(cu_q, dtype=torch.int32, device="cuda"),
+                                   cu_seqlens_k=torch.tensor(cu_k, dtype=torch.int32, device="cuda"),
+                                   max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k), **scales)
+    torch.cuda.synchronize()
+    for b in range(len(lens_q)):
+        rows, keys = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        seq_case = case._replace(shape=check.Shape(1, lens_q[b], lens_k[b], heads_q, heads_kv))
+        ref_out, ref_lse, allowed, has_key, lse_allowed = fp8_attention_reference(
+            torch, seq_case, (exact[0][:, rows], exact[1][:, keys], exact[2][:, keys]))
+        assert check.worst_ratio(out[rows][None], ref_out, allowed) <= 1.0, b
+        lse_err = check.max_abs_diff(lse[:, rows][None][:, :, has_key], ref_lse[:, :, has_key])
+        assert lse_err <= lse_allowed, b
+
+
+@pytest.mark.parametrize("family", [None, "sm90", "reference"])
+def test_check_tool_passes_fp8_attention(cuda, family):
+    """tools/check.py --dtype e4m3 on a few of its quick cases, each family forced in turn."""
+    torch = cuda
+    torch.manual_seed(7)
+    cases = [case for case in check.build_cases((64, 128), True, "base", q_dtype="e4m3",
+                                                out_dtypes=("bf16", "f16"))
+             if check.family_takes(family, case) and case.shape.seqlen_k < 20000][::4]
+    assert cases
+    with check.forced_context(torch.cuda.current_device(), family) as context:
+        for case in cases:
+            row = check.run_case(context, case, repeats=3)
+            assert row["passed"], (case.describe(), row["failures"], row.get("kernel"))
+            assert "_q8_" in row["kernel"] and (family is None or row["kernel"].startswith(family))
+
+
+def test_fp8_attention_compiles_and_captures(cuda):
+    torch = cuda
+    torch._dynamo.reset()
+    case = check.Case("bf16", 128, True, check.Shape(2, 1024, 1024, 16, 4), q_dtype="e4m3")
+    q8, k8, v8, scales, _, _ = fp8_attention_inputs(torch, case)
+    dq, dk, dv = scales["q_descale"], scales["k_descale"], scales["v_descale"]
+
+    def step(q8, k8, v8, dq, dk, dv):
+        out, lse = flashcore.attention(q8, k8, v8, causal=True, return_lse=True, q_descale=dq,
+                                       k_descale=dk, v_descale=dv, out_dtype=torch.float16)
+        return out * 2 + 1, lse - 1
+
+    eager = step(q8, k8, v8, dq, dk, dv)
+    compiled = torch.compile(step, fullgraph=True)(q8, k8, v8, dq, dk, dv)
+    assert compiled[0].dtype == torch.float16
+    assert bit_equal(eager[0], compiled[0]) and bit_equal(eager[1], compiled[1])
+    explanation = torch._dynamo.explain(step)(q8, k8, v8, dq, dk, dv)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0
+    side = torch.cuda.Stream()   # the bf16-out kernel compiled before capture, on a side stream
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        flashcore.attention(q8, k8, v8, causal=True, q_descale=dq, k_descale=dk, v_descale=dv)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):   # the graph reads the tensors and their scales at replay
+        out = flashcore.attention(q8, k8, v8, causal=True, q_descale=dq, k_descale=dk, v_descale=dv)
+    for _ in range(3):
+        dq.mul_(1.5)
+        graph.replay()
+        expected = flashcore.attention(q8, k8, v8, causal=True, q_descale=dq, k_descale=dk, v_descale=dv)
+        torch.cuda.synchronize()
+        assert bit_equal(out, expected)
+
+
+def test_fp8_attention_errors_name_the_argument(cuda):
+    torch = cuda
+    case = check.Case("bf16", 128, False, check.Shape(2, 300, 300, 8, 2), q_dtype="e4m3")
+    q8, k8, v8, scales, _, _ = fp8_attention_inputs(torch, case)
+    q16 = q8.to(torch.bfloat16)
+    with pytest.raises(ArgumentError, match="FP8 attention takes q, k and v all torch.float8_e4m3fn"):
+        flashcore.attention(q8, k8.to(torch.bfloat16), v8.to(torch.bfloat16))
+    with pytest.raises(ArgumentError, match="FP8 attention takes q, k and v all"):
+        flashcore.attention(q8, k8, v8.to(torch.bfloat16))
+    with pytest.raises(ArgumentError, match="q_descale scales FP8 attention's q"):
+        flashcore.attention(q16, k8, v8, q_descale=scales["q_descale"])
+    with pytest.raises(ArgumentError, match=r"q_descale must be \[batch, heads_kv\]"):
+        flashcore.attention(q8, k8, v8, q_descale=torch.ones(2, 8, device="cuda"))
+    with pytest.raises(ArgumentError, match="out_dtype torch.float32 is not supported"):
+        flashcore.attention(q8, k8, v8, out_dtype=torch.float32)
+    with pytest.raises(ArgumentError, match="out is q's dtype"):
+        flashcore.attention(q16, q16[:, :, :2], q16[:, :, :2], out_dtype=torch.float16)
+    with flashcore.Context(torch.cuda.current_device()) as context:
+        with pytest.raises(ArgumentError, match=r"out must be \(2, 300, 8, 128\) torch.float16"):
+            context.attention(q8, k8, v8, out=torch.empty_like(q16), out_dtype=torch.float16)
+        assert context.attention(q8, k8, v8, out=torch.empty_like(q16, dtype=torch.float16)).dtype \
+            == torch.float16   # out's dtype decides when out_dtype is not given
+    odd = torch.zeros(2, 300, 2, 24, dtype=torch.float8_e4m3fn, device="cuda")
+    with pytest.raises(FlashCoreError, match="multiple of 16"):
+        flashcore.attention(odd, odd, odd)

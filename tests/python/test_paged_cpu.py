@@ -47,7 +47,9 @@ def test_the_struct_has_the_paging_fields_as_the_header_has_them():
     """int page_size; const int32_t *page_table; int page_table_stride; int num_pages; after
     seqused_k, C's alignment (LP64: the pointer 8-aligned, the struct a multiple of 8)."""
     names = [name for name, _ in AttentionParams._fields_]
-    assert names[-8:-3] == ["seqused_k", "page_size", "page_table", "page_table_stride", "num_pages"]
+    first = names.index("seqused_k")
+    assert names[first:first + 5] == ["seqused_k", "page_size", "page_table", "page_table_stride",
+                                      "num_pages"]
     pointer = ctypes.sizeof(ctypes.c_void_p)
     base = AttentionParams.seqused_k.offset + pointer
     assert AttentionParams.page_size.offset == base
@@ -628,13 +630,13 @@ def test_torch_paged_attention_agrees_with_check_paged_reference(torch, fields):
     assert not failures, (failures, stats)
 
 
-def test_the_struct_ends_with_the_fp8_cache_fields_as_the_header_has_them():
+def test_the_struct_has_the_fp8_cache_fields_as_the_header_has_them():
     """enum fc_dtype kv_dtype; const float *k_descale, *v_descale; after num_pages."""
     names = [name for name, _ in AttentionParams._fields_]
-    assert names[-4:] == ["num_pages", "kv_dtype", "k_descale", "v_descale"]
+    first = names.index("num_pages")
+    assert names[first:first + 4] == ["num_pages", "kv_dtype", "k_descale", "v_descale"]
     pointer = ctypes.sizeof(ctypes.c_void_p)
     assert AttentionParams.kv_dtype.offset == AttentionParams.num_pages.offset + 4
     assert AttentionParams.k_descale.offset % pointer == 0   # after padding to the pointer
     assert AttentionParams.k_descale.offset <= AttentionParams.kv_dtype.offset + pointer
     assert AttentionParams.v_descale.offset == AttentionParams.k_descale.offset + pointer
-    assert ctypes.sizeof(AttentionParams) == AttentionParams.v_descale.offset + pointer

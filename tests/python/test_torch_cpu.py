@@ -39,7 +39,8 @@ def test_the_op_is_registered_with_its_schema(torch):
                                "Tensor? cu_seqlens_q=None, Tensor? cu_seqlens_k=None, "
                                "SymInt max_seqlen_q=0, SymInt max_seqlen_k=0, "
                                "Tensor? seqused_k=None, Tensor? page_table=None, "
-                               "Tensor? k_descale=None, Tensor? v_descale=None) -> (Tensor, Tensor)")
+                               "Tensor? k_descale=None, Tensor? v_descale=None, "
+                               "Tensor? q_descale=None, ScalarType? out_dtype=None) -> (Tensor, Tensor)")
 
 
 @pytest.mark.parametrize("q_shape, kv_shape, causal, return_lse", CASES)
