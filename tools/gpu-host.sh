@@ -42,6 +42,9 @@
 #   tools/gpu-host.sh fp8kv    an FP8 KV cache (issue 15): tools/bench_fp8kv.py (decode, --prefill) alone, then side by side
 #                              the gpu suite's FP8 tests, check.py --kv-dtype e4m3, the package's FP8
 #                              tests, memcheck and racecheck on fcjit run --kv-dtype e4m3
+#   tools/gpu-host.sh fp8      FP8 attention (issue 15): tools/bench_fp8.py alone, then side by side the gpu
+#                              suite's FP8 attention tests, check.py --dtype e4m3, the package's FP8
+#                              attention tests, memcheck and racecheck on fcjit run --dtype e4m3
 #   tools/gpu-host.sh paged-bench   a paged cache's speed (tools/bench_paged.py) and ncu on paged decode
 #   tools/gpu-host.sh varlen-bench  ragged prefill vs our dense kernel and FA3 varlen (tools/bench_varlen.py)
 #   tools/gpu-host.sh python   the flashcore package from python/ on the carried library (no pip):
@@ -449,6 +452,30 @@ fp8kv)   # an FP8 KV cache (issue 15): its speed alone (tools/bench_fp8kv.py: de
         --iters 1 --warmup 0 | grep -E 'SUMMARY' || exit 1; done; done; done" &
     wait
     ;;
+fp8)   # FP8 attention (issue 15: q, k and v e4m3): its speed alone (tools/bench_fp8.py: against FA3's and
+       # cuDNN's fp8 and our bf16, and the relative RMSE table), then correctness side by side: the gpu
+       # suite's FP8 attention tests, tools/check.py --dtype e4m3 (sm90 and reference forced, and the
+       # selector), the package's FP8 tests, memcheck and racecheck on fcjit run
+    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
+    export FC_TUNING_DB=$DB   # the precompiled kernels, one database for every process
+    step bench-fp8 400 "python3 tools/bench_fp8.py --json $OUT/bench-fp8.json"
+    for t in in_the_sm90_kernel in_the_reference_kernel as_selected; do
+        step gpu-fp8-attention-${t#in_the_} 540 "FC_GPU_TESTS=test_fp8_attention_matches_reference_$t \
+            .carry/bin/test_gpu | tail -30" &
+    done
+    step check-fp8-attention 540 "python3 tools/check.py --dtype e4m3 --out-dtype bf16,f16 --quick \
+        --families sm90,reference --repeats 3 | tail -4 && python3 tools/check.py --dtype e4m3 --matrix features \
+        --head-dims 64,128,192,256 --families sm90 --repeats 3 | tail -4" &
+    step python-fp8-attention 400 "python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py -k fp8_attention" &
+    step sanitize-fp8-attention 540 "set -o pipefail; for tool in memcheck racecheck; do for shape in \
+        '--batch 2 --seqlen-q 300 --seqlen-k 400 --heads-q 4 --heads-kv 2 --head-dim 128 --causal' \
+        '--batch 1 --seqlen 260 --heads 2 --head-dim 64 --window-left 50 --softcap 30 --sinks 3' \
+        '--batch 1 --seqlen 200 --heads 2 --head-dim 256 --out-dtype f16' \
+        '--batch 1 --seqlen 300 --heads 2 --head-dim 192 --causal'; do \
+        compute-sanitizer --tool \$tool --error-exitcode 9 \$FCJIT run \$shape --dtype e4m3 \
+        --iters 1 --warmup 0 | grep -E 'SUMMARY' || exit 1; done; done" &
+    wait
+    ;;
 paged-bench)   # a paged cache's speed (issue 13): tools/bench_paged.py (decode against the copy bandwidth,
                # chunked prefill against our non-paged run and FA3's varlen), then ncu on paged decode
     step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
@@ -551,7 +578,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|masks|masks-checks|gpu-suite-split|merge|report|validate|final|python" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|masks|masks-checks|gpu-suite-split|merge|report|validate|final|python|fp8kv|fp8" >&2
     exit 2
     ;;
 esac
