@@ -83,7 +83,9 @@ namespace fc {
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long a, unsigned long long b, int accumulate)
 {
-    if constexpr (Same<T, e4m3_t>::value)
+    if constexpr (Same<T, e4m3_t>::value && N == 64)
+        wgmma_m64n64k32(d, a, b, accumulate, T{});
+    else if constexpr (Same<T, e4m3_t>::value)
         wgmma_m64n128k32(d, a, b, accumulate, T{});
     else if constexpr (N == 64)
         wgmma_m64n64k16(d, a, b, accumulate, T{});
@@ -180,7 +182,8 @@ struct Sm90Forward {
     static constexpr int LAUNCH_REGISTERS = 65536 / (THREADS * MIN_BLOCKS) / 8 * 8 > 248
                                                 ? 248 : 65536 / (THREADS * MIN_BLOCKS) / 8 * 8;
     // PAGED: the gather path's addresses and page ids need more than 24; FP8: the transposes' words
-    static constexpr int PRODUCER_REGISTERS = PAGED || FP8 ? 40 : 24;
+    // (64-key tiles: 56, their steps' addresses; the consumers, with half the S and P, keep 224)
+    static constexpr int PRODUCER_REGISTERS = PAGED || FP8 ? (FP8 && BLOCK_N == 64 ? 56 : 40) : 24;
     // PAGED, gather: the producer warpgroup's threads and those copying each of K and V. NOTE:
     // enumerators, not static members: a member the code takes a value of puts a constant symbol in
     // the PTX of every variant, dense ones too.
@@ -191,8 +194,8 @@ struct Sm90Forward {
     static_assert(HEAD_DIM % (COLUMNS / 2) == 0 && HEAD_DIM <= 256, "head_dim: whole 64-byte half lines, up to 256");
     static_assert(!PAGED || HEAD_DIM == PADDED_DIM, "a paged cache's boxes and gathered rows are whole lines");
     static_assert(FP8 || V_WIDTH % V_COLUMNS == 0, "whole V blocks");
-    static_assert(!FP8 || (SPECIALIZED && BLOCK_N == 128 && HEAD_DIM % 64 == 0 && !VARLEN),
-                  "FP8: dense, warp-specialized, 128-key tiles (one V^T line), head_dim 64, 128, 192 or 256");
+    static_assert(!FP8 || (SPECIALIZED && HEAD_DIM % 64 == 0 && !VARLEN),
+                  "FP8: dense, warp-specialized, head_dim 64, 128, 192 or 256");
     static_assert(BLOCK_N == 64 || BLOCK_N == 128, "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T)");
     static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "one to three warpgroups of 64 rows");
     static_assert(WARPS == 4 * CONSUMERS || SPECIALIZED, "4 warps per consumer warpgroup, plus 4 for a producer");
@@ -271,8 +274,9 @@ struct Sm90Forward {
     __device__ __forceinline__ QTile q_smem(int g) const { return {q_tile(g)}; }
     __device__ __forceinline__ KTile k_smem(int stage) const { return {k_tile(stage)}; }
     __device__ __forceinline__ VTile v_smem(int stage) const { return {v_tile(stage)}; }
-    // FP8: V^T as P V's K-major B operand (rows of head dims, 128 permuted keys a line).
-    using VtTile = SmemTile<SWIZZLE_BYTES, VT_BYTES, ATOM_BYTES>;
+    // FP8: V^T as P V's K-major B operand (rows of head dims, BLOCK_N permuted keys a line: 128 or 64
+    // bytes, swizzled over the line's span, atoms of 8 lines).
+    using VtTile = SmemTile<BLOCK_N, VT_BYTES, 8 * BLOCK_N>;
     __device__ __forceinline__ VtTile vt_smem(int stage) const { return {v_tile(stage)}; }
 
     // The first tile of keys this CTA sees (0 without a window): its loops count tiles from it.
@@ -674,8 +678,9 @@ struct Sm90Forward {
 
     // FP8: producer thread p (of 128) transposes its share of the staged V tile at src (K's layout:
     // BLOCK_N rows of keys, 128-byte lines of head dims, column blocks KV_BLOCK_BYTES apart) into the
-    // V^T slot at dst (HEAD_DIM rows of 128 keys, 128B-swizzled: P V's K-major B operand). Warp w
-    // takes keys 32 w .. 32 w + 31, 16 head dims a step: ldmatrix.trans reads four 8-key x 16-byte
+    // V^T slot at dst (HEAD_DIM rows of BLOCK_N keys, swizzled over their 128- or 64-byte lines: P V's
+    // K-major B operand). Warp w takes keys 32 w .. 32 w + 31 (64-key tiles: 32 (w % 2) .., half the
+    // head dims), 16 head dims a step: ldmatrix.trans reads four 8-key x 16-byte
     // blocks (one 16-byte chunk of each of its lanes' rows), which leaves thread t (q = t % 4, c = t /
     // 4) holding dims 2c and 2c + 1 of keys 2q, 2q + 1 (and + 8) of each 16; two prmt a 16 keys make
     // dim rows of them in the order 2q, 2q + 1, 2q + 8, 2q + 9: word q of each 16 keys of a V^T line is
@@ -684,20 +689,26 @@ struct Sm90Forward {
     // chunk j ^ row % 8); the stores twice (rows 2c: row % 8 takes 4 values).
     __device__ __forceinline__ void transpose_v(unsigned src, unsigned dst, unsigned p) const
     {
+        // 128 keys: warp w takes slot w, every step; 64 keys: slot w % 2, half the steps (w / 2's)
+        constexpr int SLOTS = BLOCK_N / 32, STEPS = HEAD_DIM / 16 * SLOTS / 4, LINE = BLOCK_N;
         const unsigned w = p / WARP_SIZE, lane = p % WARP_SIZE, r = lane % 8;
-        const unsigned from = src + (32 * w + lane) * SWIZZLE_BYTES;   // ldmatrix: lane l gives key 32 w + l's row
-        // stmatrix: lane l gives row 2 (l % 8) + l / 8 % 2 of the step's 16, in the chunk of keys 32 w + 16 (l / 16)
-        const unsigned row = 2 * r + lane / 8 % 2, chunk = 2 * w + lane / 16;
-        const unsigned to = dst + row * SWIZZLE_BYTES + ((chunk ^ (row % 8)) << 4);
+        const unsigned slot = SLOTS == 4 ? w : w % SLOTS, first = SLOTS == 4 ? 0 : w / SLOTS * STEPS;
+        const unsigned from = src + (32 * slot + lane) * SWIZZLE_BYTES;   // ldmatrix: lane l gives key 32 s + l's row
+        // stmatrix: lane l gives row 2 (l % 8) + l / 8 % 2 of the step's 16, in the chunk of keys 32 s + 16 (l / 16);
+        // a line's chunk c sits at c ^ (row % 8) (128-byte lines) or c ^ (row / 2 % 4) (64-byte), the same for
+        // row + 16 j
+        const unsigned row = 2 * r + lane / 8 % 2, chunk = 2 * slot + lane / 16;
+        const unsigned to = dst + row * LINE + ((chunk ^ (LINE == 128 ? row % 8 : row / 2 % 4)) << 4);
 #pragma unroll
-        for (int j = 0; j < HEAD_DIM / 16; j++) {   // dims 16 j .. 16 j + 15: chunk j % 8 of column block j / 8
+        for (int i = 0; i < STEPS; i++) {   // dims 16 j .. 16 j + 15: chunk j % 8 of column block j / 8
+            const unsigned j = first + i;
             unsigned x[4], y[4];
             ldmatrix_x4_trans(x, from + j / 8 * KV_BLOCK_BYTES + (((j % 8) ^ r) << 4));
-            y[0] = __byte_perm(x[0], x[1], 0x6420);   // row 2c, keys of 16 (w's first)
+            y[0] = __byte_perm(x[0], x[1], 0x6420);   // row 2c, keys of 16 (the slot's first)
             y[1] = __byte_perm(x[0], x[1], 0x7531);   // row 2c + 1
             y[2] = __byte_perm(x[2], x[3], 0x6420);   // row 2c, the next 16 keys
             y[3] = __byte_perm(x[2], x[3], 0x7531);
-            stmatrix_x4(to + j * 16 * SWIZZLE_BYTES, y);
+            stmatrix_x4(to + j * 16 * LINE, y);
         }
     }
 

@@ -108,11 +108,10 @@ static int check(const struct fc_variant *v, char *why, size_t size)
                                v->head_dim);
     if (v->block_n != 64 && v->block_n != 128)
         return fc_variant_fail(why, size, "the sm90 kernel takes block_n 64 or 128, not %d", v->block_n);
-    if (v->q_fp8 && (v->head_dim % 64 || v->block_n != 128 || !specialized(v) || v->varlen))
-        return fc_variant_fail(why, size, "the sm90 kernel's FP8 attention takes head_dim 64, 128, 192 or 256, block_n "
-                               "128, the warp-specialized schedule (its producer warpgroup transposes V) and a dense "
-                               "batch; not head_dim %d, block_n %d, %d warps%s", v->head_dim, v->block_n, v->warps,
-                               v->varlen ? ", per-sequence lengths" : "");
+    if (v->q_fp8 && (v->head_dim % 64 || !specialized(v) || v->varlen))
+        return fc_variant_fail(why, size, "the sm90 kernel's FP8 attention takes head_dim 64, 128, 192 or 256, the "
+                               "warp-specialized schedule (its producer warpgroup transposes V) and a dense batch; not "
+                               "head_dim %d, %d warps%s", v->head_dim, v->warps, v->varlen ? ", per-sequence lengths" : "");
     if (v->block_m != 64 && v->block_m != 128 && v->block_m != 192)
         return fc_variant_fail(why, size, "the sm90 kernel takes one to three warpgroups of 64 rows, not block_m %d",
                                v->block_m);

@@ -1333,7 +1333,11 @@ static void test_fp8_attention(void **state)
     assert_int_equal(fc_variant_check(&v, msg, sizeof msg), -1);
     assert_non_null(strstr(msg, "reads a 16-bit q only"));
     v = parsed;
-    v.block_n = 64;
+    v.block_n = 64;   /* 64-key tiles: a variant, not the default */
+    assert_int_equal(fc_variant_check(&v, msg, sizeof msg), 0);
+    v.block_m = 128;
+    v.warps = 8;   /* the plain schedule: no producer warpgroup to transpose V */
+    v.pingpong = 0;
     assert_int_equal(fc_variant_check(&v, msg, sizeof msg), -1);
     assert_non_null(strstr(msg, "FP8 attention takes"));
     v = parsed;

@@ -111,12 +111,15 @@ struct SmemTile {
     static_assert(SWIZZLE == 128 || SWIZZLE == 64, "128- or 64-byte swizzled lines");
     unsigned address;   // shared-space address of block 0
 
-    // As a K-major operand (Q or K of Q K^T, rows along M or N): column block `block`, its first
-    // 32-byte k-step; step k of the block is + 2 k.
+    // As a K-major operand (Q or K of Q K^T, rows along M or N; FP8's V^T, rows along N): column
+    // block `block`, its first 32-byte k-step; step k of the block is + 2 k. 64-byte lines: FP8's
+    // V^T of 64 keys (the leading offset is unused by swizzled K-major layouts either way).
     __device__ __forceinline__ unsigned long long k_major(int block) const
     {
-        static_assert(SWIZZLE == 128, "K-major tiles are 128B-swizzled");
-        return wgmma_descriptor_sw128(address + block * BLOCK_STRIDE, ATOM_STRIDE);
+        if constexpr (SWIZZLE == 128)
+            return wgmma_descriptor_sw128(address + block * BLOCK_STRIDE, ATOM_STRIDE);
+        else
+            return wgmma_descriptor(address + block * BLOCK_STRIDE, 16, ATOM_STRIDE, 2);
     }
     // As an MN-major operand (V of P V, rows along K): all its blocks, the first 16 rows.
     __device__ __forceinline__ unsigned long long mn_major() const
@@ -189,7 +192,8 @@ __device__ __forceinline__ void wgmma_m64n##N##k32_rs(float (&d)[COUNT], const u
                  : __VA_ARGS__                                                                                      \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));                            \
 }
-// S = Q K^T: 128 keys per tile. P V: head_dim 64, 128, 192 and 256.
+// S = Q K^T: 64 and 128 keys per tile. P V: head_dim 64, 128, 192 and 256.
+FC_WGMMA_SS_FP8(64, 32, FC_WGMMA_PLACES_0, "%32", "%33", "%34", FC_WGMMA_ACC32(0))
 FC_WGMMA_SS_FP8(128, 64, FC_WGMMA_PLACES_64_ACC, "%64", "%65", "%66", FC_WGMMA_ACC32(0), FC_WGMMA_ACC32(32))
 FC_WGMMA_RS_FP8(64, 32, FC_WGMMA_PLACES_0, "%32, %33, %34, %35", "%36", "%37", FC_WGMMA_ACC32(0))
 FC_WGMMA_RS_FP8(128, 64, FC_WGMMA_PLACES_64_ACC, "%64, %65, %66, %67", "%68", "%69", FC_WGMMA_ACC32(0),
