@@ -426,6 +426,25 @@ static int create(struct fc_context **out, const char *forced)
     return status == FC_OK ? 0 : -1;
 }
 
+/* A context with `family` forced (NULL: the shared one, the selector's choice), entered; leave it with
+ * leave_family. `what` names the cases in the log. */
+static struct fc_context *enter_family(const char *family, const char *what, int *pushed)
+{
+    struct fc_context *forced = ctx;
+    if (family && create(&forced, family))
+        fail_msg("fc_context_create for %s", family);
+    print_message("--- %s, %s\n", family ? family : "the selector's choice", what);
+    assert_int_equal(fc_context_enter(forced, pushed), FC_OK);
+    return forced;
+}
+
+static void leave_family(struct fc_context *forced, int pushed)
+{
+    fc_context_leave(forced, pushed);
+    if (forced != ctx)
+        fc_context_destroy(forced);
+}
+
 
 /* Varlen batches and seqused_k (issue 13): ragged sequences (lengths 0 and 1, tile multiples and
  * not), GQA, causal and not, a window, on the selector's choice and each family forced that takes
@@ -513,16 +532,10 @@ static void test_varlen_matches_reference_in_every_family(void **state)
         const int max_head_dim = i < families ? 256 : SM90_VARLEN_FORCED[i - families].max_head_dim;
         if (family && strcmp(family, "reference") && ctx->target.arch < 80)
             continue;
-        struct fc_context *forced = ctx;
-        if (family && create(&forced, family))
-            fail_msg("fc_context_create for %s", family);
-        print_message("--- %s\n", family ? family : "the selector's choice");
         int pushed;
-        assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
+        struct fc_context *forced = enter_family(family, "varlen", &pushed);
         failures += run_varlen_on(forced, family && !strcmp(family, "decode"), max_head_dim);
-        fc_context_leave(forced, pushed);
-        if (forced != ctx)
-            fc_context_destroy(forced);
+        leave_family(forced, pushed);
     }
     assert_int_equal(failures, 0);
 }
@@ -683,16 +696,10 @@ static void test_paged_matches_reference_in_every_family(void **state)
         const char *family = FAMILIES[i];
         if (family && strcmp(family, "reference") && ctx->target.arch < 80)
             continue;
-        struct fc_context *forced = ctx;
-        if (family && create(&forced, family))
-            fail_msg("fc_context_create for %s", family);
-        print_message("--- %s\n", family ? family : "the selector's choice");
         int pushed;
-        assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
+        struct fc_context *forced = enter_family(family, "paged", &pushed);
         failures += run_paged_on(forced, family && !strcmp(family, "decode"));
-        fc_context_leave(forced, pushed);
-        if (forced != ctx)
-            fc_context_destroy(forced);
+        leave_family(forced, pushed);
     }
     if (ctx->target.arch == 90 && ctx->target.arch_specific)
         failures += run_paged_sm90();
@@ -822,16 +829,10 @@ static int run_fp8_family(const char *family)
     const int decode = family && !strcmp(family, "decode"), sm80 = family && !strcmp(family, "sm80");
     if ((decode || sm80) && ctx->target.arch < 89)   /* cvt.f16x2.e4m3x2: sm_89 and later */
         return 0;
-    struct fc_context *forced = ctx;
-    if (family && create(&forced, family))
-        fail_msg("fc_context_create for %s", family);
-    print_message("--- %s, FP8 K/V\n", family ? family : "the selector's choice");
     int pushed;
-    assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
+    struct fc_context *forced = enter_family(family, "FP8 K/V", &pushed);
     const int failures = run_fp8_on(forced, decode, sm80);   /* sm80: head dims of multiples of 32 */
-    fc_context_leave(forced, pushed);
-    if (forced != ctx)
-        fc_context_destroy(forced);
+    leave_family(forced, pushed);
     return failures;
 }
 
@@ -920,16 +921,10 @@ static int run_fp8_attention_on(struct fc_context *context, int per_sequence)
 /* One family forced (NULL: the selector's choice) on the FP8 attention cases. */
 static int run_fp8_attention_family(const char *family, int per_sequence)
 {
-    struct fc_context *forced = ctx;
-    if (family && create(&forced, family))
-        fail_msg("fc_context_create for %s", family);
-    print_message("--- %s, FP8 attention\n", family ? family : "the selector's choice");
     int pushed;
-    assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
+    struct fc_context *forced = enter_family(family, "FP8 attention", &pushed);
     const int failures = run_fp8_attention_on(forced, per_sequence);
-    fc_context_leave(forced, pushed);
-    if (forced != ctx)
-        fc_context_destroy(forced);
+    leave_family(forced, pushed);
     return failures;
 }
 
