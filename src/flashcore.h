@@ -215,8 +215,8 @@ struct fc_plan_info {
 FC_API void fc_options_init(struct fc_options *options);
 
 /** Sets the struct_size bytes of *params to the defaults and params->struct_size to struct_size:
- *  packed strides, default scale, not causal, no window (window_left = window_right = -1), fp16;
- *  everything else 0. Sizes and pointers must be set. Call it through fc_attention_params_init,
+ *  packed strides, default scale, not causal, no window (window_left = window_right = -1), fp16,
+ *  kv_dtype and out_dtype FC_DTYPE_SAME; everything else 0. Sizes and pointers must be set. Call it through fc_attention_params_init,
  *  which passes the size the caller was compiled with; from another language, pass the size of
  *  your copy of the struct (at least 0.2.0's, 184 bytes on LP64). */
 FC_API void fc_attention_params_init_sized(struct fc_attention_params *params, size_t struct_size);
