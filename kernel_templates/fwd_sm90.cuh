@@ -55,7 +55,7 @@
 // arrives by TMA (rows of keys) into a staging ring, and the producer warpgroup's 128 threads transpose
 // each tile into the V^T slot P V reads (rows of head dims; transpose_v), then fence the proxies and
 // arrive on its full barrier. The keys of V^T's rows are permuted within each 16 so that the softmax
-// registers are P's A fragment as they lie (p_fragments_fp8: no shuffle). P is rounded to e4m3 with
+// registers are P's A fragment as they lie (p_fragments: no shuffle). P is rounded to e4m3 with
 // the row's running max shifted down by P_LOG2_SHIFT (P <= 2^8: small probabilities keep e4m3's
 // normal range; the shift cancels in O / sum and the LSE, FA3's Max_offset); the descales join the
 // softmax scale (q and k) and O's scale (v).
@@ -203,9 +203,9 @@ struct Sm90Forward {
     static_assert(!PINGPONG || (SPECIALIZED && CONSUMERS >= 2), "ping-pong takes turns between consumers");
     static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
     static_assert(!PERSISTENT || (SPECIALIZED && !VARLEN), "a persistent grid: dense, warp-specialized");
-    static constexpr int TURN_BARRIER = 1;
+    static constexpr int TURN_BARRIER = 1;   // named barriers TURN_BARRIER + consumer: "your turn"
     // FP8: P = 2^(S - (row max - 8)) <= 256 before its rounding to e4m3 (see the top comment)
-    static constexpr float P_LOG2_SHIFT = 8.f;   // named barriers TURN_BARRIER + consumer: "your turn"
+    static constexpr float P_LOG2_SHIFT = 8.f;
 
     const fc_sm90_args &args;
     const fc_kernel_args &base;
