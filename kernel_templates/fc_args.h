@@ -93,6 +93,22 @@ struct fc_merge_args {
     int batch, seqlen, heads;
 };
 
+/* fc_quantize's two kernels (quantize.cuh): in [batch, seq, head, head_dim] 16-bit to out (e4m3, or
+ * 16-bit: rotation only), strides in elements {batch, seq, head}; varlen (cu_seqlens) packed tokens.
+ * The rows of descale slot (b, g) are its sequence's tokens x heads g * group .. (g + 1) * group - 1. */
+struct fc_quantize_args {
+    const void *in;
+    void *out;
+    float *descale;                 /* [batch, descale_heads]: written, or read (given) */
+    unsigned *amax;                 /* scratch: |x|max's fp32 bits per slot (per tensor: [0]), zeroed first */
+    const int *cu_seqlens;          /* varlen: [batch + 1]; NULL: dense */
+    long long in_stride[3], out_stride[3];
+    unsigned long long rotation_seed;
+    int seqlen;                     /* dense: every sequence's */
+    int descale_heads, group;       /* slots per sequence, heads per slot */
+    int per_tensor, given, rotate, out_fp8;   /* 0 or 1 each */
+};
+
 /* CUtensorMap's storage (128 bytes, 64-byte aligned, as cuda.h defines it), spelled so that both
  * C and NVRTC's C++ accept it. */
 #ifdef __cplusplus

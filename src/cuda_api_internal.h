@@ -19,7 +19,7 @@
     X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
     X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel) \
     X(cuMemAlloc) X(cuMemFree) X(cuMemAllocAsync) X(cuMemFreeAsync) \
-    X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD16) X(cuMemsetD32) \
+    X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD16) X(cuMemsetD32) X(cuMemsetD32Async) \
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \

@@ -3,7 +3,8 @@
 
 #include "family_internal.h"
 
-extern const struct fc_family fc_family_decode, fc_family_sm90, fc_family_sm80, fc_family_reference, fc_family_merge;
+extern const struct fc_family fc_family_decode, fc_family_sm90, fc_family_sm80, fc_family_reference, fc_family_merge,
+    fc_family_quantize;
 
 /* NOTE: decode first: where it takes a problem (few query rows per K/V head) it reads K and V
  * once for all of them; the reference kernel last: it takes every valid problem. */
@@ -13,6 +14,7 @@ const struct fc_family *const fc_families[] = {
     &fc_family_sm80,
     &fc_family_reference,
     &fc_family_merge,   /* not an attention kernel: fc_attention_merge's; the selector skips it */
+    &fc_family_quantize,   /* not an attention kernel: fc_quantize's; the selector skips it */
     NULL,
 };
 

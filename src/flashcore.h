@@ -299,6 +299,66 @@ FC_API void fc_merge_params_init(struct fc_merge_params *params);
 FC_API enum fc_status fc_attention_merge(struct fc_context *context, const struct fc_merge_params *params,
                                          void *stream);
 
+/** Where fc_quantize's descales come from. */
+enum fc_quantize_scaling {
+    FC_SCALE_PER_HEAD = 0,     /**< one per (sequence, descale head): the amax of its rows / 448 (the default) */
+    FC_SCALE_PER_TENSOR = 1,   /**< one for the whole tensor (every entry of descale gets it) */
+    FC_SCALE_GIVEN = 2,        /**< descale is read, not written (calibrated, static scales); values saturate */
+};
+
+/**
+ * One tensor to quantize to FP8 e4m3 for FP8 attention (or an FP8 KV cache), optionally rotated
+ * first. Start from fc_quantize_params_init.
+ *
+ * in is [batch, seq, head, head_dim] (16-bit, dtype), out the same shape in out_dtype, strides in
+ * elements {batch, seq, head} as fc_attention_params' (all 0: packed; in's multiples of 8, an e4m3
+ * out's of 16). descale is fp32 [batch, descale_heads], the layout fc_attention_params' q_descale,
+ * k_descale and v_descale take: descale head g covers heads g * heads / descale_heads onwards (for
+ * q with GQA: descale_heads = heads_kv). out = e4m3(x / descale), rounded to nearest and saturated
+ * to +-448, with descale = amax / 448 (1 where amax is 0).
+ *
+ * The rotation (rotate = 1) is the FA3 paper's "incoherent processing": each row becomes
+ * R x, R = H diag(s) / sqrt(n), H the Sylvester Hadamard matrix of order n (the largest power of two
+ * dividing head_dim, applied to each n-element block of the row) and s a +-1 sign per dimension
+ * drawn from rotation_seed. R is orthogonal, so rotating q and k with the same seed leaves every
+ * score q . k unchanged while spreading an outlier dimension's magnitude over n: the amax, and so the
+ * quantization step, falls. Do not rotate v (out would come out rotated). The signs depend only on
+ * (rotation_seed, dimension): docs/ARCHITECTURE.md gives the formula.
+ *
+ * NOTE: struct_size is how this struct grows without breaking compiled callers, as fc_merge_params'.
+ */
+struct fc_quantize_params {
+    size_t struct_size;      /**< sizeof(struct fc_quantize_params) as the caller was compiled: set by init */
+    enum fc_dtype dtype;     /**< in's type: FC_F16 or FC_BF16 */
+    enum fc_dtype out_dtype; /**< FC_E4M3 (the default), or dtype: rotation only (descale unused, NULL) */
+    int batch, seqlen, heads, head_dim;   /**< head_dim: a multiple of 16 up to 256 */
+    int descale_heads;       /**< descales per sequence, dividing heads; 0 = heads (the default) */
+    const void *in;          /**< device pointer, 16-byte aligned */
+    void *out;               /**< device pointer, 16-byte aligned; must not overlap in */
+    float *descale;          /**< device fp32 [batch, descale_heads], 4-byte aligned: written (read with FC_SCALE_GIVEN) */
+    int64_t in_stride[3], out_stride[3];
+    enum fc_quantize_scaling scaling;
+    int rotate;              /**< 0 or 1 */
+    uint64_t rotation_seed;
+    /** Varlen (packed [tokens, head, head_dim], fc_attention_params' form): cu_seqlens device int32
+     *  [batch + 1] and max_seqlen > 0, seqlen the total token count, stride[0] 0; descale is then per
+     *  sequence. Tokens of no sequence are not written. NULL and 0 (the default): dense. */
+    const int32_t *cu_seqlens;
+    int max_seqlen;
+};
+
+/** Zeroes *params, sets struct_size, out_dtype FC_E4M3 and scaling FC_SCALE_PER_HEAD. */
+FC_API void fc_quantize_params_init(struct fc_quantize_params *params);
+
+/**
+ * Quantizes (and optionally rotates) one tensor on the GPU: two kernels, the amax and the
+ * quantization, asynchronous on stream like fc_attention_forward (graph-capturable on an in-memory
+ * hit: its scratch comes from the stream's memory pool) and validated the same way. Needs sm_89 or
+ * newer (the e4m3 conversion). Deterministic. NaN or infinite inputs are the caller's contract.
+ */
+FC_API enum fc_status fc_quantize(struct fc_context *context, const struct fc_quantize_params *params,
+                                  void *stream);
+
 /** The message of the last failure on this context ("" if none). Valid until the next call. */
 FC_API const char *fc_context_errmsg(const struct fc_context *context);
 

@@ -264,8 +264,8 @@ static enum fc_status check_paged(const struct fc_attention_params *p, char *msg
 
 /* A varlen tensor's strides: stride[0] 0 (sequences are found through cu_seqlens), stride[1] (token)
  * and stride[2] (head) both 0 (packed) or both valid; checked as one batch of `tokens` rows. */
-static enum fc_status varlen_strides(const char *name, const int64_t given[3], int tokens, int heads, int head_dim,
-                                     int element_bytes, int64_t out[3], char *msg, size_t size)
+enum fc_status fc_problem_varlen_strides(const char *name, const int64_t given[3], int tokens, int heads,
+                                         int head_dim, int element_bytes, int64_t out[3], char *msg, size_t size)
 {
     if (given[0] != 0)
         return fail(FC_ERR_INVALID_ARG, msg, size, "%s_stride[0] (batch) is %lld: varlen tensors are [tokens, head, "
@@ -291,7 +291,7 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
     const struct fc_dtype_traits *dtype = fc_dtype_traits(p->dtype);
     if (!dtype)
         return fail(FC_ERR_INVALID_ARG, msg, size, "dtype %d is not an enum fc_dtype value", (int)p->dtype);
-    enum fc_dtype out_dtype;
+    enum fc_dtype out_dtype = FC_DTYPE_SAME;   /* set by resolve_out_dtype */
     if ((status = resolve_out_dtype(p, &out_dtype, msg, size)) != FC_OK)
         return status;
     out->q_fp8 = p->dtype == FC_E4M3;
@@ -327,18 +327,18 @@ enum fc_status fc_problem_shape(const struct fc_attention_params *given, struct 
                                     kv_bytes, out->v_stride, msg, size)))
             return status;
         if (out->varlen) {
-            if ((status = varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, q_bytes, out->q_stride, msg, size)) ||
-                (status = varlen_strides("out", p->o_stride, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
+            if ((status = fc_problem_varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, q_bytes, out->q_stride, msg, size)) ||
+                (status = fc_problem_varlen_strides("out", p->o_stride, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
                 return status;
         } else if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, q_bytes, out->q_stride, msg, size)) ||
                    (status = fc_problem_strides("out", p->o_stride, p->batch, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size))) {
             return status;
         }
     } else if (out->varlen) {
-        if ((status = varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, q_bytes, out->q_stride, msg, size)) ||
-            (status = varlen_strides("k", p->k_stride, p->seqlen_k, p->heads_kv, d, kv_bytes, out->k_stride, msg, size)) ||
-            (status = varlen_strides("v", p->v_stride, p->seqlen_k, p->heads_kv, d, kv_bytes, out->v_stride, msg, size)) ||
-            (status = varlen_strides("out", p->o_stride, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
+        if ((status = fc_problem_varlen_strides("q", p->q_stride, p->seqlen_q, p->heads_q, d, q_bytes, out->q_stride, msg, size)) ||
+            (status = fc_problem_varlen_strides("k", p->k_stride, p->seqlen_k, p->heads_kv, d, kv_bytes, out->k_stride, msg, size)) ||
+            (status = fc_problem_varlen_strides("v", p->v_stride, p->seqlen_k, p->heads_kv, d, kv_bytes, out->v_stride, msg, size)) ||
+            (status = fc_problem_varlen_strides("out", p->o_stride, p->seqlen_q, p->heads_q, d, bytes, out->o_stride, msg, size)))
             return status;
     } else if ((status = fc_problem_strides("q", p->q_stride, p->batch, p->seqlen_q, p->heads_q, d, q_bytes, out->q_stride, msg, size)) ||
                (status = fc_problem_strides("k", p->k_stride, p->batch, p->seqlen_k, p->heads_kv, d, kv_bytes, out->k_stride, msg, size)) ||

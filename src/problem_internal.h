@@ -90,6 +90,11 @@ enum fc_status fc_problem_tensors(const struct fc_attention_params *params, stru
 enum fc_status fc_problem_strides(const char *name, const int64_t given[3], int batch, int seqlen, int heads,
                                   int head_dim, int element_bytes, int64_t out[3], char *msg, size_t msg_size);
 
+/** A varlen tensor's strides ([tokens, head, head_dim]): stride[0] must be 0, stride[1] (token) and
+ *  stride[2] (head) both 0 (packed) or both valid, as fc_problem_strides'. Shared with fc_quantize. */
+enum fc_status fc_problem_varlen_strides(const char *name, const int64_t given[3], int tokens, int heads,
+                                         int head_dim, int element_bytes, int64_t out[3], char *msg, size_t msg_size);
+
 /** A device pointer present and `align`-byte aligned; the message names it. */
 enum fc_status fc_problem_pointer(const char *name, const void *pointer, unsigned align, char *msg, size_t msg_size);
 

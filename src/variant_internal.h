@@ -15,6 +15,7 @@ enum fc_kernel_family {
     FC_KERNEL_SM90 = 2,        /* kernel_templates/fwd_sm90.cuh: TMA + WGMMA, sm_90a */
     FC_KERNEL_DECODE = 3,      /* kernel_templates/fwd_decode.cuh: split-KV, GQA-packed rows, sm_80+ */
     FC_KERNEL_MERGE = 4,       /* kernel_templates/merge.cuh: fc_attention_merge, not an attention kernel */
+    FC_KERNEL_QUANTIZE = 5,    /* kernel_templates/quantize.cuh: fc_quantize, not an attention kernel */
     FC_KERNEL_FAMILY_COUNT
 };
 

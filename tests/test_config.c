@@ -48,10 +48,12 @@
 /* FP8 attention: sm90 on sm_90a, two dtypes, three head dims (not 256), causal or not; then causal 64's
  * two-consumer tiles */
 #define PRECOMPILE_FP8 (2 * 3 * 2 + 2)
+/* fc_quantize's kernels: two archs, two dtypes, four head dims */
+#define PRECOMPILE_QUANTIZE (2 * 2 * 4)
 #define PRECOMPILE_VARIANTS                                                                                   \
     (PRECOMPILE_REFERENCE + PRECOMPILE_SM80 + PRECOMPILE_DECODE + PRECOMPILE_SM90 + PRECOMPILE_MERGE +          \
      PRECOMPILE_WINDOW + PRECOMPILE_SOFTCAP + PRECOMPILE_VARLEN + PRECOMPILE_PAGED + PRECOMPILE_FP8_KV +        \
-     PRECOMPILE_FP8)
+     PRECOMPILE_FP8 + PRECOMPILE_QUANTIZE)
 
 static const char *precompile_path;
 
@@ -157,7 +159,8 @@ static void test_precompile_spec(void **state)
     last_window.window = 1;
     struct fc_variant last = last_window;
     last.softcap = 1;
-    const size_t fp8_kv_end = list.count - PRECOMPILE_FP8;
+    const size_t fp8_end = list.count - PRECOMPILE_QUANTIZE;
+    const size_t fp8_kv_end = fp8_end - PRECOMPILE_FP8;
     const size_t paged_end = fp8_kv_end - PRECOMPILE_FP8_KV;
     const size_t varlen_end = paged_end - PRECOMPILE_PAGED;
     const size_t merge_end = varlen_end - PRECOMPILE_WINDOW - PRECOMPILE_SOFTCAP - PRECOMPILE_VARLEN;
@@ -200,8 +203,13 @@ static void test_precompile_spec(void **state)
     last_q8.warps = 12;
     last_q8.pingpong = 1;
     assert_variant_equal(&list.items[fp8_kv_end], &first_q8);
-    assert_variant_equal(&list.items[list.count - 1], &last_q8);
-    assert_int_equal(list.items[list.count - 1].block_n, 128);
+    assert_variant_equal(&list.items[fp8_end - 1], &last_q8);
+    assert_int_equal(list.items[fp8_end - 1].block_n, 128);
+    struct fc_variant first_quantize = expected_family_variant(FC_KERNEL_QUANTIZE, FC_F16, 64, 0, 90, 1);
+    struct fc_variant last_quantize = expected_family_variant(FC_KERNEL_QUANTIZE, FC_BF16, 256, 0, 89, 0);
+    assert_variant_equal(&list.items[fp8_end], &first_quantize);
+    assert_variant_equal(&list.items[list.count - 1], &last_quantize);
+    assert_int_equal(last_quantize.block_m, 8);   /* 256 threads, 32 to a row of 256 */
     struct fc_variant first_varlen = expected_family_variant(FC_KERNEL_SM90, FC_F16, 64, 0, 90, 1);
     first_varlen.varlen = 1;
     struct fc_variant last_sm90_varlen = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 128, 1, 90, 1);
@@ -222,7 +230,8 @@ static void test_precompile_spec(void **state)
     assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_DECODE / 4 + PRECOMPILE_SM90 +
                                  PRECOMPILE_MERGE / 4 + 6 + 6 + 8 + 8 + PRECOMPILE_VARLEN_SM90 +
                                  (PRECOMPILE_VARLEN - PRECOMPILE_VARLEN_SM90) / 2 + PRECOMPILE_PAGED_SM90 +
-                                 (PRECOMPILE_PAGED - PRECOMPILE_PAGED_SM90) / 2 + PRECOMPILE_FP8_KV + PRECOMPILE_FP8);
+                                 (PRECOMPILE_PAGED - PRECOMPILE_PAGED_SM90) / 2 + PRECOMPILE_FP8_KV + PRECOMPILE_FP8 +
+                                 PRECOMPILE_QUANTIZE / 2);
     fc_variant_list_free(&list);
     assert_list_empty(&list);
 }

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "check_internal.h"
+#include "quantize_internal.h"
 
 #define SKIP_EXIT 77
 #define CHECK_ROWS 48           /* rows per case checked on the CPU; NaN scan covers every element */
@@ -956,6 +957,75 @@ static void test_fp8_attention_matches_reference_as_selected(void **state)
     assert_int_equal(run_fp8_attention_family(NULL, 1), 0);
 }
 
+/* fc_quantize against the fp64 rotation, every element: e4m3 within half a step of the exact scaled
+ * value (plus fp32's few ulps), the descales amax / 448 of the exact rows, pad tokens untouched.
+ * Head dims with Hadamard orders 16 to 256 (96 and 192: blocks of 32 and 64), both scalings it
+ * computes and a given one (saturating), GQA descales, varlen, rotation alone into 16 bits; N(0, 1)
+ * inputs and inputs with outlier dimensions (x30), where the rotation must shrink the amax. */
+static void test_quantize_matches_reference(void **state)
+{
+    (void)state;
+    if (ctx->target.arch < 89) {
+        printf("  quantize: sm_%d has no e4m3 conversion: fc_quantize must refuse it\n", ctx->target.arch);
+        return;
+    }
+    static const int lens[] = {0, 1000, 33, 1};
+    static const struct {
+        enum fc_dtype dtype, out;
+        int batch, seqlen, heads, descale_heads, head_dim;
+        enum fc_quantize_scaling scaling;
+        int rotate, varlen;
+        double outliers;
+    } CASES[] = {
+        {FC_BF16, FC_E4M3, 2, 300, 8, 2, 128, FC_SCALE_PER_HEAD, 0, 0, 0.0},
+        {FC_BF16, FC_E4M3, 2, 300, 8, 2, 128, FC_SCALE_PER_HEAD, 1, 0, 0.0},
+        {FC_F16, FC_E4M3, 3, 77, 4, 4, 64, FC_SCALE_PER_TENSOR, 1, 0, 30.0},
+        {FC_BF16, FC_E4M3, 1, 513, 6, 3, 96, FC_SCALE_PER_HEAD, 1, 0, 30.0},
+        {FC_F16, FC_E4M3, 2, 129, 2, 1, 192, FC_SCALE_GIVEN, 1, 0, 0.0},
+        {FC_BF16, FC_E4M3, 1, 200, 4, 2, 256, FC_SCALE_PER_HEAD, 1, 0, 30.0},
+        {FC_BF16, FC_E4M3, 2, 50, 2, 2, 16, FC_SCALE_PER_HEAD, 1, 0, 0.0},
+        {FC_BF16, FC_E4M3, 4, 0, 8, 8, 128, FC_SCALE_PER_HEAD, 1, 1, 30.0},
+        {FC_F16, FC_E4M3, 4, 0, 4, 1, 64, FC_SCALE_GIVEN, 0, 1, 0.0},
+        {FC_BF16, FC_BF16, 2, 100, 4, 4, 128, FC_SCALE_PER_HEAD, 1, 0, 30.0},
+        {FC_F16, FC_F16, 4, 0, 2, 2, 192, FC_SCALE_PER_HEAD, 1, 1, 0.0},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        struct fc_quantize_case c;
+        memset(&c, 0, sizeof c);
+        fc_quantize_params_init(&c.shape);
+        c.shape.dtype = CASES[i].dtype;
+        c.shape.out_dtype = CASES[i].out;
+        c.shape.batch = CASES[i].batch;
+        c.shape.seqlen = CASES[i].seqlen;
+        c.shape.heads = CASES[i].heads;
+        c.shape.descale_heads = CASES[i].descale_heads;
+        c.shape.head_dim = CASES[i].head_dim;
+        c.shape.scaling = CASES[i].scaling;
+        c.shape.rotate = CASES[i].rotate;
+        c.shape.rotation_seed = seed + i;
+        c.lens = CASES[i].varlen ? lens : NULL;
+        c.seed = seed * 31 + i;
+        c.outlier_scale = CASES[i].outliers;
+        struct fc_quantize_result r;
+        char msg[FC_MESSAGE_MAX];
+        const enum fc_status status = fc_quantize_check(ctx, &c, &r, msg, sizeof msg);
+        const int fp8 = CASES[i].out == FC_E4M3;
+        /* with outliers, rotating must at least halve the amax (30 over n >= 16 dimensions) */
+        const int amax_ok = !fp8 || !CASES[i].rotate || CASES[i].outliers == 0.0 || r.amax_ratio < 0.5;
+        const int ok = status == FC_OK && r.bad == 0 && r.descale_error <= 1e-5 && amax_ok && r.elements > 0;
+        printf("  quantize %s->%s d%d b%d h%d/%d %s%s%s: %zu elements, %zu bad, worst %.3f steps, descale error "
+               "%.2e, rel RMSE %.4f, amax ratio %.3f%s%s\n",
+               fc_dtype_name(CASES[i].dtype), fc_dtype_name(CASES[i].out), CASES[i].head_dim, CASES[i].batch,
+               CASES[i].heads, CASES[i].descale_heads,
+               CASES[i].scaling == FC_SCALE_GIVEN ? "given" : CASES[i].scaling == FC_SCALE_PER_TENSOR ? "tensor" : "head",
+               CASES[i].rotate ? " rotated" : "", CASES[i].varlen ? " varlen" : "", r.elements, r.bad, r.worst_excess,
+               r.descale_error, r.relative_rmse, r.amax_ratio, ok ? "" : "  FAILED ", status == FC_OK ? "" : msg);
+        failed += !ok;
+    }
+    assert_int_equal(failed, 0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -1021,6 +1091,7 @@ int main(void)
         cmocka_unit_test(test_fp8_attention_matches_reference_in_the_sm90_kernel),
         cmocka_unit_test(test_fp8_attention_matches_reference_in_the_reference_kernel),
         cmocka_unit_test(test_fp8_attention_matches_reference_as_selected),
+        cmocka_unit_test(test_quantize_matches_reference),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

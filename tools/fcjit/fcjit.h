@@ -63,5 +63,6 @@ int fcjit_compile_list(const struct fcjit_globals *g, const struct fc_variant_li
                        int quiet);
 int fcjit_run(int argc, char **argv, const struct fcjit_globals *g);
 int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g);
+int fcjit_quantize(int argc, char **argv, const struct fcjit_globals *g);
 
 #endif

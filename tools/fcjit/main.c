@@ -25,6 +25,8 @@ static const char USAGE[] =
     "  tune [--spec FILE]       time each candidate kernel per problem bucket on this GPU; the\n"
     "                           winners then run (also `fcjit --tune`; resumable)\n"
     "  explain SHAPE            what would run on this GPU and why: tuned winner, heuristic\n"
+    "  quantize [options]       run fc_quantize (to FP8, optionally Hadamard-rotated) on random inputs\n"
+    "                           and check every element against an fp64 reference\n"
     "  cache ls|verify|clear|repair   list, check (naming bad rows), empty, or recover (a damaged\n"
     "                           file is moved aside, never deleted) the kernel cache\n"
     "  cache export|import FILE       tuning results as TSV, to move them between machines\n"
@@ -304,7 +306,7 @@ static const struct {
 } COMMANDS[] = {
     {"info", fcjit_info}, {"precompile", fcjit_precompile}, {"run", fcjit_run},
     {"plan", fcjit_plan}, {"cache", fcjit_cache}, {"tune", fcjit_tune},
-    {"explain", fcjit_explain},
+    {"explain", fcjit_explain}, {"quantize", fcjit_quantize},
 };
 
 /* Takes the global options out of a command's arguments (up to "--"), so that `fcjit info --json`
