@@ -53,7 +53,7 @@ def nvrtc_available(cli):
 def test_help_and_version(cli):
     code, out, _ = cli.run("--help")
     assert code == EXIT_OK and "precompile" in out and "exit codes" in out, out
-    for command in ("info", "precompile", "run", "plan", "cache", "tune", "explain"):
+    for command in ("info", "precompile", "run", "plan", "cache", "tune", "explain", "quantize"):
         code, out, _ = cli.run(command, "--help")
         assert code == EXIT_OK and "usage: fcjit" in out, (command, code, out)
     code, out, _ = cli.run("--version")
@@ -98,6 +98,26 @@ def test_run_without_gpu_says_so(cli):
     if json.loads(out)["gpu_count"] > 0:
         return "skipped: a GPU is present"
     code, _, err = cli.run("run", "--seqlen", "64")
+    assert code == EXIT_NO_ENVIRONMENT and "driver" in err.lower(), (code, err)
+
+
+def test_quantize_checks_input_before_the_gpu(cli):
+    """fcjit quantize: bad input says 2 with the rule's message on any machine; good input needs a GPU."""
+    for args, phrase in ((["--head-dim", "120"], "multiple of 16"),
+                         (["--heads", "8", "--descale-heads", "3"], "must divide heads"),
+                         (["--out-dtype", "bf16"], "only rotates"),
+                         (["--out-dtype", "f16", "--rotate"], "to rotate only"),
+                         (["--scaling", "sometimes"], "head, tensor or given"),
+                         (["--varlen", "3,x"], "comma-separated"),
+                         (["--varlen", "0,0"], "needs a sequence"),
+                         (["--outliers", "0.5"], "above 1"),
+                         (["--dtype", "e4m3"], "f16 or bf16")):
+        code, _, err = cli.run("quantize", *args)
+        assert code == EXIT_USAGE and phrase in err, (args, code, err)
+    code, out, _ = cli.run("--json", "info")
+    if json.loads(out)["gpu_count"] > 0:
+        return "skipped (the rest): a GPU is present"
+    code, _, err = cli.run("quantize", "--rotate", "--head-dim", "192", "--varlen", "5,0,7")
     assert code == EXIT_NO_ENVIRONMENT and "driver" in err.lower(), (code, err)
 
 
@@ -560,6 +580,7 @@ def main():
             (test_info_without_gpu_is_plain, (cli,)),
             (test_plan_names_kernel_and_reason, (cli,)),
             (test_run_without_gpu_says_so, (cli,)),
+            (test_quantize_checks_input_before_the_gpu, (cli,)),
             (test_bad_spec_names_line_and_column, (cli, directory)),
             (test_precompile_fills_then_hits_the_cache, (cli, directory)),
             (test_verify_finds_a_corrupted_cubin_and_precompile_repairs_it, (cli, directory)),
