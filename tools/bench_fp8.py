@@ -19,9 +19,18 @@ tensors: ours, FA3 fp8 and cuDNN fp8 on the same per-tensor e4m3 tensors (the fa
 ours and FA3 on the per-(batch, head) ones, and our bf16. Each output is checked against the
 reference (a relative RMSE under CHECK_RMSE) before it is timed: "MISMATCH" otherwise.
 
+--outliers X (> 1) multiplies every 16th dimension of q and k, from 3, by X: outlier channels, for
+every column. --rotate adds, per row, our FP8 attention's relative RMSE with q, k and v quantized by
+flashcore.quantize_fp8 per (batch, head), q and k without the rotation (ours/Q, "ours_fp8_quant") and
+with it (ours/R, "ours_fp8_rot": the seeded Hadamard rotation of src/flashcore.h, q and k alike, v
+never), and the time of flashcore.quantize_fp8 on q without and with the rotation (median of the op's
+calls, host overhead included; GB/s count (2 + 1) bytes per element, the 16-bit read and the e4m3
+write, over that time).
+
     python3 tools/bench_fp8.py                       # d64/d128/d256, S 512..16384, causal and not
     python3 tools/bench_fp8.py --quick               # d64/d128 at S 1k/4k/16k
     python3 tools/bench_fp8.py --dims 128 --seqlens 4096,16384 --causal yes --json fp8.json
+    python3 tools/bench_fp8.py --quick --rotate --outliers 30   # what the rotation buys on outliers
 
 Prints progress, then the speed table, the geometric means and the accuracy table.
 """
@@ -54,6 +63,8 @@ CHECK_RMSE = {"fp8": 0.15, "bf16": 0.02}   # relative RMSE above which an output
 REFERENCE_CHUNK_ELEMENTS = 1 << 28          # fp32 scores computed at once (1 GiB)
 PEERS = ("fa3_fp8", "cudnn_fp8")
 TIMED = ("ours_fp8",) + PEERS + ("ours_bf16",)
+OUTLIER_EVERY, OUTLIER_FIRST = 16, 3   # --outliers: dimensions 3, 19, 35, ... (src/check_quantize.c's)
+QUANTIZE_BYTES = 2 + 1                 # per element: the 16-bit read and the e4m3 write
 
 
 def flops(batch, heads, seqlen, head_dim, causal):
@@ -184,8 +195,40 @@ def timed_entry(fn, output, ref, kind, flop_count):
     return entry
 
 
-def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accuracy=True):
-    """One row: the timings of TIMED and the accuracy of each implementation (see the docstring)."""
+def rotation_accuracy(context, q, k, v, ref, causal):
+    """{ours_fp8_quant, ours_fp8_rot}: the relative RMSE of our FP8 attention on q, k and v quantized
+    by flashcore.quantize_fp8 per (batch, head), q and k without and with the rotation (v never)."""
+    v8, dv = flashcore.quantize_fp8(v)
+    accuracy = {}
+    for name, rotate in (("ours_fp8_quant", False), ("ours_fp8_rot", True)):
+        (q8, dq), (k8, dk) = (flashcore.quantize_fp8(x, rotate=rotate) for x in (q, k))
+        out = context.attention(q8, k8, v8, causal=causal, q_descale=dq, k_descale=dk, v_descale=dv)
+        accuracy[name] = relative_rmse(out, ref)
+    return accuracy
+
+
+def quantize_timing(x):
+    """{plain, rotated}: flashcore.quantize_fp8 of x per (batch, head), without and with the rotation:
+    {ms, gbps}, the median time of the op's calls and QUANTIZE_BYTES per element over it."""
+    import torch
+
+    timings = {}
+    for name, rotate in (("plain", False), ("rotated", True)):
+        def call(rotate=rotate):
+            return flashcore.quantize_fp8(x, rotate=rotate)
+
+        call()
+        torch.cuda.synchronize(x.device)
+        ms = bench.measure_ms(call)
+        timings[name] = {"ms": ms, "gbps": QUANTIZE_BYTES * x.numel() / ms / 1e6}
+    return timings
+
+
+def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accuracy=True, rotate=False,
+            outliers=0.0):
+    """One row: the timings of TIMED and the accuracy of each implementation (see the docstring);
+    with rotate, the rotation's accuracy and quantize_fp8's time too; outliers > 1: q and k's
+    outlier dimensions times that."""
     import torch
 
     batch, heads = SWEEP_TOKENS // seqlen, SWEEP_HIDDEN // head_dim
@@ -195,7 +238,16 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
     results, accuracy = row["results"], row["accuracy"]
     q, k, v = (torch.randn(batch, seqlen, heads, head_dim, dtype=torch.bfloat16, device=device)
                for _ in range(3))
+    if outliers > 1:
+        for x in (q, k):
+            x[..., OUTLIER_FIRST::OUTLIER_EVERY] *= outliers
     ref = reference_fp32(q, k, v, causal)
+    if rotate:   # quantize_fp8 and the rotation (before the peers, whose failures never stop a row)
+        try:
+            accuracy.update(rotation_accuracy(context, q, k, v, ref, causal))
+            row["quantize"] = quantize_timing(q)
+        except flashcore.FlashCoreError as error:
+            row["quantize"] = {"error": first_line(error)}
     # (e4m3 codes, float32 [B, H] descales) of q, k and v
     per_head = [check.quantize_e4m3(x, heads, random_range=False)[:2] for x in (q, k, v)]
     per_tensor = [check.quantize_e4m3(x, heads, per_tensor=True, random_range=False)[:2] for x in (q, k, v)]
@@ -317,13 +369,15 @@ def geometric_means(rows):
 ACCURACY_COLUMNS = (("ours_fp8_tensor", "ours/T"), ("fa3_fp8_tensor", "FA3/T"),
                     ("cudnn_fp8_tensor", "cuDNN/T"), ("ours_fp8_head", "ours/H"),
                     ("fa3_fp8_head", "FA3/H"), ("ours_bf16", "ours bf16"))
+ROTATION_COLUMNS = (("ours_fp8_quant", "ours/Q"), ("ours_fp8_rot", "ours/R"))   # --rotate's
 
 
 def accuracy_lines(rows):
-    lines = ["   D    B      S  causal  " + "  ".join(f"{label:>9}" for _, label in ACCURACY_COLUMNS)]
+    columns = ACCURACY_COLUMNS + (ROTATION_COLUMNS if any("quantize" in row for row in rows) else ())
+    lines = ["   D    B      S  causal  " + "  ".join(f"{label:>9}" for _, label in columns)]
     for row in rows:
         cells = [f"{row['accuracy'][name] * 100:8.2f}%" if name in row["accuracy"] else "      n/a"
-                 for name, _ in ACCURACY_COLUMNS]
+                 for name, _ in columns]
         lines.append(f"{row['head_dim']:>4} {row['batch']:>4} {row['seqlen']:>6}  "
                      f"{'yes' if row['causal'] else 'no':>6}  " + "  ".join(cells))
     return lines
@@ -350,6 +404,9 @@ def report(meta, rows):
     print("16k tokens, hidden 2048, heads = 2048 / D, Sq = Sk = S, bf16 inputs quantized to e4m3 "
           "(descale amax / 448); ours and FA3 timed with per-(batch, head) descales, cuDNN per tensor "
           "(its output e4m3, ours and FA3's bf16). Ratios: time / our fp8 time (above 1: ours faster).")
+    if meta.get("outliers"):
+        print(f"q and k have outlier dimensions: every {OUTLIER_EVERY}th from {OUTLIER_FIRST} times "
+              f"{meta['outliers']:g}.")
     notes = {}
     for row in rows:
         for name, entry in row["results"].items():
@@ -369,6 +426,30 @@ def report(meta, rows):
               "(/T: per-tensor scales, the same e4m3 tensors for all three; /H: per-(batch, head)):")
         for line in accuracy_lines(rows):
             print(line)
+        if any("quantize" in row for row in rows):
+            print("  (/Q, /R: q, k and v quantized per (batch, head) by flashcore.quantize_fp8, q and k "
+                  "without (/Q) and with (/R) the rotation)")
+    if any("quantize" in row for row in rows):
+        print(f"\nflashcore.quantize_fp8 of q per (batch, head): median time of the op's calls, GB/s = "
+              f"{QUANTIZE_BYTES} bytes per element over it:")
+        for line in quantize_lines(rows):
+            print(line)
+
+
+def quantize_lines(rows):
+    lines = ["   D    B      S  causal     plain us    GB/s   rotated us    GB/s"]
+    for row in rows:
+        timing = row.get("quantize")
+        if timing is None:
+            continue
+        start = (f"{row['head_dim']:>4} {row['batch']:>4} {row['seqlen']:>6}  "
+                 f"{'yes' if row['causal'] else 'no':>6}  ")
+        if "error" in timing:
+            lines.append(start + f"n/a: {timing['error']}")
+            continue
+        lines.append(start + "  ".join(f"{timing[name]['ms'] * 1e3:11.1f} {timing[name]['gbps']:7.0f}"
+                                       for name in ("plain", "rotated")))
+    return lines
 
 
 def parse_args(argv):
@@ -385,7 +466,15 @@ def parse_args(argv):
                         help="also the per-tensor and per-head accuracy runs (default on)")
     parser.add_argument("--json", metavar="OUT", help="write the metadata and rows here")
     parser.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
+    parser.add_argument("--rotate", action="store_true",
+                        help="also ours with q and k quantized by flashcore.quantize_fp8 with and "
+                             "without the rotation (accuracy), and quantize_fp8's time on q")
+    parser.add_argument("--outliers", type=float, default=0.0, metavar="X",
+                        help=f"> 1: every {OUTLIER_EVERY}th dimension of q and k from {OUTLIER_FIRST} "
+                             "times X (default 0: plain N(0, 1))")
     args = parser.parse_args(argv)
+    if args.outliers < 0 or 0 < args.outliers <= 1:
+        parser.error(f"--outliers takes a factor above 1 (or 0: none), not {args.outliers:g}")
     for seqlen in args.seqlens or ():
         if seqlen < 1 or SWEEP_TOKENS % seqlen:
             parser.error(f"seqlen {seqlen} does not divide {SWEEP_TOKENS} tokens")
@@ -407,6 +496,10 @@ def main(argv=None):
     causal_modes = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
     meta = bench.collect_metadata(args.device, with_ours=True)
     meta["peers"] = peer_versions()
+    if args.rotate:
+        meta["rotate"] = True
+    if args.outliers:
+        meta["outliers"] = args.outliers
     cudnn, handle = cudnn_module()
     if cudnn is not None:
         meta["cudnn_backend"] = getattr(cudnn, "backend_version", lambda: None)()
@@ -416,10 +509,14 @@ def main(argv=None):
     rows = []
     with flashcore.Context(args.device) as context:
         for index, (dim, seqlen, causal) in enumerate(problems):
-            row = run_row(context, cudnn, handle, dim, seqlen, causal, device, args.accuracy)
+            row = run_row(context, cudnn, handle, dim, seqlen, causal, device, args.accuracy, args.rotate,
+                          args.outliers)
             rows.append(row)
             times = ", ".join(f"{name} {entry['ms'] * 1e3:.1f} us" if "ms" in entry else f"{name} n/a"
                               for name, entry in row["results"].items())
+            if "ours_fp8_rot" in row["accuracy"]:
+                times += (f"; rel RMSE {row['accuracy']['ours_fp8_quant'] * 100:.2f}% unrotated, "
+                          f"{row['accuracy']['ours_fp8_rot'] * 100:.2f}% rotated")
             print(f"[{index + 1}/{len(problems)}] d{dim} B{row['batch']} S{seqlen}"
                   f"{' causal' if causal else ''}: {times}", flush=True)
             torch.cuda.empty_cache()

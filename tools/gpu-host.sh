@@ -45,6 +45,8 @@
 #   tools/gpu-host.sh fp8      FP8 attention (issue 15): tools/bench_fp8.py alone, then side by side the gpu
 #                              suite's FP8 attention tests, check.py --dtype e4m3, the package's FP8
 #                              attention tests, memcheck and racecheck on fcjit run --dtype e4m3
+#   tools/gpu-host.sh quantize fc_quantize (FP8 inputs, the Hadamard rotation): the gpu suite's test, fcjit
+#                              quantize, sanitizers, the package's tests, bench_fp8.py --rotate (accuracy)
 #   tools/gpu-host.sh paged-bench   a paged cache's speed (tools/bench_paged.py) and ncu on paged decode
 #   tools/gpu-host.sh varlen-bench  ragged prefill vs our dense kernel and FA3 varlen (tools/bench_varlen.py)
 #   tools/gpu-host.sh python   the flashcore package from python/ on the carried library (no pip):
@@ -476,6 +478,33 @@ fp8)   # FP8 attention (issue 15: q, k and v e4m3): its speed alone (tools/bench
         --iters 1 --warmup 0 | grep -E 'SUMMARY' || exit 1; done; done" &
     wait
     ;;
+quantize)   # fc_quantize (issue 15: 16-bit to e4m3, the optional Hadamard rotation): the gpu suite's test,
+            # fcjit quantize over head dims, scalings, varlen and outliers, both sanitizers, the
+            # package's tests, then FP8 attention's accuracy with and without the rotation
+            # (tools/bench_fp8.py --rotate, N(0, 1) inputs and outlier dimensions)
+    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
+    export FC_TUNING_DB=$DB
+    step gpu-quantize 300 "FC_GPU_TESTS=test_quantize_matches_reference .carry/bin/test_gpu | tail -20" &
+    step fcjit-quantize 300 "set -o pipefail; for args in '--head-dim 128 --rotate --outliers 30' \
+        '--head-dim 128 --rotate' '--head-dim 64 --heads 32 --descale-heads 8 --rotate --outliers 30' \
+        '--head-dim 192 --scaling tensor --rotate --outliers 30' '--head-dim 256 --rotate --outliers 30' \
+        '--head-dim 96 --scaling given --rotate' '--varlen 0,1000,33,1,517 --head-dim 128 --rotate --outliers 30' \
+        '--head-dim 128 --out-dtype bf16 --rotate' '--head-dim 64 --dtype f16 --out-dtype f16 --rotate \
+        --varlen 5,0,77' '--batch 1 --seqlen 65536 --heads 8 --head-dim 128 --rotate'; do \
+        echo \"--- \$args\"; \$FCJIT quantize \$args || exit 1; done" &
+    step python-quantize 400 "python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py -k 'quantize or rotate'" &
+    step sanitize-quantize 400 "set -o pipefail; for tool in memcheck racecheck; do for args in \
+        '--batch 2 --seqlen 300 --heads 8 --descale-heads 2 --head-dim 128 --rotate' \
+        '--varlen 3,0,70 --heads 4 --head-dim 192 --scaling tensor' \
+        '--seqlen 100 --heads 2 --head-dim 64 --out-dtype bf16 --rotate'; do \
+        compute-sanitizer --tool \$tool --error-exitcode 9 \$FCJIT quantize \$args | grep -E 'SUMMARY' || exit 1; \
+        done; done" &
+    wait
+    step bench-fp8-rotate 400 "python3 tools/bench_fp8.py --dims 64,128,256 --seqlens 1024,4096,16384 --rotate \
+        --json $OUT/bench-fp8-rotate.json"
+    step bench-fp8-rotate-outliers 400 "python3 tools/bench_fp8.py --dims 64,128,256 --seqlens 1024,4096,16384 \
+        --rotate --outliers 30 --json $OUT/bench-fp8-rotate-outliers.json"
+    ;;
 paged-bench)   # a paged cache's speed (issue 13): tools/bench_paged.py (decode against the copy bandwidth,
                # chunked prefill against our non-paged run and FA3's varlen), then ncu on paged decode
     step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
@@ -578,7 +607,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|masks|masks-checks|gpu-suite-split|merge|report|validate|final|python|fp8kv|fp8" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|masks|masks-checks|gpu-suite-split|merge|report|validate|final|python|fp8kv|fp8|quantize" >&2
     exit 2
     ;;
 esac

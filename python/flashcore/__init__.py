@@ -10,6 +10,8 @@
     out = flashcore.attention(q8, k8, v8, causal=True,   # FP8 attention: q, k, v float8_e4m3fn
                               q_descale=dq, k_descale=dk, v_descale=dv)   # [B, Hkv] float32; out bf16
     out, lse = flashcore.merge(out_a, lse_a, out_b, lse_b)   # two partial results, disjoint keys
+    q8, dq = flashcore.quantize_fp8(q, descale_heads=Hkv, rotate=True)   # e4m3 and [B, Hkv] descales
+    q_rot = flashcore.rotate(q)                       # q rotated alike, 16-bit (beside an FP8 cache)
     print(flashcore.explain(q, k, v, causal=True))    # which kernel, and why
 
 The package holds libflashcore and calls it through ctypes: it depends on no torch C++ ABI and
@@ -33,7 +35,7 @@ else:
         _TORCH_MISSING = f"torch {_torch.__version__} has no torch.library.custom_op (2.4 or later)"
 
 if _TORCH_MISSING is None:
-    from ._ops import attention, merge
+    from ._ops import attention, merge, quantize_fp8, rotate
 else:
     def attention(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, window=(-1, -1),
                   sinks=None, softcap=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
@@ -46,9 +48,18 @@ else:
         """flashcore.merge needs PyTorch 2.4 or later; see the ImportError's message."""
         raise ImportError(f"flashcore.merge needs PyTorch: {_TORCH_MISSING}")
 
+    def quantize_fp8(x, *, descale_heads=None, scaling="head", descale=None, rotate=False,
+                     rotation_seed=0, cu_seqlens=None, max_seqlen=None):
+        """flashcore.quantize_fp8 needs PyTorch 2.4 or later; see the ImportError's message."""
+        raise ImportError(f"flashcore.quantize_fp8 needs PyTorch: {_TORCH_MISSING}")
+
+    def rotate(x, *, rotation_seed=0):
+        """flashcore.rotate needs PyTorch 2.4 or later; see the ImportError's message."""
+        raise ImportError(f"flashcore.rotate needs PyTorch: {_TORCH_MISSING}")
+
 __all__ = ["ArgumentError", "Context", "FC_DEVICE_NONE", "FlashCoreError", "Info", "Plan",
            "PreparedAttention", "attention", "context", "explain", "info", "library_path", "merge",
-           "plan", "version"]
+           "plan", "quantize_fp8", "rotate", "version"]
 
 
 def __getattr__(name):

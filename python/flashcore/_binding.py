@@ -24,7 +24,8 @@ from ._structs import (FC_OK, FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED, FC_DEVICE_
                        LAUNCH_TEMPLATES_MAX, LIBRARY_NAME, POINTER_ALIGN_BYTES, PLANNED_POINTER,
                        C_INT_MAX, DTYPES, DTYPE_NAMES, Options, Strides, AttentionParams,
                        MergeParams, PlanInfo, FlashCoreError, ArgumentError, FC_E4M3,
-                       FC_DTYPE_SAME, KV_DTYPES)
+                       FC_DTYPE_SAME, KV_DTYPES, QuantizeParams, FC_SCALE_PER_HEAD,
+                       FC_SCALE_PER_TENSOR, FC_SCALE_GIVEN, SCALINGS, UINT64_MAX)
 from ._arguments import (fc_dtype, _element_strides, _first_size, is_tensor, rank_hint, PAGES_FORM,
                          sizes_and_strides, check_shapes, lse_shape, window_pair, check_sinks,
                          Sequences, DENSE, sequence_arguments, check_sequences,
@@ -95,6 +96,13 @@ def load_library(path=None):
         if hasattr(lib, "fc_attention_params_init_sized"):
             signatures["fc_attention_params_init_sized"] = (
                 None, [ctypes.POINTER(AttentionParams), ctypes.c_size_t])
+        # NOTE: optional too: a library older than fc_quantize still loads (Context.quantize says
+        # what it lacks).
+        if hasattr(lib, "fc_quantize"):
+            signatures["fc_quantize_params_init"] = (None, [ctypes.POINTER(QuantizeParams)])
+            signatures["fc_quantize"] = (ctypes.c_int, [ctypes.c_void_p,
+                                                        ctypes.POINTER(QuantizeParams),
+                                                        ctypes.c_void_p])
         for name, (restype, argtypes) in signatures.items():
             function = getattr(lib, name)
             function.restype = restype
@@ -372,6 +380,55 @@ class Context:
         params.b_stride = Strides(*_element_strides(out_b, "out_b"))
         params.o_stride = Strides(*_element_strides(out, "out"))
         status = self._lib.fc_attention_merge(self._live_handle(), ctypes.byref(params), stream)
+        if status != FC_OK:
+            raise self._error(status)
+
+    def quantize(self, x, out, descale, descale_heads=0, scaling=FC_SCALE_PER_HEAD, rotate=False,
+                 rotation_seed=0, cu_seqlens=None, max_seqlen=0, stream=None):
+        """Launches fc_quantize on stream: out = e4m3(R x / descale), R the seeded Hadamard rotation
+        with rotate (else 1), and descale float32 [batch, descale_heads] written (scaling
+        FC_SCALE_PER_HEAD or FC_SCALE_PER_TENSOR, or "head" / "tensor") or read (FC_SCALE_GIVEN,
+        "given"). With out of x's 16-bit dtype, out = R x only (rotate set, descale None).
+
+        x: [batch, seq, heads, head_dim] float16/bfloat16, or varlen [tokens, heads, head_dim] with
+        cu_seqlens (int32 [batch + 1]) and max_seqlen > 0; descale_heads 0: heads; rotation_seed an
+        int in [0, 2**64) (a negative one is taken modulo 2**64). The caller has checked that the
+        tensors are CUDA tensors of this context's device with matching shapes
+        (flashcore.quantize_fp8 and flashcore.rotate do); the library checks the rest (head_dim,
+        descale_heads, alignment, strides, varlen's sizes)."""
+        if not hasattr(self._lib, "fc_quantize"):
+            raise FlashCoreError("FC_ERR_UNSUPPORTED", FC_ERR_UNSUPPORTED,
+                                 f"{self._lib.fc_path} (FlashCore {self._lib.fc_version().decode()}) "
+                                 "predates fc_quantize (flashcore.quantize_fp8, flashcore.rotate); "
+                                 "use a library built with it (src/flashcore.h)")
+        params = QuantizeParams()
+        self._lib.fc_quantize_params_init(ctypes.byref(params))
+        params.dtype = fc_dtype(x.dtype)
+        params.out_dtype = FC_E4M3 if is_e4m3(out.dtype) else fc_dtype(out.dtype)
+        rank = 3 if cu_seqlens is not None else 4
+        if len(x.shape) != rank or tuple(out.shape) != tuple(x.shape):
+            raise ArgumentError(f"x must be {rank}-D ({'varlen, with' if rank == 3 else 'dense, without'} "
+                                f"cu_seqlens) and out of its shape, not {tuple(x.shape)} and "
+                                f"{tuple(out.shape)}")
+        if cu_seqlens is not None:
+            params.batch = int(cu_seqlens.shape[0]) - 1
+            params.seqlen, params.heads, params.head_dim = (int(size) for size in x.shape)
+            params.cu_seqlens = cu_seqlens.data_ptr()
+        else:
+            params.batch, params.seqlen, params.heads, params.head_dim = (int(size) for size in x.shape)
+        params.max_seqlen = int(max_seqlen or 0)
+        params.descale_heads = int(descale_heads or 0)
+        params.in_, params.out = x.data_ptr(), out.data_ptr()
+        params.descale = descale.data_ptr() if descale is not None else None
+        params.in_stride = Strides(*_element_strides(x, "x"))
+        params.out_stride = Strides(*_element_strides(out, "out"))
+        if isinstance(scaling, str) and scaling not in SCALINGS:
+            raise ArgumentError(f"scaling must be one of {', '.join(map(repr, SCALINGS))} or an enum "
+                                f"fc_quantize_scaling value, not {scaling!r}")
+        params.scaling = SCALINGS.get(scaling, scaling)
+        params.rotate = int(bool(rotate))
+        params.rotation_seed = int(rotation_seed) & UINT64_MAX
+        status = self._lib.fc_quantize(self._live_handle(), ctypes.byref(params), stream)
         if status != FC_OK:
             raise self._error(status)
 

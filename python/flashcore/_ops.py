@@ -10,7 +10,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from . import _api, _binding
+from . import _api, _arguments, _binding
 from ._binding import ArgumentError
 
 _DTYPES = (torch.float16, torch.bfloat16)
@@ -302,3 +302,214 @@ def merge(out_a, lse_a, out_b, lse_b):
         if not isinstance(tensor, torch.Tensor):
             raise ArgumentError(f"{name} must be a torch.Tensor, not {type(tensor).__name__}")
     return _merge(out_a, lse_a, out_b, lse_b)
+
+
+_SCALING_NAMES = tuple(_binding.SCALINGS)   # "head", "tensor", "given"
+
+
+def _check_quantize_inputs(x, descale, descale_heads, scaling, cu_seqlens, max_seqlen, fake):
+    """What the C struct cannot express (x's rank, dtype, device and last stride, the scaling's
+    name, descale_heads against heads, cu_seqlens' and a given descale's type, shape and device);
+    the library checks the rest (head_dim, alignment, strides, max_seqlen against the tokens) when
+    the real kernel runs. cu_seqlens' contents are never read: the caller's contract. Returns
+    (batch, descale_heads): descale's shape."""
+    varlen = cu_seqlens is not None
+    rank, form = (3, "[total_tokens, heads, head_dim]") if varlen else (4, "[batch, seq, heads, head_dim]")
+    if x.dim() != rank:
+        hint = ""
+        if varlen and x.dim() == 4:
+            hint = " (varlen: the sequences one after another along the first dimension)"
+        elif not varlen and x.dim() == 3:
+            hint = (" (3-D [total_tokens, heads, head_dim] is a varlen batch's: pass cu_seqlens and "
+                    "max_seqlen)")
+        raise ArgumentError(f"x must be {rank}-D {form}, not {tuple(x.shape)}{hint}")
+    if x.dtype not in _DTYPES:
+        raise ArgumentError(f"x is {x.dtype}: float16 and bfloat16 are quantized")
+    if x.stride(-1) != 1:
+        raise ArgumentError(f"x: the last dimension must be contiguous (stride 1), "
+                            f"not stride {x.stride(-1)}")
+    if scaling not in _SCALING_NAMES:
+        raise ArgumentError(f"scaling must be 'head' (one descale per sequence and descale head), "
+                            f"'tensor' (one for all) or 'given' (descale read), not {scaling!r}")
+    heads = x.shape[-2]
+    descale_heads = descale_heads or heads
+    if descale_heads < 0 or heads % descale_heads:
+        raise ArgumentError(f"descale_heads ({descale_heads}) must divide heads ({heads}): one "
+                            "descale covers heads / descale_heads heads (for q with GQA: heads_kv, "
+                            "as attention's q_descale is [batch, heads_kv])")
+    if varlen:
+        if cu_seqlens.dim() != 1 or cu_seqlens.shape[0] < 2 or cu_seqlens.dtype != torch.int32:
+            raise ArgumentError(f"cu_seqlens must be 1-D int32 [batch + 1] with batch >= 1, not "
+                                f"{list(cu_seqlens.shape)} {cu_seqlens.dtype}")
+        if not cu_seqlens.is_contiguous():
+            raise ArgumentError("cu_seqlens must be contiguous; pass a .contiguous() copy")
+        if cu_seqlens.device != x.device:
+            raise ArgumentError(f"cu_seqlens is on {cu_seqlens.device} but x is on {x.device}")
+        if max_seqlen < 1:
+            raise ArgumentError(f"a varlen x needs max_seqlen, the longest sequence's token count as "
+                                f"a Python int (at least 1), not {max_seqlen}")
+        batch = cu_seqlens.shape[0] - 1
+    else:
+        if max_seqlen:
+            raise ArgumentError("max_seqlen belongs to a varlen x: pass it with cu_seqlens")
+        batch = x.shape[0]
+    if scaling == "given":
+        if descale is None:
+            raise ArgumentError(f"scaling='given' reads descale: pass a float32 [batch, "
+                                f"descale_heads] = [{batch}, {descale_heads}] tensor")
+        if (tuple(descale.shape) != (batch, descale_heads) or descale.dtype != torch.float32
+                or not descale.is_contiguous()):
+            raise ArgumentError(f"descale must be a contiguous float32 [batch, descale_heads] = "
+                                f"[{batch}, {descale_heads}], not {tuple(descale.shape)} {descale.dtype}"
+                                + ("" if descale.is_contiguous() else " (not contiguous)"))
+        if descale.device != x.device:
+            raise ArgumentError(f"descale is on {descale.device} but x is on {x.device}")
+    elif descale is not None:
+        raise ArgumentError(f"descale is read with scaling='given' only; scaling={scaling!r} writes "
+                            "the descales it returns")
+    allowed = ("cuda", "meta") if fake else ("cuda",)
+    if x.device.type not in allowed:
+        raise ArgumentError(f"x is on {x.device}: flashcore.quantize_fp8 runs on CUDA tensors")
+    return batch, descale_heads
+
+
+def _check_rotate_input(x, fake):
+    """x for flashcore.rotate: 4-D or 3-D (any rows of head_dim), float16/bfloat16, last dimension
+    contiguous, on CUDA; the library checks head_dim, alignment and strides."""
+    if x.dim() not in (3, 4):
+        raise ArgumentError(f"x must be 4-D [batch, seq, heads, head_dim] or 3-D [total_tokens, heads, "
+                            f"head_dim], not {tuple(x.shape)}")
+    if x.dtype not in _DTYPES:
+        raise ArgumentError(f"x is {x.dtype}: float16 and bfloat16 are rotated")
+    if x.stride(-1) != 1:
+        raise ArgumentError(f"x: the last dimension must be contiguous (stride 1), "
+                            f"not stride {x.stride(-1)}")
+    allowed = ("cuda", "meta") if fake else ("cuda",)
+    if x.device.type not in allowed:
+        raise ArgumentError(f"x is on {x.device}: flashcore.rotate runs on CUDA tensors")
+
+
+# NOTE: a custom op's output may not alias an input: with scaling "given" the op returns an empty
+# descale, and quantize_fp8 returns the given one. rotation_seed is a uint64 in the C struct and an
+# int64 here: quantize_fp8 and rotate pass it as two's complement, Context.quantize takes it back.
+@torch.library.custom_op("flashcore::quantize_fp8", mutates_args=())
+def _quantize_fp8(x: torch.Tensor, descale: Optional[torch.Tensor] = None, descale_heads: int = 0,
+                  scaling: str = "head", rotate: bool = False, rotation_seed: int = 0,
+                  cu_seqlens: Optional[torch.Tensor] = None, max_seqlen: int = 0
+                  ) -> Tuple[torch.Tensor, torch.Tensor]:
+    batch, descale_heads = _check_quantize_inputs(x, descale, descale_heads, scaling, cu_seqlens,
+                                                  max_seqlen, fake=False)
+    out = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device)
+    written = torch.empty((batch, descale_heads) if scaling != "given" else (0,), dtype=torch.float32,
+                          device=x.device)
+    _api.context(x.device.index).quantize(x, out, descale if scaling == "given" else written,
+                                           descale_heads, scaling, rotate, rotation_seed, cu_seqlens,
+                                           max_seqlen, _current_stream(x.device.index))
+    return out, written
+
+
+@_quantize_fp8.register_fake
+def _quantize_fp8_fake(x, descale=None, descale_heads=0, scaling="head", rotate=False, rotation_seed=0,
+                       cu_seqlens=None, max_seqlen=0):
+    batch, descale_heads = _check_quantize_inputs(x, descale, descale_heads, scaling, cu_seqlens,
+                                                  max_seqlen, fake=True)
+    return (x.new_empty(x.shape, dtype=torch.float8_e4m3fn),
+            x.new_empty((batch, descale_heads) if scaling != "given" else (0,), dtype=torch.float32))
+
+
+@torch.library.custom_op("flashcore::rotate", mutates_args=())
+def _rotate(x: torch.Tensor, rotation_seed: int = 0) -> torch.Tensor:
+    _check_rotate_input(x, fake=False)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    # a 3-D x is rows all the same: one sequence of tokens
+    x4, out4 = (x, out) if x.dim() == 4 else (x.unsqueeze(0), out.unsqueeze(0))
+    _api.context(x.device.index).quantize(x4, out4, None, 0, "head", True, rotation_seed, None, 0,
+                                           _current_stream(x.device.index))
+    return out
+
+
+@_rotate.register_fake
+def _rotate_fake(x, rotation_seed=0):
+    _check_rotate_input(x, fake=True)
+    return x.new_empty(x.shape)
+
+
+def _is_int(value):
+    """A host int: a Python int (not a bool), or torch.compile's SymInt."""
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, torch.SymInt)
+
+
+def _seed(rotation_seed):
+    """rotation_seed, a uint64, as the ops' int64 (two's complement)."""
+    if not _is_int(rotation_seed):
+        raise ArgumentError(f"rotation_seed must be an int in [0, 2**64), not {rotation_seed!r}")
+    if isinstance(rotation_seed, torch.SymInt):   # traced: already an int64
+        return rotation_seed
+    if not 0 <= rotation_seed <= _binding.UINT64_MAX:
+        raise ArgumentError(f"rotation_seed must be an int in [0, 2**64) (a uint64), not {rotation_seed}")
+    return rotation_seed - 2**64 if rotation_seed >= 2**63 else rotation_seed
+
+
+def quantize_fp8(x, *, descale_heads=None, scaling="head", descale=None, rotate=False, rotation_seed=0,
+                 cu_seqlens=None, max_seqlen=None):
+    """Quantizes a 16-bit tensor to FP8 e4m3 for FP8 attention (or an FP8 KV cache), on the GPU.
+
+    x: [batch, seq, heads, head_dim] float16/bfloat16 on a CUDA device (last dimension contiguous,
+    other strides multiples of 8 elements; head_dim a multiple of 16 up to 256). Returns (x8,
+    descale): x8 a new contiguous torch.float8_e4m3fn tensor of x's shape, x8 = e4m3(x / descale)
+    rounded to nearest and saturated to +-448, and descale float32 [batch, descale_heads], the
+    layout flashcore.attention's q_descale, k_descale and v_descale take (x ~ descale * x8).
+    descale_heads (None: heads) divides heads: descale head g covers heads g * heads /
+    descale_heads onwards; for q with GQA pass heads_kv (attention's q_descale is per K/V head).
+    scaling: "head" (the default), descale = amax / 448 of each (sequence, descale head)'s values
+    (1 where they are all 0); "tensor", one amax / 448 for the whole tensor, in every entry;
+    "given", descale (a contiguous float32 [batch, descale_heads] tensor on x's device: calibrated,
+    static scales) is read, not written, and returned as is (values past 448 * descale saturate).
+
+    rotate: each row of head_dim values is first rotated, R x with R = H diag(s) / sqrt(n): H the
+    Sylvester Hadamard matrix of order n (the largest power of two dividing head_dim, applied to
+    each n-element block) and s a +-1 sign per dimension drawn from rotation_seed (an int in [0,
+    2**64)). R is orthogonal: q and k rotated with the same seed keep every score q . k, while an
+    outlier dimension's magnitude is spread over n, so the amax, and the quantization step, falls
+    (the FA3 paper's "incoherent processing"). Do not rotate v (attention's out would come out
+    rotated). flashcore.rotate rotates a 16-bit q alike without quantizing it.
+
+    Varlen: x [total_tokens, heads, head_dim] with cu_seqlens, an int32 [batch + 1] CUDA tensor of
+    the sequences' first tokens, and max_seqlen, the longest one's token count as a Python int
+    (never read back from the device); descale is then per sequence, [len(cu_seqlens) - 1,
+    descale_heads], and tokens of no sequence (past cu_seqlens[batch]) are left unwritten.
+
+    Two kernels (the amax, then the quantization) on torch.cuda.current_stream(); needs sm_89 or
+    newer. A custom op (torch.ops.flashcore.quantize_fp8) like attention: torch.compile, CUDA graphs
+    (after one call outside the capture). Raises flashcore.FlashCoreError (ArgumentError for inputs
+    refused before the library is called).
+    """
+    for name, tensor in (("x", x), ("descale", descale), ("cu_seqlens", cu_seqlens)):
+        if (tensor is not None or name == "x") and not isinstance(tensor, torch.Tensor):
+            raise ArgumentError(f"{name} must be a torch.Tensor, not {type(tensor).__name__}")
+    if descale_heads is not None and (not _is_int(descale_heads) or descale_heads < 1):
+        raise ArgumentError(f"descale_heads must be a positive int dividing heads (None: heads), "
+                            f"not {descale_heads!r}")
+    if cu_seqlens is not None and max_seqlen is None:
+        raise ArgumentError("a varlen x needs max_seqlen: the longest sequence's token count, as a "
+                            "Python int (the device's cu_seqlens are never read back)")
+    if cu_seqlens is None and max_seqlen is not None:
+        raise ArgumentError("max_seqlen belongs to a varlen x: pass it with cu_seqlens")
+    max_seqlen = 0 if max_seqlen is None else _arguments._host_length("max_seqlen", max_seqlen)
+    x8, written = _quantize_fp8(x, descale, descale_heads or 0, scaling, bool(rotate), _seed(rotation_seed),
+                                cu_seqlens, max_seqlen)
+    return x8, (descale if scaling == "given" else written)
+
+
+def rotate(x, *, rotation_seed=0):
+    """x rotated as flashcore.quantize_fp8(rotate=True) rotates it, without quantizing: a new
+    contiguous tensor of x's shape and 16-bit dtype, each row of head_dim values R x (rounded to x's
+    dtype). x: [batch, seq, heads, head_dim] or [total_tokens, heads, head_dim] (every row is
+    rotated alike), float16/bfloat16 on a CUDA device, the last dimension contiguous, head_dim a
+    multiple of 16 up to 256. With the seed that quantized k, it rotates a 16-bit q beside an FP8
+    KV cache (q . k unchanged). Runs on torch.cuda.current_stream(); a custom op
+    (torch.ops.flashcore.rotate). Raises flashcore.FlashCoreError.
+    """
+    if not isinstance(x, torch.Tensor):
+        raise ArgumentError(f"x must be a torch.Tensor, not {type(x).__name__}")
+    return _rotate(x, _seed(rotation_seed))

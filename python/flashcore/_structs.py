@@ -31,6 +31,12 @@ DTYPE_NAMES = {FC_F16: "f16", FC_BF16: "bf16", FC_E4M3: "e4m3"}
 # K/V types besides q's: FP8 e4m3 (torch.float8_e4m3fn), an FP8 KV cache; as q's type too, FP8 attention
 # (q, k and v e4m3, out 16-bit).
 KV_DTYPES = {"torch.float8_e4m3fn": FC_E4M3, "float8_e4m3fn": FC_E4M3, "e4m3": FC_E4M3, "fp8": FC_E4M3}
+# enum fc_quantize_scaling: where fc_quantize's descales come from, by flashcore.quantize_fp8's names.
+FC_SCALE_PER_HEAD = 0
+FC_SCALE_PER_TENSOR = 1
+FC_SCALE_GIVEN = 2
+SCALINGS = {"head": FC_SCALE_PER_HEAD, "tensor": FC_SCALE_PER_TENSOR, "given": FC_SCALE_GIVEN}
+UINT64_MAX = 2**64 - 1   # fc_quantize_params' rotation_seed is a uint64_t
 
 
 class Options(ctypes.Structure):
@@ -116,6 +122,31 @@ class MergeParams(ctypes.Structure):
         ("a_stride", Strides),
         ("b_stride", Strides),
         ("o_stride", Strides),
+    ]
+
+
+class QuantizeParams(ctypes.Structure):
+    """struct fc_quantize_params (struct_size first: the library reads what it covers)."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("dtype", ctypes.c_int),            # enum fc_dtype: in's, FC_F16 or FC_BF16
+        ("out_dtype", ctypes.c_int),        # FC_E4M3 (init's default), or dtype: rotation only
+        ("batch", ctypes.c_int),
+        ("seqlen", ctypes.c_int),           # varlen: the total token count
+        ("heads", ctypes.c_int),
+        ("head_dim", ctypes.c_int),
+        ("descale_heads", ctypes.c_int),    # dividing heads; 0: heads
+        ("in_", ctypes.c_void_p),           # the C field `in` (a Python keyword)
+        ("out", ctypes.c_void_p),
+        ("descale", ctypes.c_void_p),       # float *, [batch, descale_heads]; NULL: rotation only
+        ("in_stride", Strides),
+        ("out_stride", Strides),
+        ("scaling", ctypes.c_int),          # enum fc_quantize_scaling
+        ("rotate", ctypes.c_int),
+        ("rotation_seed", ctypes.c_uint64),
+        ("cu_seqlens", ctypes.c_void_p),    # const int32_t *, [batch + 1]; NULL: dense
+        ("max_seqlen", ctypes.c_int),       # > 0: varlen
     ]
 
 

@@ -1170,3 +1170,276 @@ def test_fp8_attention_errors_name_the_argument(cuda):
     odd = torch.zeros(2, 300, 2, 24, dtype=torch.float8_e4m3fn, device="cuda")
     with pytest.raises(FlashCoreError, match="multiple of 16"):
         flashcore.attention(odd, odd, odd)
+
+
+# fc_quantize through flashcore.quantize_fp8 and flashcore.rotate: codes and descales against torch,
+# the rotation against its definition (src/flashcore.h: R = H diag(s) / sqrt(n)) and its orthogonality,
+# and what the rotation is for: FP8 attention on q and k with outlier dimensions.
+E4M3_MAX = check.E4M3_MAX
+U64 = 2**64 - 1
+
+
+def e4m3_ordinal(torch, x8):
+    """e4m3 codes as integers in the order of their values (sign and magnitude; -0 and 0 are both 0):
+    neighbouring values differ by 1."""
+    bits = x8.view(torch.uint8).to(torch.int16)
+    magnitude = bits & 0x7F
+    return torch.where(bits >= 0x80, -magnitude, magnitude)
+
+
+def half_e4m3_step(torch, y):
+    """Half the spacing of e4m3 values around y (3 mantissa bits; subnormal, step 2^-9, below 2^-6)."""
+    exponent = torch.frexp(y.abs().clamp(min=2.0 ** -6)).exponent   # |y| = m 2^exponent, m in [0.5, 1)
+    return torch.ldexp(torch.ones_like(y), exponent - 5)
+
+
+def assert_codes_match(torch, x8, expected, what, one_step_fraction=1e-3):
+    """x8's codes are expected's, but for one-step differences (the fp32 scale's last bit at exact
+    ties) on at most one_step_fraction of them."""
+    distance = (e4m3_ordinal(torch, x8) - e4m3_ordinal(torch, expected)).abs()
+    worst = int(distance.max())
+    assert worst <= 1, f"{what}: a code {worst} steps from the reference's"
+    off = float((distance == 1).double().mean())
+    assert off <= one_step_fraction, f"{what}: {off:.4%} of the codes are one step from the reference's"
+
+
+def groups_amax(torch, x, groups):
+    """|x|max per (batch, group of heads / groups consecutive heads) of [B, S, H, D]: float32 [B, groups]."""
+    batch, seqlen, heads, dim = x.shape
+    return x.float().abs().reshape(batch, seqlen, groups, heads // groups, dim).amax(dim=(1, 3, 4))
+
+
+def per_head(descale, heads):
+    """[B, groups] descales as a [B, 1, H, 1] factor of x."""
+    return descale.repeat_interleave(heads // descale.shape[1], dim=1)[:, None, :, None]
+
+
+def rotation_sign(seed, d):
+    """The rotation's sign of dimension d: src/check_quantize.c's fc_rotation_sign (splitmix64)."""
+    z = (seed + (d + 1) * 0x9E3779B97F4A7C15) & U64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & U64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & U64
+    z ^= z >> 31
+    return -1.0 if z >> 63 else 1.0
+
+
+def rotation_reference(torch, x, seed):
+    """R x per row in float64, from its definition: each dimension times its sign, then the Sylvester
+    Hadamard matrix of order n (the largest power of two dividing head_dim) on each n-element block,
+    over sqrt(n) (src/check_quantize.c's fc_rotate_reference)."""
+    dim = x.shape[-1]
+    n = dim & -dim
+    signs = torch.tensor([rotation_sign(seed, d) for d in range(dim)], dtype=torch.float64, device=x.device)
+    hadamard = torch.ones(1, 1, dtype=torch.float64, device=x.device)
+    while hadamard.shape[0] < n:
+        hadamard = torch.cat([torch.cat([hadamard, hadamard], 1), torch.cat([hadamard, -hadamard], 1)], 0)
+    blocks = (x.double() * signs).reshape(*x.shape[:-1], dim // n, n)
+    return (blocks @ hadamard / math.sqrt(n)).reshape(x.shape)
+
+
+def rotation_slack(torch, exact):
+    """fp32's share of a rotated element's error beside its rounding (src/check_quantize.c's
+    FP32_SLACK): a few ulps of the row's norm per butterfly stage."""
+    dim = exact.shape[-1]
+    stages = math.log2(dim & -dim)
+    return 2.0 ** -21 * (exact.abs() + stages * exact.norm(dim=-1, keepdim=True))
+
+
+def scores(torch, q, k):
+    """q . k per (batch, head, query, key) in float32, q and k [B, S, H, D] of one head count."""
+    return torch.einsum("bqhd,bkhd->bhqk", q.float(), k.float())
+
+
+def relative_rmse(out, ref):
+    return float((out.double() - ref.double()).norm() / ref.double().norm())
+
+
+@pytest.mark.parametrize("dtype_name", ["bfloat16", "float16"])
+def test_quantize_fp8_matches_a_torch_reference(cuda, dtype_name):
+    """Per (batch, group of 4 heads): descale = amax / 448 and x8 = e4m3(x / descale), saturated; per
+    tensor; given (calibrated) descales, returned as they are; a strided x as its packed copy."""
+    torch = cuda
+    torch.manual_seed(11)
+    x = torch.randn(2, 300, 8, 128, dtype=getattr(torch, dtype_name), device="cuda")
+    x8, descale = flashcore.quantize_fp8(x, descale_heads=2)
+    torch.cuda.synchronize()
+    assert x8.dtype == torch.float8_e4m3fn and x8.shape == x.shape and x8.is_contiguous()
+    assert descale.dtype == torch.float32 and descale.shape == (2, 2)
+    amax = groups_amax(torch, x, 2)
+    torch.testing.assert_close(descale, amax / E4M3_MAX, rtol=1e-6, atol=0)
+    y = x.float() / per_head(descale, 8)
+    assert_codes_match(torch, x8, y.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn), "per head")
+    error = (x8.float() * per_head(descale, 8) - x.float()).abs()
+    assert bool((error <= half_e4m3_step(torch, y) * per_head(descale, 8) * (1 + 1e-4)).all()), \
+        "a dequantized value is more than half an e4m3 step from x"
+
+    x8_tensor, descale_tensor = flashcore.quantize_fp8(x, descale_heads=2, scaling="tensor")
+    assert bool((descale_tensor == descale_tensor[0, 0]).all()), "per tensor: one descale in every entry"
+    torch.testing.assert_close(descale_tensor[0, 0], amax.max() / E4M3_MAX, rtol=1e-6, atol=0)
+    y = x.float() / descale_tensor[0, 0]
+    assert_codes_match(torch, x8_tensor, y.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn), "per tensor")
+
+    given = (amax * 0.75 / E4M3_MAX).contiguous()   # 3/4 of the amax's: the largest values saturate
+    x8_given, descale_given = flashcore.quantize_fp8(x, descale_heads=2, scaling="given", descale=given)
+    assert descale_given is given
+    y = x.float() / per_head(given, 8)
+    assert_codes_match(torch, x8_given, y.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn), "given")
+    assert bool((x8_given.float().abs() == E4M3_MAX).any()) and bool(torch.isfinite(x8_given.float()).all())
+
+    transposed = x.transpose(1, 2).contiguous().transpose(1, 2)   # [B, S, H, D] over [B, H, S, D] memory
+    x8_strided, descale_strided = flashcore.quantize_fp8(transposed, descale_heads=2)
+    assert x8_strided.is_contiguous() and torch.equal(x8_strided.view(torch.uint8), x8.view(torch.uint8))
+    assert torch.equal(descale_strided, descale)
+
+
+def test_quantize_fp8_varlen_is_each_sequence_quantized_alone(cuda):
+    """Packed sequences (one empty) with pad tokens after them: each sequence's descales and codes are
+    its own dense quantization's, bit for bit; an empty sequence's descales are 1."""
+    torch = cuda
+    torch.manual_seed(12)
+    cu = [0, 100, 100, 350, 357]
+    x = torch.randn(cu[-1] + 9, 8, 128, dtype=torch.bfloat16, device="cuda")
+    cu_seqlens = torch.tensor(cu, dtype=torch.int32, device="cuda")
+    for rotate in (False, True):
+        x8, descale = flashcore.quantize_fp8(x, descale_heads=2, rotate=rotate, rotation_seed=9,
+                                             cu_seqlens=cu_seqlens, max_seqlen=250)
+        torch.cuda.synchronize()
+        assert x8.shape == x.shape and descale.shape == (4, 2)
+        for b, (first, last) in enumerate(zip(cu, cu[1:])):
+            if first == last:
+                assert bool((descale[b] == 1).all()), "an empty sequence's descales are not 1"
+                continue
+            dense8, dense_descale = flashcore.quantize_fp8(x[None, first:last], descale_heads=2,
+                                                           rotate=rotate, rotation_seed=9)
+            assert torch.equal(descale[b], dense_descale[0]), (rotate, b)
+            assert torch.equal(x8[first:last].view(torch.uint8), dense8[0].view(torch.uint8)), (rotate, b)
+
+
+@pytest.mark.parametrize("dtype_name, head_dim", [("bfloat16", 128), ("float16", 96), ("bfloat16", 80),
+                                                   ("float16", 256), ("bfloat16", 64)])
+def test_rotate_is_the_seeded_hadamard_rotation(cuda, dtype_name, head_dim):
+    """flashcore.rotate against R x in float64 (within the rounding to x's dtype), for Hadamard orders
+    of 128, 32, 16, 256 and 64, three seeds (the largest uint64 too), dense and packed rows."""
+    torch = cuda
+    torch.manual_seed(13)
+    dtype = getattr(torch, dtype_name)
+    x = torch.randn(2, 100, 4, head_dim, dtype=dtype, device="cuda")
+    mantissa, min_normal = (7, 2.0 ** -126) if dtype == torch.bfloat16 else (10, 2.0 ** -14)
+    for seed in (0, 12345, U64):
+        rotated = flashcore.rotate(x, rotation_seed=seed)
+        torch.cuda.synchronize()
+        assert rotated.dtype == dtype and rotated.shape == x.shape and rotated.is_contiguous()
+        exact = rotation_reference(torch, x, seed)
+        half_ulp = torch.ldexp(torch.ones_like(exact),
+                               torch.frexp(exact.abs().clamp(min=min_normal)).exponent - mantissa - 2)
+        error = (rotated.double() - exact).abs()
+        assert bool((error <= half_ulp + rotation_slack(torch, exact)).all()), \
+            f"seed {seed}: max |rotate(x) - R x| {float(error.max()):.3g}"
+        packed = flashcore.rotate(x.reshape(200, 4, head_dim), rotation_seed=seed)
+        assert torch.equal(packed.view(torch.int16), rotated.reshape(200, 4, head_dim).view(torch.int16))
+    assert not torch.equal(flashcore.rotate(x, rotation_seed=1), flashcore.rotate(x, rotation_seed=2))
+
+
+def test_rotation_is_orthogonal_and_keeps_the_scores(cuda):
+    """Rotated alike, q and k keep their row norms and every q . k (within bf16's rounding); quantized
+    after the rotation, within e4m3's; with another seed for k they do not. quantize_fp8(rotate=True)
+    is R x's amax / 448 and e4m3(R x / descale)."""
+    torch = cuda
+    torch.manual_seed(14)
+    q, k = (torch.randn(2, 300, 8, 128, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    seed = 0x0123456789ABCDEF
+    rq, rk = flashcore.rotate(q, rotation_seed=seed), flashcore.rotate(k, rotation_seed=seed)
+    torch.testing.assert_close(rq.float().norm(dim=-1), q.float().norm(dim=-1), rtol=1e-2, atol=0)
+    exact = scores(torch, q, k)
+    assert relative_rmse(scores(torch, rq, rk), exact) < 1e-2   # |q . k| ~ sqrt(128); bf16 costs ~3e-3
+    assert float((scores(torch, rq, rk) - exact).abs().max()) < 0.3
+    assert relative_rmse(scores(torch, rq, flashcore.rotate(k, rotation_seed=seed + 1)), exact) > 0.5
+
+    dequantized = []
+    for x in (q, k):
+        x8, descale = flashcore.quantize_fp8(x, rotate=True, rotation_seed=seed)
+        torch.cuda.synchronize()
+        rotated = rotation_reference(torch, x, seed)
+        torch.testing.assert_close(descale.double(), groups_amax(torch, rotated, 8).double() / E4M3_MAX,
+                                   rtol=3e-5, atol=0)   # fp32's rotation: a few ulps of the row norm
+        y = rotated / per_head(descale, 8).double()
+        target = y.clamp(-E4M3_MAX, E4M3_MAX)
+        allowed = half_e4m3_step(torch, target) + rotation_slack(torch, y)
+        error = (x8.float().double() - target).abs()
+        assert bool((error <= allowed).all()), f"max |x8 - R x / descale| {float(error.max()):.3g}"
+        dequantized.append(x8.float() * per_head(descale, 8))
+    assert relative_rmse(scores(torch, *dequantized), exact) < 0.07
+
+
+def fp32_attention(torch, q, k, v):
+    """softmax(q k^T / sqrt(D)) v in float32 (no TF32) of [B, S, H, D] tensors (GQA: k and v's heads
+    shared by consecutive query heads)."""
+    group = q.shape[2] // k.shape[2]
+    k, v = (t.float().repeat_interleave(group, dim=2) for t in (k, v))
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        logits = torch.einsum("bqhd,bkhd->bhqk", q.float(), k) / math.sqrt(q.shape[-1])
+        return torch.einsum("bhqk,bkhd->bqhd", torch.softmax(logits, dim=-1), v)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+
+
+def test_rotation_lowers_fp8_attention_error_on_outlier_dimensions(cuda):
+    """q and k with outlier dimensions (every 16th from 3, 30 times the others): FP8 attention on q and
+    k rotated alike, then quantized (v quantized as it is), is nearer fp32 attention on the 16-bit
+    originals than without the rotation."""
+    torch = cuda
+    torch.manual_seed(15)
+    batch, seqlen, heads_q, heads_kv, dim = 2, 512, 8, 2, 128
+    q = torch.randn(batch, seqlen, heads_q, dim, dtype=torch.bfloat16, device="cuda")
+    k, v = (torch.randn(batch, seqlen, heads_kv, dim, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    for x in (q, k):
+        x[..., 3::16] *= 30
+    ref = fp32_attention(torch, q, k, v)
+
+    def fp8_attention(rotate):
+        q8, dq = flashcore.quantize_fp8(q, descale_heads=heads_kv, rotate=rotate, rotation_seed=77)
+        k8, dk = flashcore.quantize_fp8(k, rotate=rotate, rotation_seed=77)
+        v8, dv = flashcore.quantize_fp8(v)
+        assert dq.shape == dk.shape == dv.shape == (batch, heads_kv)
+        return flashcore.attention(q8, k8, v8, q_descale=dq, k_descale=dk, v_descale=dv)
+
+    plain, rotated = (relative_rmse(fp8_attention(rotate), ref) for rotate in (False, True))
+    assert rotated < plain, f"relative RMSE {rotated:.4f} with the rotation, {plain:.4f} without"
+
+
+def test_quantize_fp8_and_rotate_compile_capture_and_opcheck(cuda):
+    torch = cuda
+    torch._dynamo.reset()
+    torch.manual_seed(16)
+    q = torch.randn(2, 256, 8, 128, dtype=torch.bfloat16, device="cuda")
+    k, v = (torch.randn(2, 256, 2, 128, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+
+    def step(q, k, v):
+        q8, dq = flashcore.quantize_fp8(q, descale_heads=2, rotate=True, rotation_seed=5)
+        k8, dk = flashcore.quantize_fp8(k, rotate=True, rotation_seed=5)
+        v8, dv = flashcore.quantize_fp8(v)
+        return flashcore.attention(q8, k8, v8, causal=True, q_descale=dq, k_descale=dk, v_descale=dv)
+
+    eager = step(q, k, v)
+    compiled = torch.compile(step, fullgraph=True)(q, k, v)
+    assert bit_equal(eager, compiled)
+    explanation = torch._dynamo.explain(step)(q, k, v)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0
+    side = torch.cuda.Stream()   # the kernels compiled above; one more call on a side stream first
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step(q, k, v)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):   # compiled above; the amax scratch comes from the stream's pool
+        captured = step(q, k, v)
+    for _ in range(2):
+        q.copy_(torch.randn_like(q))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert bit_equal(captured, step(q, k, v))
+    torch.library.opcheck(torch.ops.flashcore.rotate.default, (q, 5))
+    # NOTE: no opcheck of quantize_fp8: its checks compare float8_e4m3fn outputs, which torch does not
+    # implement everywhere (see test_fp8_kv_compiles_and_captures)

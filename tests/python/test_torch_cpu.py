@@ -10,7 +10,7 @@ import re
 import pytest
 
 import flashcore
-from flashcore import ArgumentError
+from flashcore import ArgumentError, FlashCoreError
 
 CASES = [   # (q shape, k/v shape, causal, return_lse): GQA, Sq != Sk both ways, decode
     ((2, 128, 8, 64), (2, 128, 8, 64), False, False),
@@ -310,6 +310,222 @@ def test_merge_bad_inputs_are_argument_errors(torch, what, mutate, message):
     cpu = torch.zeros(2, 100, 8, 128, dtype=torch.bfloat16)
     with pytest.raises(ArgumentError, match="runs on CUDA tensors"):
         flashcore.merge(cpu, torch.zeros(2, 8, 100), cpu, torch.zeros(2, 8, 100))
+
+
+def test_quantize_and_rotate_ops_are_registered_with_their_schemas(torch):
+    assert str(torch.ops.flashcore.quantize_fp8.default._schema) == (
+        'flashcore::quantize_fp8(Tensor x, Tensor? descale=None, SymInt descale_heads=0, '
+        'str scaling="head", bool rotate=False, SymInt rotation_seed=0, Tensor? cu_seqlens=None, '
+        'SymInt max_seqlen=0) -> (Tensor, Tensor)')
+    assert str(torch.ops.flashcore.rotate.default._schema) == (
+        "flashcore::rotate(Tensor x, SymInt rotation_seed=0) -> Tensor")
+
+
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+def test_quantize_fp8_and_rotate_fake_kernels_shapes_and_dtypes(torch, dtype_name):
+    dtype = getattr(torch, dtype_name)
+    for make in ("meta", "fake cuda"):
+        device = "meta" if make == "meta" else "cuda"
+        with (contextlib.nullcontext() if make == "meta" else fake_cuda(torch)):
+            x = torch.empty(2, 300, 8, 128, dtype=dtype, device=device)
+            transposed = torch.empty(2, 8, 300, 128, dtype=dtype, device=device).transpose(1, 2)
+            packed = torch.empty(1000, 8, 128, dtype=dtype, device=device)
+            cu_seqlens = torch.zeros(4, dtype=torch.int32, device=device)
+            for tensor, options, descale_shape in [
+                (x, {}, (2, 8)),
+                (x, dict(descale_heads=2, rotate=True, rotation_seed=2**64 - 1), (2, 2)),
+                (transposed, dict(scaling="tensor", descale_heads=1), (2, 1)),
+                (packed, dict(cu_seqlens=cu_seqlens, max_seqlen=400, descale_heads=4), (3, 4)),
+            ]:
+                x8, descale = flashcore.quantize_fp8(tensor, **options)
+                assert x8.shape == tensor.shape and x8.dtype == torch.float8_e4m3fn and x8.is_contiguous()
+                assert descale.shape == descale_shape and descale.dtype == torch.float32, options
+                assert x8.device == tensor.device and descale.device == tensor.device
+            given = torch.ones(2, 2, dtype=torch.float32, device=device)
+            x8, descale = flashcore.quantize_fp8(x, descale_heads=2, scaling="given", descale=given)
+            assert descale is given and x8.shape == x.shape   # returned as is
+            for tensor in (x, transposed, packed):
+                rotated = flashcore.rotate(tensor, rotation_seed=7)
+                assert rotated.shape == tensor.shape and rotated.dtype == dtype and rotated.is_contiguous()
+
+
+def test_quantize_then_fp8_attention_traces_as_one_graph(torch):
+    def step(q, k, v):   # q and k rotated alike, v not; FP8 attention on the three
+        q8, dq = flashcore.quantize_fp8(q, descale_heads=k.shape[2], rotate=True, rotation_seed=5)
+        k8, dk = flashcore.quantize_fp8(k, rotate=True, rotation_seed=5)
+        v8, dv = flashcore.quantize_fp8(v)
+        return flashcore.attention(q8, k8, v8, causal=True, q_descale=dq, k_descale=dk, v_descale=dv)
+
+    torch._dynamo.reset()
+    q = meta(torch, (2, 256, 8, 128), torch.bfloat16)
+    k = meta(torch, (2, 256, 2, 128), torch.bfloat16)
+    explanation = torch._dynamo.explain(step)(q, k, k)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0, explanation
+    for backend in ("aot_eager", "inductor"):
+        torch._dynamo.reset()
+        out = torch.compile(step, fullgraph=True, backend=backend)(q, k, k)
+        assert out.shape == q.shape and out.dtype == torch.bfloat16
+    torch._dynamo.reset()
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager", dynamic=True)
+    for seqlen in (128, 200, 333):
+        q = meta(torch, (2, seqlen, 8, 128), torch.bfloat16)
+        k = meta(torch, (2, seqlen, 2, 128), torch.bfloat16)
+        assert compiled(q, k, k).shape == q.shape
+
+    def rotate_q(q, seed):   # a 16-bit q beside an FP8 cache
+        return flashcore.rotate(q, rotation_seed=seed) * 2
+
+    torch._dynamo.reset()
+    explanation = torch._dynamo.explain(rotate_q)(q, 3)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0, explanation
+
+
+def quantize_bad_calls(torch, x, cu_seqlens):
+    """(name, call, message) for each kind of bad argument of quantize_fp8 and rotate, x a
+    [2, 100, 8, 128] bfloat16 tensor and cu_seqlens an int32 [3] one on the same device."""
+    quantize, rotate = flashcore.quantize_fp8, flashcore.rotate
+    packed = x.reshape(200, 8, 128)
+    return [
+        ("float32", lambda: quantize(x.float()), "x is torch.float32: float16 and bfloat16 are quantized"),
+        ("3-D dense", lambda: quantize(x[0]), "x must be 4-D [batch, seq, heads, head_dim], not (100, 8, "
+                                              "128) (3-D [total_tokens, heads, head_dim] is a varlen "
+                                              "batch's: pass cu_seqlens and max_seqlen)"),
+        ("4-D varlen", lambda: quantize(x, cu_seqlens=cu_seqlens, max_seqlen=100),
+         "x must be 3-D [total_tokens, heads, head_dim]"),
+        ("last dim strided", lambda: quantize(x.transpose(2, 3)),
+         "x: the last dimension must be contiguous (stride 1), not stride 128"),
+        ("descale_heads", lambda: quantize(x, descale_heads=3), "descale_heads (3) must divide heads (8)"),
+        ("descale_heads 0", lambda: quantize(x, descale_heads=0), "descale_heads must be a positive int"),
+        ("scaling", lambda: quantize(x, scaling="channel"), "scaling must be 'head'"),
+        ("given without descale", lambda: quantize(x, scaling="given", descale_heads=2),
+         "scaling='given' reads descale: pass a float32 [batch, descale_heads] = [2, 2] tensor"),
+        ("given descale shape", lambda: quantize(x, scaling="given", descale_heads=2,
+                                                 descale=x.new_ones(2, 8, dtype=torch.float32)),
+         "descale must be a contiguous float32 [batch, descale_heads] = [2, 2], not (2, 8)"),
+        ("given descale dtype", lambda: quantize(x, scaling="given", descale=x.new_ones(2, 8)),
+         "descale must be a contiguous float32 [batch, descale_heads] = [2, 8], not (2, 8) torch.bfloat16"),
+        ("descale without given", lambda: quantize(x, descale=x.new_ones(2, 8, dtype=torch.float32)),
+         "descale is read with scaling='given' only"),
+        ("descale a list", lambda: quantize(x, scaling="given", descale=[1.0]),
+         "descale must be a torch.Tensor, not list"),
+        ("cu_seqlens int64", lambda: quantize(packed, cu_seqlens=cu_seqlens.long(), max_seqlen=100),
+         "cu_seqlens must be 1-D int32 [batch + 1]"),
+        ("varlen without max_seqlen", lambda: quantize(packed, cu_seqlens=cu_seqlens),
+         "a varlen x needs max_seqlen"),
+        ("max_seqlen without cu_seqlens", lambda: quantize(x, max_seqlen=100),
+         "max_seqlen belongs to a varlen x: pass it with cu_seqlens"),
+        ("max_seqlen a tensor", lambda: quantize(packed, cu_seqlens=cu_seqlens, max_seqlen=cu_seqlens[1]),
+         "max_seqlen must be a Python int, not a tensor"),
+        ("negative seed", lambda: quantize(x, rotate=True, rotation_seed=-1),
+         "rotation_seed must be an int in [0, 2**64) (a uint64), not -1"),
+        ("seed past uint64", lambda: rotate(x, rotation_seed=2**64), "rotation_seed must be an int in [0, 2**64)"),
+        ("seed a float", lambda: rotate(x, rotation_seed=1.5), "rotation_seed must be an int"),
+        ("rotate float32", lambda: rotate(x.float()), "x is torch.float32: float16 and bfloat16 are rotated"),
+        ("rotate 2-D", lambda: rotate(x[0, 0]), "x must be 4-D [batch, seq, heads, head_dim] or 3-D"),
+        ("rotate strided", lambda: rotate(x.transpose(2, 3)), "x: the last dimension must be contiguous"),
+        ("not a tensor", lambda: quantize([1.0]), "x must be a torch.Tensor, not list"),
+    ]
+
+
+@pytest.mark.parametrize("device", ["meta", "cpu"])
+def test_quantize_bad_inputs_are_argument_errors(torch, device):
+    x = torch.zeros(2, 100, 8, 128, dtype=torch.bfloat16, device=device)
+    cu_seqlens = torch.tensor([0, 100, 200], dtype=torch.int32, device=device)
+    for name, call, message in quantize_bad_calls(torch, x, cu_seqlens):
+        with pytest.raises(ArgumentError) as caught:
+            call()
+        assert message in str(caught.value), (name, str(caught.value))
+
+
+def test_quantize_on_cpu_tensors_is_refused_with_a_clear_message(torch):
+    x = torch.zeros(2, 100, 8, 128, dtype=torch.bfloat16)
+    with pytest.raises(ArgumentError, match="x is on cpu: flashcore.quantize_fp8 runs on CUDA tensors"):
+        flashcore.quantize_fp8(x)
+    with pytest.raises(ArgumentError, match="x is on cpu: flashcore.rotate runs on CUDA tensors"):
+        flashcore.rotate(x)
+    cu_seqlens = torch.tensor([0, 100, 200], dtype=torch.int32)
+    with pytest.raises(ArgumentError, match="cu_seqlens is on cpu but x is on meta"):
+        flashcore.quantize_fp8(meta(torch, (200, 8, 128), torch.bfloat16), cu_seqlens=cu_seqlens,
+                               max_seqlen=100)
+
+
+def test_quantize_bad_inputs_fail_at_trace_time_under_compile(torch):
+    torch._dynamo.reset()
+
+    def call(x):
+        return flashcore.quantize_fp8(x, descale_heads=3)
+
+    with pytest.raises(Exception) as caught:
+        torch.compile(call, fullgraph=True, backend="eager")(meta(torch, (2, 100, 8, 128)))
+    assert "descale_heads (3) must divide heads (8)" in str(caught.value)
+
+
+class DeviceBuffer:
+    """What Context.quantize reads of a tensor (shape, strides, dtype, pointer); the pointer is never
+    dereferenced: the library's rules only look at it, and a FC_DEVICE_NONE context launches nothing."""
+
+    def __init__(self, shape, dtype, pointer, strides=None):
+        self.shape, self.dtype, self.device, self.pointer = tuple(shape), dtype, "cuda", pointer
+        packed = [1] * len(self.shape)
+        for dim in range(len(self.shape) - 2, -1, -1):
+            packed[dim] = packed[dim + 1] * self.shape[dim + 1]
+        self.strides = tuple(strides or packed)
+
+    def stride(self, dim=None):
+        return self.strides if dim is None else self.strides[dim]
+
+    def data_ptr(self):
+        return self.pointer
+
+
+def test_context_quantize_fills_the_struct_the_library_reads():
+    """Context.quantize's struct reaches fc_quantize's rules field by field (src/flashcore.h): each
+    rule it breaks names the field it set, and a valid problem gets past them all (to the device a
+    FC_DEVICE_NONE context lacks)."""
+    import ctypes
+
+    from flashcore import _binding
+
+    params = _binding.QuantizeParams()   # as large as the C struct: its initializer fills sizeof of it
+    _binding.load_library().fc_quantize_params_init(ctypes.byref(params))
+    assert params.struct_size == ctypes.sizeof(params) == _binding.QuantizeParams.max_seqlen.offset + 8
+    assert (params.out_dtype, params.scaling, params.rotate) == (_binding.FC_E4M3, _binding.FC_SCALE_PER_HEAD, 0)
+    shape = (2, 100, 8, 128)
+    x = DeviceBuffer(shape, "torch.bfloat16", 0x10000)
+    x8 = DeviceBuffer(shape, "torch.float8_e4m3fn", 0x20000)
+    descale = DeviceBuffer((2, 2), "torch.float32", 0x30000)
+    with flashcore.Context(flashcore.FC_DEVICE_NONE) as context:
+        def refusal(*args, **kwargs):
+            with pytest.raises(FlashCoreError) as caught:
+                context.quantize(*args, **kwargs)
+            return caught.value.status, caught.value.message
+
+        past_the_rules = ("FC_ERR_NO_DEVICE", "this context has no GPU (it was created with FC_DEVICE_NONE)")
+        assert refusal(x, x8, descale, 2) == past_the_rules
+        assert refusal(x, x8, descale, 2, "tensor", True, 2**64 - 1) == past_the_rules
+        assert refusal(x, DeviceBuffer(shape, "torch.bfloat16", 0x20000), None, 0, "head", True) == past_the_rules
+        status, message = refusal(x, x8, descale, 3)
+        assert status == "FC_ERR_INVALID_ARG" and "descale_heads (3) must divide heads (8)" in message
+        status, message = refusal(DeviceBuffer((2, 100, 8, 24), "torch.bfloat16", 0x10000),
+                                  DeviceBuffer((2, 100, 8, 24), "torch.float8_e4m3fn", 0x20000), descale)
+        assert status == "FC_ERR_UNSUPPORTED" and "head_dim 24 is not supported" in message
+        status, message = refusal(x, DeviceBuffer(shape, "torch.bfloat16", 0x20000), None)
+        assert "a 16-bit out_dtype only rotates" in message
+        status, message = refusal(x, DeviceBuffer(shape, "torch.bfloat16", 0x20000), None, 0, "tensor", True)
+        assert "scaling is FP8's" in message
+        status, message = refusal(DeviceBuffer(shape, "torch.bfloat16", 0x10000, (102400, 1056, 132, 1)),
+                                  x8, descale, 2)
+        assert "in_stride[2] (head) is 132" in message
+        status, message = refusal(x, DeviceBuffer(shape, "torch.float8_e4m3fn", 0x20008), descale, 2)
+        assert "out (0x20008) must be 16-byte aligned" in message
+        packed = DeviceBuffer((300, 8, 128), "torch.bfloat16", 0x10000)
+        packed8 = DeviceBuffer((300, 8, 128), "torch.float8_e4m3fn", 0x20000)
+        cu_seqlens = DeviceBuffer((3,), "torch.int32", 0x40000)
+        assert refusal(packed, packed8, descale, 2, cu_seqlens=cu_seqlens, max_seqlen=200) == past_the_rules
+        status, message = refusal(packed, packed8, descale, 2, cu_seqlens=cu_seqlens, max_seqlen=500)
+        assert "max_seqlen (500) is more than seqlen (300), the total token count" in message
+        with pytest.raises(ArgumentError, match="scaling must be one of 'head', 'tensor', 'given'"):
+            context.quantize(x, x8, descale, 2, "channel")
 
 
 def naive_attention(torch, q, k, v, causal, scale, window, sinks, softcap):
