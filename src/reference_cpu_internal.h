@@ -90,6 +90,9 @@ struct fc_row_reference {
      * most 2^8 below its running max, fwd_sm90.cuh) can move each output, P_ROUNDING_BOUND below. */
     double *p_bound;
     double native_lse;            /* the math path's LSE (fp32 logsumexp of its scores) */
+    /* FP8 attention: how far FP8 WGMMA's accumulation of the scores can move the LSE, at most
+     * (FC_FP8_ACCUMULATION_ROUNDING below); else 0 */
+    double lse_bound;
 };
 
 /** The error rounding each P_j to e4m3 can bring to output column d of a row, at most: a normal
@@ -98,6 +101,13 @@ struct fc_row_reference {
  *  |O~_d - O_d| <= 2^-4 sum_j w_j |v_jd| + 2^-18 sum_j |v_jd| (w_j the exact softmax weights). */
 #define FC_P_RELATIVE_ROUNDING 0.0625
 #define FC_P_ABSOLUTE_ROUNDING 3.814697265625e-06   /* 2^-18 */
+
+/** FP8 WGMMA adds each k-step of 32 e4m3 products into an accumulator that keeps about 14 bits
+ *  (DeepSeek-V3's measurement on Hopper), so each step can lose 2^-14 of what has accumulated, at
+ *  most sum_d |q_d k_d|: a score is off by at most ceil(head_dim / 32) 2^-14 scale sum_d |q_d k_d|
+ *  (a softcap's tanh only shrinks that), and the LSE, a smooth maximum of the scores, by at most
+ *  the largest of those over the row's keys. */
+#define FC_FP8_ACCUMULATION_ROUNDING 6.103515625e-05   /* 2^-14 a k-step */
 
 /** Computes row (batch b, query head h, query row i of sequence b: i < its len_q). scratch: 2 *
  *  seqlen_k doubles. */
@@ -113,6 +123,8 @@ struct fc_error_stats {
     /* FP8 attention (rows with p_bound): max |out - ref| - p_bound, judged in max_error's place */
     int p_bounded;
     double max_excess;
+    /* FP8 attention: max |lse - ref| - lse_bound, judged in max_lse_error's place */
+    double max_lse_excess;
     long long rows;
     long long bad_rows;           /* rows (or elements) that broke a rule: NaN/Inf, unwritten,
                                      written outside the tensor, a keyless row not 0 */

@@ -581,6 +581,29 @@ static void compare_with_dequantized(const struct setup *s, const struct setup *
             }
 }
 
+/* FP8 attention's LSE rule: its error past the accumulation bound (lse_bound), within 1e-3 or twice
+ * PyTorch's own; a 16-bit problem's error itself within 1e-3, whatever the bound. */
+static void test_fp8_lse_is_judged_past_its_accumulation_bound(void **state)
+{
+    (void)state;
+    struct fc_error_stats e;
+    memset(&e, 0, sizeof e);
+    e.p_bounded = 1;
+    e.native_lse_error = 1e-4;
+    e.max_lse_error = 5e-3;          /* more than 1e-3 ... */
+    e.max_lse_excess = -1e-3;        /* ... but within the bound */
+    assert_true(fc_error_passes(&e));
+    e.max_lse_excess = 2e-3;         /* past the bound by more than 1e-3 */
+    assert_false(fc_error_passes(&e));
+    e.native_lse_error = 2e-3;       /* PyTorch's own error twice over covers it */
+    assert_true(fc_error_passes(&e));
+    e.p_bounded = 0;                 /* 16 bits: no bound */
+    e.max_lse_excess = -1.0;
+    assert_false(fc_error_passes(&e));
+    e.max_lse_error = 5e-4;
+    assert_true(fc_error_passes(&e));
+}
+
 /* FP8 K/V: the fp64 answer is attention on descale x e4m3 (flashcore.h's words, written out here),
  * per (batch, K/V head) descales and none (1), with windows, sinks and softcaps; the native emulation
  * is PyTorch's on K and V dequantized into bf16; with descales that are powers of two every
@@ -626,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_e4m3_every_code_round_trips),
         cmocka_unit_test(test_e4m3_rounds_to_nearest_even_and_saturates),
         cmocka_unit_test(test_fp8_kv_is_attention_on_the_dequantized_values),
+        cmocka_unit_test(test_fp8_lse_is_judged_past_its_accumulation_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
