@@ -135,7 +135,7 @@ __device__ __forceinline__ void store_output(const fc_kernel_args &args, int bat
 
 // store_output for one sequence (VARLEN variants): its rows start at seq.q_row0 in out, only its
 // len_q rows are written, and the LSE is at Sequence::lse_row0's index.
-template <typename T, int M_TILES, int D_TILES, int N_TILES, bool FP8_ORDER = false>
+template <typename T, int M_TILES, int D_TILES, int N_TILES, bool FP8_ORDER = false, bool OUT_SCALED = FP8_ORDER>
 __device__ __forceinline__ void store_sequence_output(const fc_kernel_args &args, const Sequence &seq, int batch,
                                                       int head, int first_row, const float (&o)[M_TILES][D_TILES][4],
                                                       const OnlineSoftmax<M_TILES, N_TILES> &softmax,
@@ -156,7 +156,7 @@ __device__ __forceinline__ void store_sequence_output(const fc_kernel_args &args
             float row_max = softmax.row_max[m][h], sum = softmax.row_sum[m][h], scale = 1.f;
             if (sinks)
                 scale = fold_sink(row_max, sum, sink);
-            const float inverse = sum > 0.f ? (FP8_ORDER ? scale * out_scale : scale) / sum : 0.f;
+            const float inverse = sum > 0.f ? (OUT_SCALED ? scale * out_scale : scale) / sum : 0.f;
             store_row<T, FP8_ORDER>(out + row * args.o_stride[1], o[m], h, inverse, lane);
             if (args.lse && lane % 4 == 0)
                 args.lse[seq.lse_row0 + static_cast<long long>(head) * args.seqlen_q + row] =

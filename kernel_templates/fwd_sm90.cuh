@@ -50,7 +50,8 @@
 // consumers' registers) overlap the work of the blocks beside it; the K/V ring and its barriers'
 // phases run on across blocks (PERF_NOTES v10).
 //
-// With FP8 (FP8 attention: Q, K and V e4m3, O in T; dense, warp-specialized), both products run on
+// With FP8 (FP8 attention: Q, K and V e4m3, O in T; warp-specialized; dense or VARLEN, whose last
+// staged V tile the producer clears past the sequence: clear_staged_tail), both products run on
 // WGMMA's e4m3 form (k = 32 bytes), which takes only K-major operands: Q and K are as above, but V
 // arrives by TMA (rows of keys) into a staging ring, and the producer warpgroup's 128 threads transpose
 // each tile into the V^T slot P V reads (rows of head dims; transpose_v), then fence the proxies and
@@ -194,8 +195,8 @@ struct Sm90Forward {
     static_assert(HEAD_DIM % (COLUMNS / 2) == 0 && HEAD_DIM <= 256, "head_dim: whole 64-byte half lines, up to 256");
     static_assert(!PAGED || HEAD_DIM == PADDED_DIM, "a paged cache's boxes and gathered rows are whole lines");
     static_assert(FP8 || V_WIDTH % V_COLUMNS == 0, "whole V blocks");
-    static_assert(!FP8 || (SPECIALIZED && HEAD_DIM % 64 == 0 && !VARLEN),
-                  "FP8: dense, warp-specialized, head_dim 64, 128, 192 or 256");
+    static_assert(!FP8 || (SPECIALIZED && HEAD_DIM % 64 == 0 && !PAGED),
+                  "FP8: not paged, warp-specialized, head_dim 64, 128, 192 or 256");
     static_assert(BLOCK_N == 64 || BLOCK_N == 128, "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T)");
     static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "one to three warpgroups of 64 rows");
     static_assert(WARPS == 4 * CONSUMERS || SPECIALIZED, "4 warps per consumer warpgroup, plus 4 for a producer");
@@ -454,7 +455,11 @@ struct Sm90Forward {
     __device__ __forceinline__ void store(const float (&padded)[1][D_TILES][4], const OnlineSoftmax<1, N_TILES> &softmax)
     {
         const float(&o)[1][OUT_TILES][4] = reinterpret_cast<const float(&)[1][OUT_TILES][4]>(padded);
-        if constexpr (VARLEN)
+        if constexpr (VARLEN && FP8)   // O times v_descale (the sequence's)
+            store_sequence_output<T, 1, OUT_TILES, N_TILES, false, true>(
+                base, sequence_of<PAGED>(base, seqlens(), batch), batch, head, row0 + warp * 16, o, softmax,
+                kv_descale(base.v_descale, base, batch, kv_head));
+        else if constexpr (VARLEN)
             store_sequence_output<T>(base, sequence_of<PAGED>(base, seqlens(), batch), batch, head, row0 + warp * 16, o,
                                      softmax);
         else if constexpr (FP8)   // O times v_descale
@@ -718,30 +723,57 @@ struct Sm90Forward {
     // share of tile t into the V^T slot once the consumers released it, fences the proxies (WGMMA
     // reads what ordinary stores wrote) and arrives on the slot's full barrier and the staging slot's
     // empty one. ring: as produce's.
-    __device__ __forceinline__ void load_kv_fp8(const Barriers &b, int t, int i)
+    // VARLEN: from the sequence's rows (origin), as load_tile's.
+    __device__ __forceinline__ void load_kv_fp8(const Barriers &b, int t, int i, const SequenceTmaOrigin &origin)
     {
         const int round = i / STAGES, staged = i / VS_STAGES;
         if (round > 0)
             mbarrier_wait(b.slot(b.k_empty, i), (round - 1) & 1);
         mbarrier_arrive_expect_tx(b.slot(b.k_full, i), KV_BYTES);
-        load_tile(args.k_map, k_tile(i % STAGES), t, b.slot(b.k_full, i));
+        load_tile(args.k_map, k_tile(i % STAGES), t, b.slot(b.k_full, i), origin);
         if (staged > 0)
             mbarrier_wait(b.staging(b.vs_empty, i), (staged - 1) & 1);
         mbarrier_arrive_expect_tx(b.staging(b.vs_full, i), KV_BYTES);
-        load_tile(args.v_map, vs_tile(i % VS_STAGES), t, b.staging(b.vs_full, i));
+        load_tile(args.v_map, vs_tile(i % VS_STAGES), t, b.staging(b.vs_full, i), origin);
     }
-    __device__ __forceinline__ void produce_fp8(const Barriers &b, int tiles, int ring, unsigned p)
+
+    // FP8, VARLEN, producer thread p, once staged V of the CTA's last tile t has arrived at src: its
+    // rows past the sequence's keys (other tokens, NaN allowed: see clear_tail_rows, the 16-bit
+    // kernels' form of this) become zeros before the transpose reads them, then the producer
+    // warpgroup meets (the transposes read other threads' lines). The condition is the CTA's. The
+    // staged tile is K's layout (column blocks of BLOCK_N 128-byte lines): row r of a block is line r
+    // whatever the swizzle. The producer's fence before its V^T arrival also orders these stores
+    // before the next TMA write into the slot.
+    __device__ __forceinline__ void clear_staged_tail(int t, unsigned src, unsigned p)
+    {
+        const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+        const int valid = mask.seqlen_k() - key0;   // the tile's rows inside the sequence
+        if (valid >= BLOCK_N)
+            return;
+        constexpr int LINE_CHUNKS = SWIZZLE_BYTES / 16, CHUNKS = COLUMN_BLOCKS * BLOCK_N * LINE_CHUNKS;
+        for (int i = p; i < CHUNKS; i += PRODUCER_THREADS)
+            if (i / LINE_CHUNKS % BLOCK_N >= valid)
+                st_shared_zero16(src + 16 * i);
+        constexpr int STAGED_CLEAR_BARRIER = TURN_BARRIER + CONSUMERS + 1;   // after the consumers' (clear_tail_rows)
+        named_barrier_sync(STAGED_CLEAR_BARRIER, PRODUCER_THREADS);
+    }
+
+    __device__ __forceinline__ void produce_fp8(const Barriers &b, int tiles, int ring, unsigned p,
+                                                const SequenceTmaOrigin &origin = {})
     {
         if (p == 0) {
-            load_q(b.q);
+            load_q(b.q, origin);
             if (tiles > 0)
-                load_kv_fp8(b, 0, ring);
+                load_kv_fp8(b, 0, ring, origin);
         }
         for (int t = 0; t < tiles; t++) {
             const int i = ring + t, round = i / STAGES;
             if (p == 0 && t + 1 < tiles)
-                load_kv_fp8(b, t + 1, i + 1);
+                load_kv_fp8(b, t + 1, i + 1, origin);
             mbarrier_wait(b.staging(b.vs_full, i), (i / VS_STAGES) & 1);
+            if constexpr (VARLEN)
+                if (t == tiles - 1)
+                    clear_staged_tail(t, vs_tile(i % VS_STAGES), p);
             if (round > 0)
                 mbarrier_wait(b.slot(b.v_empty, i), (round - 1) & 1);
             transpose_v(vs_tile(i % VS_STAGES), v_tile(i % STAGES), p);
@@ -913,7 +945,7 @@ struct Sm90Forward {
             // VARLEN: before this consumer's turn. NOTE: no deadlock with ping-pong: every consumer
             // has taken its turns of the loop (each needs only the previous consumer's turn of the
             // same tile, passed before that one got here), and the final turns come after the clear.
-            if constexpr (VARLEN)
+            if constexpr (VARLEN && !FP8)   // FP8: the producer cleared staged V (clear_staged_tail)
                 clear_tail_rows(tiles - 1, b.stage(last));
             turn_begin();
             rescale_output(o, correction);
@@ -966,7 +998,10 @@ struct Sm90Forward {
         if (group == CONSUMERS) {   // the producer warpgroup: one thread issues (PAGED: one warp), the rest leave
             registers_release<PRODUCER_REGISTERS>();
             if constexpr (FP8) {   // every thread transposes V
-                produce_fp8(b, tiles, 0, threadIdx.x - CONSUMER_THREADS);
+                SequenceTmaOrigin origin{};   // VARLEN: where the sequence's rows start
+                if constexpr (VARLEN)
+                    origin = sequence_tma_origin<PAGED>(seqlens(), batch);
+                produce_fp8(b, tiles, 0, threadIdx.x - CONSUMER_THREADS, origin);
                 return;
             }
             if constexpr (PAGED) {   // threads 0-63 of the warpgroup load K, 64-127 V

@@ -108,10 +108,10 @@ static int check(const struct fc_variant *v, char *why, size_t size)
                                v->head_dim);
     if (v->block_n != 64 && v->block_n != 128)
         return fc_variant_fail(why, size, "the sm90 kernel takes block_n 64 or 128, not %d", v->block_n);
-    if (v->q_fp8 && (v->head_dim % 64 || !specialized(v) || v->varlen))
+    if (v->q_fp8 && (v->head_dim % 64 || !specialized(v) || v->paged))
         return fc_variant_fail(why, size, "the sm90 kernel's FP8 attention takes head_dim 64, 128, 192 or 256, the "
-                               "warp-specialized schedule (its producer warpgroup transposes V) and a dense batch; not "
-                               "head_dim %d, %d warps%s", v->head_dim, v->warps, v->varlen ? ", per-sequence lengths" : "");
+                               "warp-specialized schedule (its producer warpgroup transposes V) and no paged cache; not "
+                               "head_dim %d, %d warps%s", v->head_dim, v->warps, v->paged ? ", a paged cache" : "");
     if (v->block_m != 64 && v->block_m != 128 && v->block_m != 192)
         return fc_variant_fail(why, size, "the sm90 kernel takes one to three warpgroups of 64 rows, not block_m %d",
                                v->block_m);
@@ -212,8 +212,9 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
             *why_not = "the Hopper kernel's FP8 attention takes head_dim 64, 128, 192 or 256 (whole 64-byte lines)";
             return NULL;
         }
-        if (fc_problem_per_sequence(problem)) {
-            *why_not = "the Hopper kernel's FP8 attention takes dense batches so far (no varlen, seqused_k or pages)";
+        if (problem->paged) {
+            *why_not = "the Hopper kernel's FP8 attention takes no paged cache so far (its V goes through a staging "
+                       "ring that only TMA boxes of whole tiles fill)";
             return NULL;
         }
         defaults(v);
@@ -226,6 +227,10 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         }
         if (fc_variant_check(v, NULL, 0))
             return NULL;
+        if (v->varlen)
+            return "sm90 kernel: FP8 attention on WGMMA e4m3 (V transposed in shared memory, P rounded to e4m3), "
+                   "warp-specialized, with per-sequence lengths (keys past a sequence's end masked, their staged "
+                   "V rows zeroed)";
         return "sm90 kernel: FP8 attention on WGMMA e4m3 (V transposed in shared memory, P rounded to e4m3), "
                "warp-specialized, persistent grid";
     }
@@ -332,10 +337,10 @@ static int kernel_type(const struct fc_variant *v, char *out, size_t size)
     /* the VARLEN, PAGED and PERSISTENT arguments only where set (PERSISTENT: neither of the others):
      * the other variants' source (and cache key) stays */
     if (v->q_fp8)   /* every switch spelled out: FP8 is the last */
-        return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s, false, false, %s, true>",
+        return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s, %s, false, %s, true>",
                         fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                         v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
-                        v->softcap ? "true" : "false", persistent(v) ? "true" : "false");
+                        v->softcap ? "true" : "false", v->varlen ? "true" : "false", persistent(v) ? "true" : "false");
     return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",

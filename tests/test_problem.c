@@ -1319,13 +1319,25 @@ static void test_fp8_attention(void **state)
     assert_int_equal(plan.variant.family, FC_KERNEL_REFERENCE);
     fc_plan_explain(&plan, explained, sizeof explained);
     assert_non_null(strstr(explained, "head_dim 64, 128, 192 or 256"));
-    p = varlen_params();
+    p = varlen_params();   /* a varlen batch: the sm90 kernel's per-sequence form */
+    p.dtype = FC_E4M3;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
+    assert_true(plan.variant.varlen && plan.variant.q_fp8);
+    assert_non_null(strstr(plan.reason, "per-sequence lengths"));
+    assert_int_equal(fc_variant_check(&plan.variant, msg, sizeof msg), 0);
+    struct fc_variant varlen_fp8 = plan.variant;
+    p = paged_params();   /* a paged cache: the reference kernel, with the sm90 kernel's reason */
     p.dtype = FC_E4M3;
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_int_equal(plan.variant.family, FC_KERNEL_REFERENCE);
     fc_plan_explain(&plan, explained, sizeof explained);
-    assert_non_null(strstr(explained, "dense batches"));
+    assert_non_null(strstr(explained, "no paged cache"));
+    varlen_fp8.paged = 1;
+    assert_int_equal(fc_variant_check(&varlen_fp8, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "no paged cache"));
     /* the variant rules: sm80 and decode refuse an FP8 q, sm90 its other tiles */
     struct fc_variant v = plan.variant;
     v.family = FC_KERNEL_SM80;

@@ -113,11 +113,12 @@ def test_fp8_attention_plans_from_shapes_without_a_gpu(head_dim, family):
 
 
 @needs_fp8_attention
-def test_fp8_attention_varlen_plans_the_reference_kernel():
+def test_fp8_attention_varlen_plans_the_hopper_kernel():
     plan = flashcore.plan((3000, 8, 128), (3000, 2, 128), (3000, 2, 128), dtype="e4m3", causal=True,
                           cu_seqlens_q=[0] * 4, cu_seqlens_k=[0] * 4, max_seqlen_q=1000,
                           max_seqlen_k=1000)
-    assert plan.kernel.startswith("reference_bf16_d128_causal_var_") and "_q8_" in plan.kernel, plan
+    assert plan.kernel.startswith("sm90_bf16_d128_causal_var_kv8_q8_"), plan
+    assert "per-sequence lengths" in plan.reason, plan
 
 
 @needs_fp8_attention
@@ -446,12 +447,20 @@ def test_check_reference_p_bound_against_loops(torch, causal, window, sinks):
     case = check.Case("bf16", 16, causal, check.Shape(2, 9, 6, 4, 2), window, sinks)
     sink_logits = check.make_sinks(case, "cpu")
     scale = check.effective_scale(case)
-    *_, has_key, bound, _ = check.reference(q.bfloat16(), k.bfloat16(), v.bfloat16(), causal, scale,
+    *_, has_key, bound, _, lse_bound = check.reference(q.bfloat16(), k.bfloat16(), v.bfloat16(), causal, scale,
                                             window=window, sinks=sink_logits, exact_kv=(k, v), exact_q=q,
                                             p_bound=True)
     expected = loop_p_bound(torch, q, k, v, causal, scale, window, sink_logits)
     assert torch.allclose(bound, expected, rtol=1e-9, atol=1e-15)
     assert bool((bound[:, ~has_key] == 0).all())
+    # the accumulation bound on the LSE: ceil(16 / 32) 2^-14 scale max_j sum_d |q_d k_jd| per row
+    group = q.shape[2] // k.shape[2]
+    for b in range(q.shape[0]):
+        for h in range(q.shape[2]):
+            products = q[b, :, h].abs() @ k[b, :, h // group].abs().T              # (Sq, Sk)
+            visible = check.visible_keys(q.shape[1], k.shape[1], causal, "cpu", window)
+            expected_row = products.masked_fill(~visible, 0).amax(dim=-1) * 2.0 ** -14 * scale
+            assert torch.allclose(lse_bound[b, h], expected_row, rtol=1e-9, atol=1e-18)
 
 
 def emulated_fp8_attention(torch, q8, k8, v8, scales, causal, scale, window, sinks, softcap):
