@@ -591,31 +591,50 @@ static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const
     return FCJIT_EXIT_OK;
 }
 
-/* FLOPs of a forward call: 4 B Hq Sq Sk D, halved for causal with Sq == Sk (FlashAttention's
- * convention); with a window, 4 B Hq D per (query, key) pair a row sees (src/mask.c). */
-static double forward_flops(const struct fc_attention_params *p)
+/* FLOPs of one sequence's attention: 4 Hq Sq Sk D, halved for causal with Sq == Sk (FlashAttention's
+ * convention); with a window, 4 Hq D per (query, key) pair a row sees (src/mask.c). */
+static double sequence_flops(const struct fc_attention_params *p, const struct fc_mask *mask, int seqlen_q,
+                             int seqlen_k)
 {
-    double flops = 4.0 * p->batch * p->heads_q * (double)p->seqlen_q * p->seqlen_k * p->head_dim;
+    const double flops = 4.0 * p->heads_q * (double)seqlen_q * seqlen_k * p->head_dim;
+    if (mask->window) {
+        double pairs = 0;
+        for (int i = 0; i < seqlen_q; i++) {
+            const struct fc_key_range keys = fc_mask_keys(mask, seqlen_q, seqlen_k, i, i + 1);
+            pairs += keys.end > keys.begin ? keys.end - keys.begin : 0;
+        }
+        return 4.0 * p->heads_q * p->head_dim * pairs;
+    }
+    return mask->causal && seqlen_q == seqlen_k ? flops / 2 : flops;
+}
+
+/* FLOPs of a forward call: each sequence's (a dense batch: batch of the same; varlen: each one's
+ * query and key counts; seqused_k: its keys). */
+static double forward_flops(const struct run_options *o)
+{
+    const struct fc_attention_params *p = &o->params;
     struct fc_problem problem;
     char msg[FC_MESSAGE_MAX];
     if (fc_problem_shape(p, &problem, msg, sizeof msg) != FC_OK)   /* checked before the run: not here */
-        return flops;
-    if (problem.mask.window) {
-        double pairs = 0;
-        for (int i = 0; i < p->seqlen_q; i++) {
-            const struct fc_key_range keys = fc_mask_keys(&problem.mask, p->seqlen_q, p->seqlen_k, i, i + 1);
-            pairs += keys.end - keys.begin;
-        }
-        return 4.0 * p->batch * p->heads_q * p->head_dim * pairs;
+        return 4.0 * p->batch * p->heads_q * (double)p->seqlen_q * p->seqlen_k * p->head_dim;
+    if (!o->count_q && !o->count_used)
+        return p->batch * sequence_flops(p, &problem.mask, p->seqlen_q, p->seqlen_k);
+    double flops = 0;
+    for (int b = 0; b < p->batch; b++) {
+        const int len_q = o->count_q ? o->lens_q[b] : p->seqlen_q;
+        int len_k = o->count_k ? o->lens_k[b] : o->count_q && !p->page_size ? o->lens_q[b] : p->seqlen_k;
+        if (o->count_used)
+            len_k = o->used_k[b];
+        flops += sequence_flops(p, &problem.mask, len_q, len_k);
     }
-    return problem.mask.causal && p->seqlen_q == p->seqlen_k ? flops / 2 : flops;
+    return flops;
 }
 
 static void report(const struct fcjit_globals *g, const struct run_options *o, const struct fc_plan_info *info,
                    const struct timings *t, const struct fc_error_stats *e, int checked, int passed)
 {
     const struct fc_attention_params *p = &o->params;
-    const double flops = forward_flops(p);
+    const double flops = forward_flops(o);
     double tflops = flops / (t->median_ms * 1e-3) / 1e12;
     /* K and V read once: what bounds decode-shaped problems */
     const int kv_fp8 = p->kv_dtype == FC_E4M3 || p->dtype == FC_E4M3, kv_bytes = kv_fp8 ? 1 : fc_dtype_bytes(p->dtype);
