@@ -34,12 +34,24 @@ of "all".
                                                     # bf16 or f16; judged on the dequantized
                                                     # inputs, PyTorch's own from them in bf16,
                                                     # plus the bound of P's rounding to e4m3
+    python3 tools/check.py --dtype e4m3 --quantize library --rotate --families sm90,reference
+                                                    # FP8 attention on q, k and v drawn in bf16 and
+                                                    # quantized by flashcore.quantize_fp8 (per
+                                                    # (batch, K/V head) descales; --rotate: q and k
+                                                    # rotated alike, a seed per case, v never);
+                                                    # judged on the dequantized (rotated) inputs
 
 FP8 attention's allowed error, per output element: 2 err_pt + 1e-5 (err_pt: PyTorch in bf16 on the
 dequantized q, k, v) plus the bound of the kernel's rounding of P to e4m3 (half an ulp of e4m3's 3
 mantissa bits, 2^-4 relative, and of its subnormal spacing under the row max's 2^8 scale, 2^-18
 absolute, over a row sum of at least 1): 2^-4 sum_j w_j |v_jd| + 2^-18 sum_j |v_jd|, w the exact
 softmax weights and v the dequantized values, j the row's visible keys.
+
+With --quantize library the library's quantization is also held to e4m3's rounding: each dequantized
+element of an unrotated tensor (v; q and k without --rotate) within 2^-4 |x| + 2^-10 descale of the
+drawn bf16 x; q . k from the dequantized q and k (on up to 64 query rows and 64 keys per head) within
+a relative RMS of QUANTIZED_SCORES_DRIFT of the drawn ones' (a rotation must keep the scores: q and k
+rotated alike); and with --rotate, q and k moved (the rotation applied).
 
 Prints one line per case and closes with the worst error / allowed and "N passed, M failed"; exits 1
 if any case failed.
@@ -77,6 +89,12 @@ P_ABSOLUTE_ROUNDING = 2.0 ** -18
 FP8_ACCUMULATION_ROUNDING = 2.0 ** -14
 OUT_PAD = 8               # extra head_dim columns around out in the "strided" layout
 REFERENCE_CHUNK_BYTES = 1 << 30   # float64 scores computed at once, per chunk of heads
+# --quantize library: q . k of the dequantized inputs against the drawn bf16 ones', as a relative RMS
+# (e4m3's rounding of q and k: about 0.035 for N(0, 1) values; q and k rotated apart: about 1.4), and
+# the least relative RMS distance of a rotated q or k from the drawn one (a rotation: about 1.4)
+QUANTIZED_SCORES_DRIFT = 0.15
+ROTATION_MOVES = 0.5
+SCORE_SAMPLES = 64        # query rows and keys per head on which the scores are compared
 
 
 class Shape(NamedTuple):
@@ -173,6 +191,8 @@ class Case(NamedTuple):
     softcap: Optional[float] = None
     kv_dtype: Optional[str] = None   # "e4m3": an FP8 KV cache; None: q's dtype
     q_dtype: Optional[str] = None    # "e4m3": FP8 attention (q, k and v e4m3, out dtype); None: dtype
+    quantize: Optional[str] = None   # FP8 attention: "library" (flashcore.quantize_fp8); None: ours
+    rotate: bool = False             # with quantize "library": q and k rotated alike before quantizing
 
     def describe(self):
         s = self.shape
@@ -181,10 +201,17 @@ class Case(NamedTuple):
                          f" sinks={self.sinks}" if self.sinks is not None else "",
                          f" softcap={self.softcap:g}" if self.softcap is not None else "",
                          f" kv={self.kv_dtype}" if self.kv_dtype else "",
-                         f" q/k/v={self.q_dtype}" if self.q_dtype else ""))
+                         f" q/k/v={self.q_dtype}" if self.q_dtype else "",
+                         self.quantization()))
         return (f"{self.dtype:<4} d{self.head_dim:<3} {'causal' if self.causal else 'full  '} "
                 f"b{s.batch} sq{s.seqlen_q:<4} sk{s.seqlen_k:<4} hq{s.heads_q} hkv{s.heads_kv} "
                 f"{s.layout:<7}{scale}{extra}")
+
+    def quantization(self):
+        """How the FP8 inputs were quantized, for describe (empty: quantize_e4m3, the default)."""
+        if self.quantize != "library":
+            return ""
+        return " quantized by the library" + (", rotated" if self.rotate else "")
 
 
 class Inputs(NamedTuple):
@@ -202,28 +229,30 @@ def torch_dtype(name):
     return {"f16": torch.float16, "bf16": torch.bfloat16}[name]
 
 
-def make_inputs(case, device):
-    """Fresh randn q, k, v and an output buffer laid out as case.shape.layout says."""
+def make_inputs(case, device, input_dtype=None):
+    """Fresh randn q, k, v and an output buffer laid out as case.shape.layout says. input_dtype: q,
+    k and v's torch dtype if not the case's (out's stays the case's)."""
     import torch
 
     s, d = case.shape, case.head_dim
-    options = {"dtype": torch_dtype(case.dtype), "device": device}
+    out_options = {"dtype": torch_dtype(case.dtype), "device": device}
+    options = out_options if input_dtype is None else {"dtype": input_dtype, "device": device}
     if s.layout == "packed":
         q = torch.randn(s.batch, s.seqlen_q, s.heads_q, d, **options)
         k = torch.randn(s.batch, s.seqlen_k, s.heads_kv, d, **options)
         v = torch.randn(s.batch, s.seqlen_k, s.heads_kv, d, **options)
-        out = torch.empty_like(q)
+        out = torch.empty_like(q, dtype=out_options["dtype"])
         return Inputs(q, k, v, out, out, None)
     if s.layout == "qkv":
         if s.seqlen_q != s.seqlen_k or s.heads_q != s.heads_kv:
             raise ValueError(f"layout qkv needs seqlen_q == seqlen_k and heads_q == heads_kv: {s}")
         q, k, v = torch.randn(s.batch, s.seqlen_q, 3, s.heads_q, d, **options).unbind(2)
-        out = torch.empty(s.batch, s.seqlen_q, s.heads_q, d, **options)
+        out = torch.empty(s.batch, s.seqlen_q, s.heads_q, d, **out_options)
         return Inputs(q, k, v, out, out, None)
     if s.layout == "strided":
         q = torch.randn(s.batch, s.heads_q, s.seqlen_q, d, **options).transpose(1, 2)
         k, v = torch.randn(s.batch, s.seqlen_k, 2, s.heads_kv, d, **options).unbind(2)
-        storage = torch.empty(s.batch, s.seqlen_q, s.heads_q, d + OUT_PAD, **options)
+        storage = torch.empty(s.batch, s.seqlen_q, s.heads_q, d + OUT_PAD, **out_options)
         return Inputs(q, k, v, storage[..., :d], storage, storage[..., d:])
     raise ValueError(f"unknown layout {s.layout!r}")
 
@@ -263,6 +292,111 @@ def e4m3_in_layout(quantized, like):
     placed = torch.empty_strided(like.shape, like.stride(), dtype=torch.float8_e4m3fn, device=like.device)
     placed.view(torch.uint8).copy_(quantized.view(torch.uint8))
     return placed
+
+
+class LibraryQuantized(NamedTuple):
+    """q, k and v as flashcore.quantize_fp8 quantized them (--quantize library)."""
+
+    codes: tuple      # (q8, k8, v8) in the case's layout
+    descales: dict    # {"q_descale": ..., "k_descale": ..., "v_descale": ...}, float32 [B, Hkv]
+    exact: tuple      # (q, k, v) dequantized, float64 [B, S, H, D] (q and k rotated with rotate)
+    rotation_seed: Optional[int]   # q's and k's (None: not rotated)
+
+
+def rotation_seed_draw():
+    """A rotation seed in [0, 2**64 - 1), from torch's CPU generator (torch.manual_seed's)."""
+    import torch
+
+    return int(torch.randint(-2**63, 2**63 - 1, ())) + 2**63
+
+
+def dequantized(x8, descale):
+    """x8's values in float64: x8 [B, S, H, D] times its descale [B, G], G dividing H (descale g
+    covering heads g H / G onwards, quantize_fp8's layout)."""
+    per_head = descale.double().repeat_interleave(x8.shape[2] // descale.shape[1], dim=1)
+    return x8.double() * per_head[:, None, :, None]
+
+
+def quantize_by_library(case, q, k, v):
+    """q, k and v (16-bit, in the case's layout) quantized by flashcore.quantize_fp8 with descales
+    per (batch, K/V head) (q's shared by a K/V head's query heads), q and k rotated alike with a seed
+    drawn here when case.rotate, v never: a LibraryQuantized. Raises flashcore.FlashCoreError."""
+    heads_kv = case.shape.heads_kv
+    seed = rotation_seed_draw() if case.rotate else None
+    codes, descales, exact = [], {}, []
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        rotate = case.rotate and name != "v"
+        x8, descale = flashcore.quantize_fp8(x, descale_heads=heads_kv, rotate=rotate,
+                                             rotation_seed=seed if rotate else 0)
+        codes.append(e4m3_in_layout(x8, x))
+        descales[f"{name}_descale"] = descale
+        exact.append(dequantized(x8, descale))
+    return LibraryQuantized(tuple(codes), descales, tuple(exact), seed)
+
+
+def sampled(x, dim, count):
+    """x at up to count evenly spaced indices along dim, in order (all of x if it has no more)."""
+    import torch
+
+    size = x.shape[dim]
+    if size <= count:
+        return x
+    index = torch.linspace(0, size - 1, count, device=x.device).round().long().unique()
+    return x.index_select(dim, index)
+
+
+def relative_rms(got, expected):
+    """||got - expected|| / ||expected|| in float64 (0 when both are 0 or empty, inf when only
+    expected is)."""
+    norm = expected.double().norm().item()
+    diff = (got.double() - expected.double()).norm().item()
+    return diff / norm if norm else (0.0 if diff == 0 else math.inf)
+
+
+def library_quantization_failures(case, drawn, quantized):
+    """--quantize library: whether flashcore.quantize_fp8 gave e4m3's rounding of the drawn bf16
+    (q, k, v), and a rotation keeping q . k. Returns (the row's fields, failures): each unrotated
+    element within (2^-4 |x| + 2^-10 descale)(1 + 2^-10) of x (half an e4m3 step, normal or
+    subnormal, and fp32's rounding of x / descale); q . k on up to SCORE_SAMPLES query rows and keys
+    per head within a relative RMS of QUANTIZED_SCORES_DRIFT of the drawn one's; rotated q and k at a
+    relative RMS distance of at least ROTATION_MOVES from the drawn ones."""
+    import torch
+
+    fields, failures = {}, []
+    exact = dict(zip("qkv", quantized.exact))
+    x_of = dict(zip("qkv", drawn))
+    for name in "qkv":
+        rotated = case.rotate and name != "v"
+        x = x_of[name].double()
+        if rotated:
+            moved = relative_rms(exact[name], x)
+            fields[f"{name}_rotation_moved"] = moved
+            if not moved >= ROTATION_MOVES:
+                failures.append(f"quantize_fp8(rotate=True) left {name} unrotated (its dequantized values "
+                                f"{moved:.3g} from the drawn ones, relative RMS)")
+            continue
+        descale = quantized.descales[f"{name}_descale"].double()
+        per_head = descale.repeat_interleave(x.shape[2] // descale.shape[1], dim=1)[:, None, :, None]
+        allowed = (x.abs() * 2.0 ** -4 + per_head * 2.0 ** -10) * (1 + 2.0 ** -10)
+        excess = ((exact[name] - x).abs() / allowed).max().item() if x.numel() else 0.0
+        fields[f"{name}_quantization_ratio"] = excess
+        if not excess <= 1.0:
+            failures.append(f"quantize_fp8: a dequantized {name} is {excess:.3g} times e4m3's rounding "
+                            "from the drawn value")
+        del x, per_head, allowed
+    group = case.shape.heads_q // case.shape.heads_kv
+
+    def scores(q, k):
+        q = sampled(q, 1, SCORE_SAMPLES).double()
+        k = sampled(k, 1, SCORE_SAMPLES).double().repeat_interleave(group, dim=2)
+        return torch.einsum("bqhd,bkhd->bhqk", q, k)
+
+    drift = relative_rms(scores(exact["q"], exact["k"]), scores(x_of["q"], x_of["k"]))
+    fields["quantized_scores_drift"] = drift
+    if not drift <= QUANTIZED_SCORES_DRIFT:
+        failures.append(f"q . k of the quantized{' and rotated' if case.rotate else ''} q and k is "
+                        f"{drift:.3g} from the drawn ones' (relative RMS; allowed {QUANTIZED_SCORES_DRIFT})")
+    return fields, failures
 
 
 def visible_keys(seqlen_q, seqlen_k, causal, device, window=(-1, -1)):
@@ -487,7 +621,8 @@ def run_case(context, case, repeats):
     import torch
 
     device = context_device(context)
-    inputs = make_inputs(case, device)
+    library = case.quantize == "library"   # q, k, v drawn in bf16, quantized by flashcore.quantize_fp8
+    inputs = make_inputs(case, device, torch.bfloat16) if library else make_inputs(case, device)
     q, k, v, out = inputs.q, inputs.k, inputs.v, inputs.out
     s = case.shape
     sinks = make_sinks(case, device)
@@ -495,20 +630,39 @@ def run_case(context, case, repeats):
     kwargs = {"causal": case.causal, "softmax_scale": case.shape.softmax_scale, "out": out,
               "window": tuple(case.window), "sinks": sinks, "softcap": case.softcap}
     exact_kv = exact_q = None
-    if case.kv_dtype or case.q_dtype:   # ours reads e4m3 k, v (and q); the references their values
+    quantized = quantize_error = None
+    if library:   # FP8 attention on the library's codes and descales, as below
+        try:
+            quantized = quantize_by_library(case, q, k, v)
+        except flashcore.FlashCoreError as error:
+            quantize_error = f"quantize_fp8: {error}"
+        else:
+            exact_q, exact_kv = quantized.exact[0], quantized.exact[1:]
+            q, k, v = quantized.codes
+            kwargs.update(out_dtype=torch_dtype(case.dtype), **quantized.descales)
+    elif case.kv_dtype or case.q_dtype:   # ours reads e4m3 k, v (and q); the references their values
         (k8, k_scale, k_exact), (v8, v_scale, v_exact) = quantize_e4m3(k), quantize_e4m3(v)
         exact_kv = (k_exact, v_exact)
         k, v = e4m3_in_layout(k8, k), e4m3_in_layout(v8, v)
         kwargs.update(k_descale=k_scale, v_descale=v_scale)
-    if case.q_dtype:   # FP8 attention: q's scales per (batch, K/V head); out in the case's dtype
-        q8, q_scale, exact_q = quantize_e4m3(q, s.heads_kv)
+    if case.q_dtype and not library:   # FP8 attention: q's scales per (batch, K/V head); out in
+        q8, q_scale, exact_q = quantize_e4m3(q, s.heads_kv)   # the case's dtype
         q = e4m3_in_layout(q8, q)
         kwargs.update(q_descale=q_scale, out_dtype=torch_dtype(case.dtype))
     row = {**case.shape._asdict(), "dtype": case.dtype, "head_dim": case.head_dim,
            "causal": case.causal, "window": list(case.window), "sinks": case.sinks,
            "softcap": case.softcap, "kv_dtype": case.kv_dtype, "q_dtype": case.q_dtype,
            "repeats": repeats}
+    if library:
+        row.update(quantize="library", rotate=case.rotate,
+                   rotation_seed=None if quantized is None else quantized.rotation_seed)
+    if quantize_error is not None:
+        row.update(passed=False, failures=[quantize_error])
+        return row
     failures = []
+    if library:
+        fields, failures = library_quantization_failures(case, (inputs.q, inputs.k, inputs.v), quantized)
+        row.update(fields)
 
     def poisoned_call(with_lse):
         """Runs ours on NaN-filled out and lse; False if it wrote outside out."""
@@ -610,11 +764,12 @@ def random_matrix(matrix):
 
 
 def build_cases(head_dims, quick, matrix="all", seed=0, kv_dtype=None, q_dtype=None,
-                out_dtypes=("bf16",)):
+                out_dtypes=("bf16",), quantize=None, rotate=False):
     """The base matrix (head dims x dtypes x causal x shapes) and the features one (head dims x
     dtypes x FEATURES), or one of them, or the varlen or paged one (drawn from seed). q_dtype
     "e4m3": FP8 attention, whose dtypes are out_dtypes (the output's, and the inputs' before
-    quantization)."""
+    quantization, but with quantize "library": q, k and v drawn in bf16 and quantized by
+    flashcore.quantize_fp8, q and k rotated alike with rotate)."""
     module = random_matrix(matrix)
     if module is not None:
         return module.build_cases(head_dims, quick, seed)
@@ -627,7 +782,9 @@ def build_cases(head_dims, quick, matrix="all", seed=0, kv_dtype=None, q_dtype=N
                 for head_dim in head_dims for dtype in dtypes
                 for causal, shape, window, sinks, softcap in (QUICK_FEATURES if quick else FEATURES)]
     cases = {"all": base + features, "base": base, "features": features}[matrix]
-    return [case._replace(kv_dtype=kv_dtype, q_dtype=q_dtype) for case in cases]
+    library = quantize == "library"   # else None: quantize_e4m3's (the default, "python")
+    return [case._replace(kv_dtype=kv_dtype, q_dtype=q_dtype, quantize="library" if library else None,
+                          rotate=library and rotate) for case in cases]
 
 
 def family_takes(family, case):
@@ -691,11 +848,26 @@ def parse_args(argv):
     parser.add_argument("--out-dtype", type=out_dtype_list, default=["bf16"],
                         help="with --dtype e4m3: the output's types, comma-separated bf16 and/or "
                              "f16 (default bf16)")
+    parser.add_argument("--quantize", choices=("python", "library"), default="python",
+                        help="with --dtype e4m3: how q, k and v become e4m3: python (the default: "
+                             "drawn in the output's type and quantized here, scales at a random "
+                             "fraction of e4m3's range) or library (drawn in bf16 and quantized by "
+                             "flashcore.quantize_fp8, descales amax / 448 per (batch, K/V head); "
+                             "also checks the library's quantization)")
+    parser.add_argument("--rotate", action="store_true",
+                        help="with --quantize library: q and k rotated alike before quantizing "
+                             "(quantize_fp8(rotate=True), a rotation_seed drawn per case; v never)")
     parser.add_argument("--families", type=lambda text: text.split(","), default=[None],
                         help="comma-separated families to force in turn through FC_FORCE_VARIANT "
                              "(reference, sm80, sm90, decode, or any FC_FORCE_VARIANT value), each "
                              "on the cases it takes (default: the selector's choice)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.quantize == "library" and args.dtype != "e4m3":
+        parser.error("--quantize library: FP8 attention's inputs only; pass --dtype e4m3 too")
+    if args.rotate and args.quantize != "library":
+        parser.error("--rotate: the library's quantization rotates; pass --quantize library (and "
+                     "--dtype e4m3) too")
+    return args
 
 
 def forced_context(device, family):
@@ -728,7 +900,7 @@ def main(argv=None):
     torch.manual_seed(args.seed)
     head_dims = args.head_dims or (QUICK_HEAD_DIMS if args.quick else HEAD_DIMS)
     cases = build_cases(head_dims, args.quick, args.matrix, args.seed, args.kv_dtype, args.dtype,
-                        args.out_dtype)
+                        args.out_dtype, args.quantize, args.rotate)
     drawn = random_matrix(args.matrix)
     takes = drawn.family_takes if drawn else family_takes
     run = drawn.run_case if drawn else run_case

@@ -574,3 +574,160 @@ def test_check_builds_fp8_attention_cases_and_families():
     assert args.dtype == "e4m3" and args.out_dtype == ["bf16", "f16"]
     with pytest.raises(SystemExit):
         check.parse_args(["--dtype", "e4m3", "--out-dtype", "f32"])
+
+
+# tools/check.py --quantize library [--rotate]: its argument rules, its cases, and run_case on the CPU
+# with flashcore.quantize_fp8 stood in for by a torch emulation (the GPU suite runs the library's).
+@pytest.mark.parametrize("argv, message", [
+    (["--quantize", "library"], "--quantize library: FP8 attention's inputs only; pass --dtype e4m3"),
+    (["--kv-dtype", "e4m3", "--quantize", "library"], "pass --dtype e4m3"),
+    (["--rotate"], "--rotate: the library's quantization rotates; pass --quantize library"),
+    (["--dtype", "e4m3", "--rotate"], "pass --quantize library"),
+    (["--dtype", "e4m3", "--quantize", "python", "--rotate"], "pass --quantize library"),
+    (["--dtype", "e4m3", "--quantize", "torch"], "invalid choice: 'torch'"),
+])
+def test_check_refuses_quantize_and_rotate_where_they_do_not_apply(capsys, argv, message):
+    import check
+
+    with pytest.raises(SystemExit) as exit_info:
+        check.parse_args(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_check_takes_quantize_and_rotate_with_fp8_attention():
+    import check
+
+    args = check.parse_args([])
+    assert args.quantize == "python" and args.rotate is False   # the default: quantize_e4m3's codes
+    args = check.parse_args(["--dtype", "e4m3", "--quantize", "python"])
+    assert args.quantize == "python" and not args.rotate
+    args = check.parse_args(["--dtype", "e4m3", "--quick", "--quantize", "library", "--rotate"])
+    assert (args.dtype, args.quantize, args.rotate) == ("e4m3", "library", True)
+    args = check.parse_args(["--dtype", "e4m3", "--quantize", "library"])
+    assert args.quantize == "library" and not args.rotate
+
+
+def test_check_cases_say_how_they_were_quantized():
+    import check
+
+    default = check.build_cases((64,), True, "base", q_dtype="e4m3")
+    same = check.build_cases((64,), True, "base", q_dtype="e4m3", quantize="python", rotate=True)
+    assert default == same and all(case.quantize is None and not case.rotate for case in default)
+    assert default[0].describe() == ("bf16 d64  full   b3 sq129  sk129  hq8 hkv2 packed  q/k/v=e4m3")
+    rotated = check.build_cases((64,), True, "base", q_dtype="e4m3", quantize="library", rotate=True)
+    assert [case._replace(quantize=None, rotate=False) for case in rotated] == default
+    assert rotated[0].describe() == default[0].describe() + " quantized by the library, rotated"
+    plain = check.build_cases((64,), True, "base", q_dtype="e4m3", quantize="library")
+    assert all(case.describe().endswith("q/k/v=e4m3 quantized by the library") for case in plain)
+
+
+def emulated_rotation(torch, x, seed):
+    """R x per row in float32: a +-1 sign per dimension from seed, then the Sylvester Hadamard matrix of
+    order n (the largest power of two dividing head_dim) on each n-element block, over sqrt(n). Not
+    the library's signs: a stand-in that is orthogonal and the same for the same seed."""
+    dim = x.shape[-1]
+    n = dim & -dim
+    generator = torch.Generator().manual_seed(seed % 2**63)
+    signs = torch.randint(0, 2, (dim,), generator=generator).float() * 2 - 1
+    hadamard = torch.ones(1, 1)
+    while hadamard.shape[0] < n:
+        hadamard = torch.cat([torch.cat([hadamard, hadamard], 1), torch.cat([hadamard, -hadamard], 1)], 0)
+    blocks = (x.float() * signs).reshape(*x.shape[:-1], dim // n, n)
+    return (blocks @ hadamard / math.sqrt(n)).reshape(x.shape)
+
+
+class EmulatedQuantizeFp8:
+    """flashcore.quantize_fp8 on the CPU (per (batch, descale head) amax / 448, x8 = e4m3(x / descale),
+    rotated first by emulated_rotation), recording its calls. fault: "seed apart" (k rotated with
+    another seed), "unrotated" (rotate ignored), "v rotated", "refused" (a FlashCoreError)."""
+
+    def __init__(self, torch, fault=None):
+        self.torch, self.fault, self.calls = torch, fault, []
+
+    def __call__(self, x, *, descale_heads=None, scaling="head", descale=None, rotate=False, rotation_seed=0,
+                 cu_seqlens=None, max_seqlen=None):
+        torch = self.torch
+        self.calls.append(dict(x=x, descale_heads=descale_heads, scaling=scaling, rotate=rotate,
+                               rotation_seed=rotation_seed))
+        if self.fault == "refused":
+            raise FlashCoreError("FC_ERR_UNSUPPORTED", 2, "quantize needs sm_89 or newer")
+        name = "qkv"[len(self.calls) - 1]
+        if self.fault == "seed apart" and name == "k":
+            rotation_seed += 1
+        rotate = (rotate and self.fault != "unrotated") or (self.fault == "v rotated" and name == "v")
+        values = emulated_rotation(torch, x, rotation_seed) if rotate else x.float()
+        batch, seqlen, heads, dim = x.shape
+        groups = descale_heads or heads
+        amax = values.abs().reshape(batch, seqlen, groups, heads // groups, dim).amax(dim=(1, 3, 4))
+        scale = torch.where(amax > 0, amax / 448.0, 1.0)
+        x8 = (values / scale.repeat_interleave(heads // groups, 1)[:, None, :, None]).to(torch.float8_e4m3fn)
+        return x8.contiguous(), scale.contiguous()
+
+
+@pytest.mark.parametrize("fields", FP8_CPU_CASES)
+@pytest.mark.parametrize("rotate", [False, True])
+def test_check_run_case_on_the_library_s_quantization(torch, monkeypatch, fields, rotate):
+    """run_case with --quantize library [--rotate] end to end on the CPU: q, k and v drawn in bf16 and
+    given to quantize_fp8 in the case's layout with descale_heads heads_kv, q and k with rotate and one
+    seed, v unrotated; the attention call gets their codes in the layout and their descales; the
+    emulated kernel passes by the rule on the dequantized (rotated) inputs; the row says so."""
+    import check
+
+    torch.manual_seed(4)
+    shape = check.Shape(*fields["shape"])
+    case = check.Case(fields["dtype"], fields["head_dim"], fields["causal"], shape,
+                      fields.get("window", (-1, -1)), fields.get("sinks"), fields.get("softcap"),
+                      q_dtype="e4m3", quantize="library", rotate=rotate)
+    monkeypatch.setattr(check, "context_device", lambda context: torch.device("cpu"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    quantize = EmulatedQuantizeFp8(torch)
+    monkeypatch.setattr(check.flashcore, "quantize_fp8", quantize)
+    context = EmulatedFp8Context(torch)
+    row = check.run_case(context, case, repeats=2)
+    assert row["passed"], row
+    assert 0 < row["ratio"] < 1 and row["quantized_scores_drift"] < 0.1, row
+    assert (row["quantize"], row["rotate"]) == ("library", rotate)
+    q_call, k_call, v_call = quantize.calls
+    assert all(call["x"].dtype == torch.bfloat16 and call["descale_heads"] == shape.heads_kv
+               and call["scaling"] == "head" for call in quantize.calls)
+    assert (q_call["rotate"], k_call["rotate"], v_call["rotate"]) == (rotate, rotate, False)
+    if rotate:
+        assert q_call["rotation_seed"] == k_call["rotation_seed"] == row["rotation_seed"]
+        assert 0 <= row["rotation_seed"] < 2**64 and row["q_rotation_moved"] > 1
+    else:
+        assert row["rotation_seed"] is None and row["q_quantization_ratio"] <= 1
+    assert row["v_quantization_ratio"] <= 1
+    call = context.calls[0]
+    assert all(call[name].dtype == torch.float8_e4m3fn for name in "qkv")
+    assert call["q_descale"].shape == (shape.batch, shape.heads_kv)
+    assert call["out_dtype"] == check.torch_dtype(case.dtype) and call["out"].dtype == call["out_dtype"]
+    if shape.layout != "packed":   # the layout's strides, in e4m3, as the drawn bf16 tensors had them
+        assert not call["q"].is_contiguous() or not call["k"].is_contiguous()
+        assert not q_call["x"].is_contiguous() or not k_call["x"].is_contiguous()
+    assert check.format_row(case, row).startswith(case.describe())
+    assert "quantized by the library" + (", rotated" if rotate else "") in case.describe()
+
+
+@pytest.mark.parametrize("fault, rotate, message", [
+    ("seed apart", True, "q . k of the quantized and rotated q and k is"),
+    ("unrotated", True, "quantize_fp8(rotate=True) left q unrotated"),
+    ("v rotated", False, "quantize_fp8: a dequantized v is"),
+    ("v rotated", True, "quantize_fp8: a dequantized v is"),
+    ("refused", True, "quantize_fp8: FC_ERR_UNSUPPORTED: quantize needs sm_89 or newer"),
+])
+def test_check_run_case_fails_a_wrong_library_quantization(torch, monkeypatch, fault, rotate, message):
+    """What the attention rule cannot see (it is judged on whatever was quantized): q and k rotated
+    apart, a rotation not applied, v rotated; and a quantize_fp8 that raises fails the case."""
+    import check
+
+    torch.manual_seed(5)
+    case = check.Case("bf16", 64, True, check.Shape(2, 40, 50, 4, 2), q_dtype="e4m3", quantize="library",
+                      rotate=rotate)
+    monkeypatch.setattr(check, "context_device", lambda context: torch.device("cpu"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(check.flashcore, "quantize_fp8", EmulatedQuantizeFp8(torch, fault))
+    context = EmulatedFp8Context(torch)
+    row = check.run_case(context, case, repeats=2)
+    assert not row["passed"] and any(message in failure for failure in row["failures"]), row
+    assert (not context.calls) == (fault == "refused")

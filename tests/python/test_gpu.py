@@ -5,6 +5,7 @@ errors. Skips without torch or a GPU.
 The fp64 reference and the input layouts are tools/check.py's (one reference for both).
 """
 import ctypes
+import json
 import math
 import random
 import sys
@@ -1109,6 +1110,38 @@ def test_check_tool_passes_fp8_attention(cuda, family):
             row = check.run_case(context, case, repeats=3)
             assert row["passed"], (case.describe(), row["failures"], row.get("kernel"))
             assert "_q8_" in row["kernel"] and (family is None or row["kernel"].startswith(family))
+
+
+@pytest.mark.parametrize("rotate", [True, False])
+def test_check_tool_passes_fp8_attention_quantized_by_the_library(cuda, tmp_path, capsys, rotate):
+    """tools/check.py --dtype e4m3 --quick --quantize library [--rotate] through its main, on its quick
+    base cases at head_dim 64 (bf16 and f16 outs with --rotate): q, k and v drawn in bf16 and quantized
+    by flashcore.quantize_fp8 (q and k rotated alike, a seed per case), every case passing by the rule
+    on the dequantized inputs, with the library's quantization within e4m3's rounding and q . k kept."""
+    torch = cuda
+    rows_path = tmp_path / "rows.json"
+    argv = ["--dtype", "e4m3", "--quick", "--quantize", "library", "--matrix", "base", "--head-dims", "64",
+            "--out-dtype", "bf16,f16" if rotate else "bf16", "--repeats", "3", "--seed", "3",
+            "--device", str(torch.cuda.current_device()), "--json", str(rows_path)]
+    status = check.main(argv + (["--rotate"] if rotate else []))
+    printed = capsys.readouterr().out
+    rows = json.loads(rows_path.read_text())
+    assert status == 0, printed
+    assert rows and all(row["passed"] for row in rows), printed
+    assert f"{len(rows)} passed, 0 failed" in printed and len(rows) == (16 if rotate else 8)
+    described = "quantized by the library" + (", rotated" if rotate else "")
+    assert sum(described in line for line in printed.splitlines()) == len(rows), printed
+    for row in rows:
+        assert (row["quantize"], row["rotate"], row["q_dtype"]) == ("library", rotate, "e4m3")
+        assert "_q8_" in row["kernel"], row["kernel"]
+        assert row["quantized_scores_drift"] <= check.QUANTIZED_SCORES_DRIFT
+        assert row["v_quantization_ratio"] <= 1
+        if rotate:
+            assert min(row["q_rotation_moved"], row["k_rotation_moved"]) >= check.ROTATION_MOVES
+        else:
+            assert max(row["q_quantization_ratio"], row["k_quantization_ratio"]) <= 1
+    seeds = [row["rotation_seed"] for row in rows]
+    assert (len(set(seeds)) == len(rows)) if rotate else (seeds == [None] * len(rows))
 
 
 def test_fp8_attention_compiles_and_captures(cuda):
