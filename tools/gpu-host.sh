@@ -473,7 +473,9 @@ fp8)   # FP8 attention (issue 15: q, k and v e4m3): its speed alone (tools/bench
         '--batch 2 --seqlen-q 300 --seqlen-k 400 --heads-q 4 --heads-kv 2 --head-dim 128 --causal' \
         '--batch 1 --seqlen 260 --heads 2 --head-dim 64 --window-left 50 --softcap 30 --sinks 3' \
         '--batch 1 --seqlen 200 --heads 2 --head-dim 256 --out-dtype f16' \
-        '--batch 1 --seqlen 300 --heads 2 --head-dim 192 --causal'; do \
+        '--batch 1 --seqlen 300 --heads 2 --head-dim 192 --causal' \
+        '--varlen 17,0,1,128,129,300 --varlen-k 40,7,0,128,1000,300 --heads-q 4 --heads-kv 2 --head-dim 128 --causal' \
+        '--varlen 100,200,5 --seqused-k 90,1,5 --seqlen-k 300 --heads 2 --head-dim 256 --window-left 50'; do \
         compute-sanitizer --tool \$tool --error-exitcode 9 \$FCJIT run \$shape --dtype e4m3 \
         --iters 1 --warmup 0 | grep -E 'SUMMARY' || exit 1; done; done" &
     wait
@@ -493,6 +495,8 @@ quantize)   # fc_quantize (issue 15: 16-bit to e4m3, the optional Hadamard rotat
         --varlen 5,0,77' '--batch 1 --seqlen 65536 --heads 8 --head-dim 128 --rotate'; do \
         echo \"--- \$args\"; \$FCJIT quantize \$args || exit 1; done" &
     step python-quantize 400 "python3 -m pytest -p no:cacheprovider -rs -q tests/python/test_gpu.py -k 'quantize or rotate'" &
+    step check-quantized 400 "python3 tools/check.py --dtype e4m3 --out-dtype bf16,f16 --quick --quantize library \
+        --rotate --families sm90,reference --repeats 3 | tail -3" &
     step sanitize-quantize 400 "set -o pipefail; for tool in memcheck racecheck; do for args in \
         '--batch 2 --seqlen 300 --heads 8 --descale-heads 2 --head-dim 128 --rotate' \
         '--varlen 3,0,70 --heads 4 --head-dim 192 --scaling tensor' \
