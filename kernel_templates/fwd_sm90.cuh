@@ -184,7 +184,11 @@ struct Sm90Forward {
                                                 ? 248 : 65536 / (THREADS * MIN_BLOCKS) / 8 * 8;
     // PAGED: the gather path's addresses and page ids need more than 24; FP8: the transposes' words
     // (64-key tiles: 56, their steps' addresses; the consumers, with half the S and P, keep 224)
-    static constexpr int PRODUCER_REGISTERS = PAGED || FP8 ? (FP8 && BLOCK_N == 64 ? 56 : 40) : 24;
+    // NOTE: FP8 at head_dim 256 gives the producer 24 (its transposes then spill a few bytes) so that
+    // the consumers get 240: at 232, ptxas serializes their WGMMAs for want of registers (its C7512
+    // warning: no Q K^T / P V overlap), 0.88-0.93x the time at 240 (H100, PERF_NOTES v13.1)
+    static constexpr int PRODUCER_REGISTERS =
+        PAGED || FP8 ? (FP8 && BLOCK_N == 64 ? 56 : FP8 && HEAD_DIM == 256 ? 24 : 40) : 24;
     // PAGED, gather: the producer warpgroup's threads and those copying each of K and V. NOTE:
     // enumerators, not static members: a member the code takes a value of puts a constant symbol in
     // the PTX of every variant, dense ones too.
