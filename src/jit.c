@@ -410,6 +410,9 @@ static enum fc_status compile_unit(struct fc_jit *jit, const struct unit *u, con
     output.cubin = NULL;
     fc_log(jit->logger, FC_LOG_INFO, "compiled %s in %.0f ms: %d registers, %d bytes spilled",
            u->name, record->compile_ms, record->registers, record->spill_stores);
+    if (output.report.wgmma_serialized)
+        fc_log(jit->logger, FC_LOG_WARN, "%s: ptxas serialized its WGMMAs for want of registers (C7512): correct, "
+               "but without the overlap the kernel is built for", u->name);
     fc_nvrtc_output_free(&output);
     return FC_OK;
 }

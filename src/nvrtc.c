@@ -134,6 +134,9 @@ void fc_parse_ptxas_report(const char *log, struct fc_compile_report *report)
 {
     report->registers = report->stack_bytes = report->spill_stores = report->spill_loads = -1;
     report->smem_static = 0;   /* ptxas omits the line when there is none */
+    /* NOTE: "Potential Performance Loss: wgmma.mma_async instructions are serialized due to ..."
+     * (C7512): the kernel is correct but each WGMMA waits for the one before (PERF_NOTES v13.1) */
+    report->wgmma_serialized = strstr(log, "wgmma.mma_async instructions are serialized") != NULL;
     static const char SECTION[] = "Compiling entry function '";
     const char *section = strstr(log, SECTION);
     if (!section) {   /* a bare report: one kernel */

@@ -12,6 +12,7 @@ struct fc_compile_report {
     int spill_stores, spill_loads;   /* bytes */
     int stack_bytes;
     int smem_static;                 /* bytes of static shared memory */
+    int wgmma_serialized;            /* 1: ptxas serialized the WGMMAs (its C7512 warning: no overlap) */
     double compile_ms;
 };
 

@@ -40,6 +40,15 @@ static void test_ptxas_report_parser(void **state)
     assert_int_equal(report.spill_stores, 8);
     assert_int_equal(report.spill_loads, 12);
     assert_int_equal(report.smem_static, 4096);
+    assert_int_equal(report.wgmma_serialized, 0);
+    const char *serialized =
+        "ptxas info    : Compiling entry function 'fc_attention_kernel' for 'sm_90a'\n"
+        "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+        "insufficient register resources for the function 'fc_attention_kernel'\n"
+        "ptxas info    : Used 168 registers, used 16 barriers, 112 bytes smem\n";
+    fc_parse_ptxas_report(serialized, &report);
+    assert_int_equal(report.wgmma_serialized, 1);
+    assert_int_equal(report.registers, 168);
 }
 
 /* Every variant `fcjit precompile` ships compiles for its own arch without spilling. */
