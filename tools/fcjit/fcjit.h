@@ -46,6 +46,12 @@ int fcjit_parse_int(const char *command, const char *name, const char *text, lon
 int fcjit_parse_float(const char *command, const char *name, const char *text, float *out);
 int fcjit_parse_u64(const char *command, const char *name, const char *text, unsigned long long *out);
 
+/* Sequences a --varlen-style list may give. */
+#define FCJIT_MAX_SEQUENCES 4096
+/* A comma-separated list of lengths >= 0 (option --name of `command`) into out (at most
+ * FCJIT_MAX_SEQUENCES); its count, or -1 after saying why. */
+int fcjit_parse_lengths(const char *command, const char *name, const char *text, int *out);
+
 /* Monotonic wall time in seconds. */
 double fcjit_seconds_now(void);
 /* The median of n values (n >= 1), which are sorted in place. */

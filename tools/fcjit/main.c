@@ -1,6 +1,7 @@
 /* fcjit: dispatch, shared helpers (options, exit codes, contexts), and `fcjit info`. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,25 @@ int fcjit_parse_u64(const char *command, const char *name, const char *text, uns
     }
     *out = value;
     return 0;
+}
+
+int fcjit_parse_lengths(const char *command, const char *name, const char *text, int *out)
+{
+    int count = 0;
+    for (const char *p = text; *p; count++) {
+        char *end;
+        long value = strtol(p, &end, 10);
+        if (end == p || value < 0 || value > INT_MAX / 2 || (*end && *end != ',') || count == FCJIT_MAX_SEQUENCES) {
+            fprintf(stderr, "fcjit %s: --%s takes up to %d comma-separated lengths >= 0, not '%s'\n", command, name,
+                    FCJIT_MAX_SEQUENCES, text);
+            return -1;
+        }
+        out[count] = (int)value;
+        p = *end ? end + 1 : end;
+    }
+    if (!count)
+        fprintf(stderr, "fcjit %s: --%s needs at least one length\n", command, name);
+    return count ? count : -1;
 }
 
 int fcjit_wants_help(int argc, char **argv)

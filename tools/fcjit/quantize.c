@@ -12,8 +12,6 @@
 #include "quantize_internal.h"
 #include "reference_cpu_internal.h"
 
-#define MAX_SEQUENCES 4096
-
 static const char HELP[] =
     "usage: fcjit quantize [options]\n"
     "\n"
@@ -38,34 +36,6 @@ static const char HELP[] =
     "  --device N               CUDA device (default 0)\n"
     "\n"
     "exit: 0 every element within its rounding, 1 a check failed, 2 bad input, 3 no GPU or NVRTC\n";
-
-static int parse_dtype(const char *text, int allow_e4m3, enum fc_dtype *out)
-{
-    if (!strcmp(text, "f16"))
-        *out = FC_F16;
-    else if (!strcmp(text, "bf16"))
-        *out = FC_BF16;
-    else if (allow_e4m3 && !strcmp(text, "e4m3"))
-        *out = FC_E4M3;
-    else
-        return -1;
-    return 0;
-}
-
-static int parse_lengths(const char *text, int *lens, int *count)
-{
-    *count = 0;
-    const char *at = text;
-    while (*at) {
-        char *end;
-        long value = strtol(at, &end, 10);
-        if (end == at || value < 0 || value > (1 << 24) || *count == MAX_SEQUENCES || (*end && *end != ','))
-            return -1;
-        lens[(*count)++] = (int)value;
-        at = *end ? end + 1 : end;
-    }
-    return *count > 0 ? 0 : -1;
-}
 
 static void print_result(const struct fcjit_globals *g, const char *label, const struct fc_quantize_result *r,
                          int fp8)
@@ -110,7 +80,7 @@ int fcjit_quantize(int argc, char **argv, const struct fcjit_globals *g)
     c.shape.head_dim = 128;
     c.seed = (uint64_t)fcjit_seconds_now();
     int device = 0, seed_given = 0;
-    static int lens[MAX_SEQUENCES];
+    static int lens[FCJIT_MAX_SEQUENCES];
     int sequences = 0;
     float outliers = 0.f;
     unsigned long long u64;
@@ -124,12 +94,12 @@ int fcjit_quantize(int argc, char **argv, const struct fcjit_globals *g)
         case 'H': bad = fcjit_parse_int("quantize", "heads", optarg, 1, 4096, &c.shape.heads); break;
         case 'd': bad = fcjit_parse_int("quantize", "head-dim", optarg, 1, 4096, &c.shape.head_dim); break;
         case 'g': bad = fcjit_parse_int("quantize", "descale-heads", optarg, 1, 4096, &c.shape.descale_heads); break;
-        case 't':
-            if ((bad = parse_dtype(optarg, 0, &c.shape.dtype)))
+        case 't':   /* the input: 16 bits */
+            if ((bad = fc_dtype_parse(optarg, &c.shape.dtype) != 0 || c.shape.dtype == FC_E4M3))
                 fprintf(stderr, "fcjit quantize: --dtype takes f16 or bf16, not '%s'\n", optarg);
             break;
         case 'o':
-            if ((bad = parse_dtype(optarg, 1, &c.shape.out_dtype)))
+            if ((bad = fc_dtype_parse(optarg, &c.shape.out_dtype) != 0))
                 fprintf(stderr, "fcjit quantize: --out-dtype takes e4m3, f16 or bf16, not '%s'\n", optarg);
             break;
         case 'c':
@@ -155,11 +125,7 @@ int fcjit_quantize(int argc, char **argv, const struct fcjit_globals *g)
                 bad = 1;
             }
             break;
-        case 'v':
-            if ((bad = parse_lengths(optarg, lens, &sequences)))
-                fprintf(stderr, "fcjit quantize: --varlen takes 1 to %d comma-separated lengths from 0 to 2^24, not "
-                        "'%s'\n", MAX_SEQUENCES, optarg);
-            break;
+        case 'v': bad = (sequences = fcjit_parse_lengths("quantize", "varlen", optarg, lens)) < 0; break;
         case 'S':
             bad = fcjit_parse_u64("quantize", "seed", optarg, &u64);
             c.seed = u64;

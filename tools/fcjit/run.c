@@ -69,11 +69,10 @@ static const char RUN_HELP[] =
     "(q too; the math path in --out-dtype): the kernel rounds P to e4m3, so each element may also be off by\n"
     "that rounding's bound, 2^-4 sum_j w_j |v_j| + 2^-18 sum_j |v_j| (docs/ARCHITECTURE.md).\n";
 
-#define MAX_SEQUENCES 4096
 
 struct run_options {
     struct fc_attention_params params;
-    int lens_q[MAX_SEQUENCES], lens_k[MAX_SEQUENCES], used_k[MAX_SEQUENCES];   /* --varlen, --varlen-k, --seqused-k */
+    int lens_q[FCJIT_MAX_SEQUENCES], lens_k[FCJIT_MAX_SEQUENCES], used_k[FCJIT_MAX_SEQUENCES];   /* --varlen, --varlen-k, --seqused-k */
     int count_q, count_k, count_used;
     int page_size;             /* --page-size: 0 = K/V not paged */
     float kv_descale;          /* --kv-descale: FP8 K/V's descale magnitude; < 0 until given */
@@ -90,26 +89,6 @@ enum { O_BATCH = 256, O_SEQLEN, O_SEQLEN_Q, O_SEQLEN_K, O_HEADS, O_HEADS_Q, O_HE
        O_PAGE_SIZE, O_KV_DTYPE, O_KV_DESCALE, O_OUT_DTYPE };
 
 #define DEFAULT_KV_DESCALE (1.f / 64)   /* FP8 codes up to ~300 for N(0, 1) values: e4m3's range, no saturation */
-
-/* A comma-separated list of lengths >= 0 into out (at most MAX_SEQUENCES); its count, or -1. */
-static int parse_lengths(const char *command, const char *name, const char *text, int *out)
-{
-    int count = 0;
-    for (const char *p = text; *p; count++) {
-        char *end;
-        long value = strtol(p, &end, 10);
-        if (end == p || value < 0 || value > INT_MAX / 2 || (*end && *end != ',') || count == MAX_SEQUENCES) {
-            fprintf(stderr, "fcjit %s: --%s takes up to %d comma-separated lengths >= 0, not '%s'\n", command, name,
-                    MAX_SEQUENCES, text);
-            return -1;
-        }
-        out[count] = (int)value;
-        p = *end ? end + 1 : end;
-    }
-    if (!count)
-        fprintf(stderr, "fcjit %s: --%s needs at least one length\n", command, name);
-    return count ? count : -1;
-}
 
 /* Option --name (its value in optarg) of `command`: an integer >= min. */
 static int at_least(const char *command, const char *name, int min, int *out)
@@ -135,9 +114,9 @@ static int parse_one(int c, const char *command, struct run_options *o)
     case O_SCALE: return fcjit_parse_float(command, "scale", optarg, &p->softmax_scale);
     case O_SINKS: return fcjit_parse_float(command, "sinks", optarg, &o->sinks);
     case O_SOFTCAP: return fcjit_parse_float(command, "softcap", optarg, &p->softcap);
-    case O_VARLEN: return (o->count_q = parse_lengths(command, "varlen", optarg, o->lens_q)) < 0;
-    case O_VARLEN_K: return (o->count_k = parse_lengths(command, "varlen-k", optarg, o->lens_k)) < 0;
-    case O_SEQUSED_K: return (o->count_used = parse_lengths(command, "seqused-k", optarg, o->used_k)) < 0;
+    case O_VARLEN: return (o->count_q = fcjit_parse_lengths(command, "varlen", optarg, o->lens_q)) < 0;
+    case O_VARLEN_K: return (o->count_k = fcjit_parse_lengths(command, "varlen-k", optarg, o->lens_k)) < 0;
+    case O_SEQUSED_K: return (o->count_used = fcjit_parse_lengths(command, "seqused-k", optarg, o->used_k)) < 0;
     case O_PAGE_SIZE: return at_least(command, "page-size", 1, &o->page_size);
     case O_DEVICE: return at_least(command, "device", 0, &o->device);
     case O_ITERS: return at_least(command, "iters", 1, &o->iters);
