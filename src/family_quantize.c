@@ -2,7 +2,6 @@
  * Hadamard-rotated first (kernel_templates/quantize.cuh). Not an attention kernel: the selector
  * never asks it; its public call validates, plans and launches here. */
 #include <limits.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -88,62 +87,51 @@ void fc_quantize_params_init(struct fc_quantize_params *params)
     params->scaling = FC_SCALE_PER_HEAD;
 }
 
-static enum fc_status fail(enum fc_status status, char *msg, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-static enum fc_status fail(enum fc_status status, char *msg, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    vsnprintf(msg, FC_MESSAGE_MAX, format, args);
-    va_end(args);
-    return status;
-}
-
 /* The shape rules: sizes, types, the scaling and the rotation. */
 static enum fc_status validate_shape(struct fc_quantize_params *p, char *msg)
 {
     const struct fc_dtype_traits *dtype = fc_dtype_traits(p->dtype);
     if (!dtype || !dtype->has_kernels)
-        return fail(dtype ? FC_ERR_UNSUPPORTED : FC_ERR_INVALID_ARG, msg,
-                    "dtype %d: fc_quantize reads FC_F16 or FC_BF16", (int)p->dtype);
+        return fc_problem_fail(dtype ? FC_ERR_UNSUPPORTED : FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX,
+                               "dtype %d: fc_quantize reads FC_F16 or FC_BF16", (int)p->dtype);
     if (p->out_dtype == FC_DTYPE_SAME)
         p->out_dtype = p->dtype;
     if (p->out_dtype != FC_E4M3 && p->out_dtype != p->dtype)
-        return fail(FC_ERR_INVALID_ARG, msg, "out_dtype %d: FC_E4M3, or dtype (%s) to rotate only", (int)p->out_dtype,
-                    dtype->name);
+        return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "out_dtype %d: FC_E4M3, or dtype (%s) to rotate only", (int)p->out_dtype,
+                               dtype->name);
     const struct { const char *name; int value; } sizes[] = {
         {"batch", p->batch}, {"seqlen", p->seqlen}, {"heads", p->heads}, {"head_dim", p->head_dim}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (sizes[i].value <= 0)
-            return fail(FC_ERR_INVALID_ARG, msg, "%s must be positive (got %d)", sizes[i].name, sizes[i].value);
+            return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "%s must be positive (got %d)", sizes[i].name, sizes[i].value);
     if (p->head_dim % 16 || p->head_dim > HEAD_DIM_MAX)
-        return fail(FC_ERR_UNSUPPORTED, msg, "head_dim %d is not supported: a multiple of 16 up to %d", p->head_dim,
-                    HEAD_DIM_MAX);
+        return fc_problem_fail(FC_ERR_UNSUPPORTED, msg, FC_MESSAGE_MAX, "head_dim %d is not supported: a multiple of 16 up to %d", p->head_dim,
+                               HEAD_DIM_MAX);
     if (p->descale_heads == 0)
         p->descale_heads = p->heads;
     if (p->descale_heads < 0 || p->heads % p->descale_heads)
-        return fail(FC_ERR_INVALID_ARG, msg, "descale_heads (%d) must divide heads (%d): one descale covers heads / "
-                    "descale_heads heads (0 = heads)", p->descale_heads, p->heads);
+        return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "descale_heads (%d) must divide heads (%d): one descale covers heads / "
+                               "descale_heads heads (0 = heads)", p->descale_heads, p->heads);
     if (p->scaling != FC_SCALE_PER_HEAD && p->scaling != FC_SCALE_PER_TENSOR && p->scaling != FC_SCALE_GIVEN)
-        return fail(FC_ERR_INVALID_ARG, msg, "scaling %d: FC_SCALE_PER_HEAD, FC_SCALE_PER_TENSOR or FC_SCALE_GIVEN",
-                    (int)p->scaling);
+        return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "scaling %d: FC_SCALE_PER_HEAD, FC_SCALE_PER_TENSOR or FC_SCALE_GIVEN",
+                               (int)p->scaling);
     if (p->out_dtype != FC_E4M3 && p->scaling != FC_SCALE_PER_HEAD)
-        return fail(FC_ERR_INVALID_ARG, msg, "scaling is FP8's: with a 16-bit out_dtype (rotation only) leave it "
-                    "FC_SCALE_PER_HEAD, the default");
+        return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "scaling is FP8's: with a 16-bit out_dtype (rotation only) leave it "
+                               "FC_SCALE_PER_HEAD, the default");
     if (p->out_dtype != FC_E4M3 && !p->rotate)
-        return fail(FC_ERR_INVALID_ARG, msg, "a 16-bit out_dtype only rotates: set rotate, or out_dtype FC_E4M3");
+        return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "a 16-bit out_dtype only rotates: set rotate, or out_dtype FC_E4M3");
     if (p->rotate != 0 && p->rotate != 1)
-        return fail(FC_ERR_INVALID_ARG, msg, "rotate must be 0 or 1 (got %d)", p->rotate);
+        return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "rotate must be 0 or 1 (got %d)", p->rotate);
     if (p->max_seqlen < 0 || (p->max_seqlen > 0) != (p->cu_seqlens != NULL))
-        return fail(FC_ERR_INVALID_ARG, msg, "varlen takes both cu_seqlens and max_seqlen > 0 (got %s and %d); dense "
-                    "neither", p->cu_seqlens ? "cu_seqlens" : "no cu_seqlens", p->max_seqlen);
+        return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "varlen takes both cu_seqlens and max_seqlen > 0 (got %s and %d); dense "
+                               "neither", p->cu_seqlens ? "cu_seqlens" : "no cu_seqlens", p->max_seqlen);
     if (p->max_seqlen > p->seqlen)
-        return fail(FC_ERR_INVALID_ARG, msg, "max_seqlen (%d) is more than seqlen (%d), the total token count",
-                    p->max_seqlen, p->seqlen);
+        return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "max_seqlen (%d) is more than seqlen (%d), the total token count",
+                               p->max_seqlen, p->seqlen);
     int64_t slots;
     if (__builtin_mul_overflow((int64_t)p->batch, (int64_t)p->descale_heads, &slots) || slots > INT_MAX)
-        return fail(FC_ERR_UNSUPPORTED, msg, "batch * descale_heads = %d * %d descales: more than one launch takes",
-                    p->batch, p->descale_heads);
+        return fc_problem_fail(FC_ERR_UNSUPPORTED, msg, FC_MESSAGE_MAX, "batch * descale_heads = %d * %d descales: more than one launch takes",
+                               p->batch, p->descale_heads);
     return FC_OK;
 }
 
@@ -158,9 +146,9 @@ static enum fc_status validate_tensors(struct fc_quantize_params *p, char *msg)
     if (fp8 && (status = fc_problem_pointer("descale", p->descale, sizeof(float), msg, FC_MESSAGE_MAX)))
         return status;
     if (!fp8 && p->descale)
-        return fail(FC_ERR_INVALID_ARG, msg, "descale is FP8's: NULL with a 16-bit out_dtype (rotation only)");
+        return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "descale is FP8's: NULL with a 16-bit out_dtype (rotation only)");
     if (fp8 && p->out == p->in)
-        return fail(FC_ERR_INVALID_ARG, msg, "out is in: an e4m3 out must not overlap in");
+        return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "out is in: an e4m3 out must not overlap in");
     if (p->cu_seqlens && (status = fc_problem_pointer("cu_seqlens", p->cu_seqlens, sizeof(int32_t), msg,
                                                       FC_MESSAGE_MAX)))
         return status;
@@ -271,8 +259,8 @@ enum fc_status fc_quantize(struct fc_context *ctx, const struct fc_quantize_para
     if (status != FC_OK)
         return status;
     if (ctx->cuda && ctx->target.arch < MIN_ARCH)
-        return fail(FC_ERR_UNSUPPORTED, msg, "fc_quantize converts to e4m3 in hardware: sm_89 or newer (this GPU is "
-                    "sm_%d)", ctx->target.arch);
+        return fc_problem_fail(FC_ERR_UNSUPPORTED, msg, FC_MESSAGE_MAX, "fc_quantize converts to e4m3 in hardware: sm_89 or newer (this GPU is "
+                               "sm_%d)", ctx->target.arch);
     struct fc_plan plan;
     memset(&plan, 0, sizeof plan);   /* the kernel table compares variants bytewise */
     plan.variant.family = FC_KERNEL_QUANTIZE;

@@ -17,10 +17,7 @@
 #define STRUCT_SIZE_MAX 4096   /* a struct_size past this is an uninitialized struct */
 #define WINDOW_INDEX_SLACK 1024   /* above the sequences' keys: the padding rows of a block, and a tile */
 
-static enum fc_status fail(enum fc_status status, char *msg, size_t size, const char *format, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static enum fc_status fail(enum fc_status status, char *msg, size_t size, const char *format, ...)
+enum fc_status fc_problem_fail(enum fc_status status, char *msg, size_t size, const char *format, ...)
 {
     va_list args;
     va_start(args, format);
@@ -28,6 +25,8 @@ static enum fc_status fail(enum fc_status status, char *msg, size_t size, const 
     va_end(args);
     return status;
 }
+
+#define fail fc_problem_fail   /* this file's rules' short name for it */
 
 static enum fc_status check_sizes(const struct fc_attention_params *p, char *msg, size_t size)
 {

@@ -95,6 +95,11 @@ enum fc_status fc_problem_strides(const char *name, const int64_t given[3], int 
 enum fc_status fc_problem_varlen_strides(const char *name, const int64_t given[3], int tokens, int heads,
                                          int head_dim, int element_bytes, int64_t out[3], char *msg, size_t msg_size);
 
+/** Writes the printf-style message into msg (size bytes) and returns status: every rule's failure.
+ *  Shared with the public calls that validate their own structs (fc_quantize). */
+enum fc_status fc_problem_fail(enum fc_status status, char *msg, size_t msg_size, const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /** A device pointer present and `align`-byte aligned; the message names it. */
 enum fc_status fc_problem_pointer(const char *name, const void *pointer, unsigned align, char *msg, size_t msg_size);
 
