@@ -147,17 +147,10 @@ enum fc_status fc_attention_merge(struct fc_context *ctx, const struct fc_merge_
     if (status != FC_OK)
         return status;
     struct fc_plan plan;
-    memset(&plan, 0, sizeof plan);   /* the kernel table compares variants bytewise */
-    plan.variant.family = FC_KERNEL_MERGE;
-    plan.variant.dtype = p.dtype;
-    plan.variant.head_dim = p.head_dim;
-    plan.variant.arch = ctx->target.arch;
-    plan.variant.arch_specific = ctx->target.arch_specific;
-    defaults(&plan.variant);
+    fc_plan_utility(&plan, FC_KERNEL_MERGE, p.dtype, p.head_dim, &ctx->target,
+                    "merge kernel: two partial results through their LSEs");
     const long long rows = (long long)p.batch * p.heads * p.seqlen;
     plan.grid = (unsigned)((rows + WARPS - 1) / WARPS);
-    plan.threads = WARPS * 32;
-    plan.reason = "merge kernel: two partial results through their LSEs";
     int pushed;
     struct fc_kernel kernel;
     if ((status = fc_context_begin_launch(ctx, &plan, NULL, &kernel, &pushed, msg)) != FC_OK)

@@ -261,16 +261,9 @@ enum fc_status fc_quantize(struct fc_context *ctx, const struct fc_quantize_para
     if (ctx->cuda && ctx->target.arch < MIN_ARCH)
         return fc_problem_fail(FC_ERR_UNSUPPORTED, msg, FC_MESSAGE_MAX, "fc_quantize converts to e4m3 in hardware: sm_89 or newer (this GPU is "
                                "sm_%d)", ctx->target.arch);
-    struct fc_plan plan;
-    memset(&plan, 0, sizeof plan);   /* the kernel table compares variants bytewise */
-    plan.variant.family = FC_KERNEL_QUANTIZE;
-    plan.variant.dtype = p.dtype;
-    plan.variant.head_dim = p.head_dim;
-    plan.variant.arch = ctx->target.arch;
-    plan.variant.arch_specific = ctx->target.arch_specific;
-    defaults(&plan.variant);
-    plan.threads = THREADS;
-    plan.reason = "quantize kernel: the amax, then e4m3 (optionally Hadamard-rotated)";
+    struct fc_plan plan;   /* its grid is launch's: two kernels, (slot, CTAs of the slot) */
+    fc_plan_utility(&plan, FC_KERNEL_QUANTIZE, p.dtype, p.head_dim, &ctx->target,
+                    "quantize kernel: the amax, then e4m3 (optionally Hadamard-rotated)");
     int pushed;
     struct fc_kernel kernel;
     if ((status = fc_context_begin_launch(ctx, &plan, NULL, &kernel, &pushed, msg)) != FC_OK)

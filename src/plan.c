@@ -221,3 +221,17 @@ void fc_plan_explain(const struct fc_plan *plan, char *out, size_t size)
     else
         snprintf(out, size, "%s", reason);
 }
+
+void fc_plan_utility(struct fc_plan *plan, enum fc_kernel_family family, enum fc_dtype dtype, int head_dim,
+                     const struct fc_target *target, const char *reason)
+{
+    memset(plan, 0, sizeof *plan);   /* the kernel table compares variants bytewise */
+    plan->variant.family = family;
+    plan->variant.dtype = dtype;
+    plan->variant.head_dim = head_dim;
+    plan->variant.arch = target->arch;
+    plan->variant.arch_specific = target->arch_specific;
+    fc_variant_defaults(&plan->variant);
+    plan->threads = (unsigned)plan->variant.warps * 32;
+    plan->reason = reason;
+}

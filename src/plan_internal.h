@@ -59,6 +59,12 @@ enum fc_status fc_plan_make(const struct fc_problem *problem, const struct fc_ta
 /** The plan's reason as one sentence: why this kernel, and why the one before it did not take it. */
 void fc_plan_explain(const struct fc_plan *plan, char *out, size_t size);
 
+/** The plan of a family that is not an attention kernel (merge, quantize: their public calls plan
+ *  themselves): its default variant for dtype and head_dim on the target, its threads, and reason;
+ *  the grid is the caller's. */
+void fc_plan_utility(struct fc_plan *plan, enum fc_kernel_family family, enum fc_dtype dtype, int head_dim,
+                     const struct fc_target *target, const char *reason);
+
 /** The default grid, for a family's launch_shape that adds its own checks: one CTA per block_m
  *  query rows of each (batch, query head), sized with overflow checks. */
 enum fc_status fc_plan_row_block_grid(const struct fc_problem *problem, struct fc_plan *plan, char *msg,
