@@ -72,9 +72,10 @@ struct QuantizeRows {
         rows = tokens * a.group;
         chunk = threadIdx.x % CHUNKS;
         active = threadIdx.x < ROWS * CHUNKS;
+        if (a.rotate)
 #pragma unroll
-        for (int i = 0; i < PER_THREAD; i++)
-            sign[i] = rotation_sign(a.rotation_seed, chunk * PER_THREAD + i);
+            for (int i = 0; i < PER_THREAD; i++)
+                sign[i] = rotation_sign(a.rotation_seed, chunk * PER_THREAD + i);
     }
 
     // Row r's first element of this thread, in a tensor with these strides.
