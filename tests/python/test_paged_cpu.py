@@ -640,3 +640,18 @@ def test_the_struct_has_the_fp8_cache_fields_as_the_header_has_them():
     assert AttentionParams.k_descale.offset % pointer == 0   # after padding to the pointer
     assert AttentionParams.k_descale.offset <= AttentionParams.kv_dtype.offset + pointer
     assert AttentionParams.v_descale.offset == AttentionParams.k_descale.offset + pointer
+
+
+def test_check_rows_print_with_or_without_an_error_ratio():
+    """The varlen and paged matrices' rows (check_varlen.judge) carry err and bound, not the base
+    matrix's ratio: printing one must not raise (it did, for a CUDA graph replay's row)."""
+    import check
+    import check_paged
+
+    case = check_paged.build_cases((128,), True, 0)[0]
+    row = {"passed": True, "err": 1e-3, "err_pt": 2e-3, "lse_err": 1e-6, "bound": 4e-3}
+    assert "err/allowed" not in check.format_row(case, row) and "PASS" in check.format_row(case, row)
+    row["ratio"] = 0.25
+    assert "err/allowed 0.25" in check.format_row(case, row)
+    row.update(passed=False, failures=["out: err 1 > 0.004"])
+    assert "FAIL out: err 1 > 0.004" in check.format_row(case, row)
