@@ -80,7 +80,7 @@
 
 namespace fc {
 
-// S += A B^T over one 32-byte k-step, N = 64 or 128 columns (e4m3: 128).
+// S += A B^T over one 32-byte k-step, N = 64 or 128 columns (16-bit: also 80, 112, 176, 192).
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long a, unsigned long long b, int accumulate)
 {
@@ -90,6 +90,14 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long a
         wgmma_m64n128k32(d, a, b, accumulate, T{});
     else if constexpr (N == 64)
         wgmma_m64n64k16(d, a, b, accumulate, T{});
+    else if constexpr (N == 80)
+        wgmma_m64n80k16(d, a, b, accumulate, T{});
+    else if constexpr (N == 112)
+        wgmma_m64n112k16(d, a, b, accumulate, T{});
+    else if constexpr (N == 176)
+        wgmma_m64n176k16(d, a, b, accumulate, T{});
+    else if constexpr (N == 192)
+        wgmma_m64n192k16(d, a, b, accumulate, T{});
     else
         wgmma_m64n128k16(d, a, b, accumulate, T{});
 }
@@ -184,11 +192,13 @@ struct Sm90Forward {
                                                 ? 248 : 65536 / (THREADS * MIN_BLOCKS) / 8 * 8;
     // PAGED: the gather path's addresses and page ids need more than 24; FP8: the transposes' words
     // (64-key tiles: 56, their steps' addresses; the consumers, with half the S and P, keep 224)
+    // NOTE: 80-key tiles (head_dim 256, 224) give the producer 32: at 24 its loop spilled 12 bytes
+    // (the consumers keep 232, without ptxas serializing their WGMMAs).
     // NOTE: FP8 at head_dim 256 gives the producer 24 (its transposes then spill a few bytes) so that
     // the consumers get 240: at 232, ptxas serializes their WGMMAs for want of registers (its C7512
     // warning: no Q K^T / P V overlap), 0.88-0.93x the time at 240 (H100, PERF_NOTES v13.1)
     static constexpr int PRODUCER_REGISTERS =
-        PAGED || FP8 ? (FP8 && BLOCK_N == 64 ? 56 : FP8 && HEAD_DIM == 256 ? 24 : 40) : 24;
+        PAGED || FP8 ? (FP8 && BLOCK_N == 64 ? 56 : FP8 && HEAD_DIM == 256 ? 24 : 40) : BLOCK_N == 80 ? 32 : 24;
     // PAGED, gather: the producer warpgroup's threads and those copying each of K and V. NOTE:
     // enumerators, not static members: a member the code takes a value of puts a constant symbol in
     // the PTX of every variant, dense ones too.
@@ -201,7 +211,12 @@ struct Sm90Forward {
     static_assert(FP8 || V_WIDTH % V_COLUMNS == 0, "whole V blocks");
     static_assert(!FP8 || (SPECIALIZED && HEAD_DIM % 64 == 0 && !PAGED),
                   "FP8: not paged, warp-specialized, head_dim 64, 128, 192 or 256");
-    static_assert(BLOCK_N == 64 || BLOCK_N == 128, "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T)");
+    // NOTE: the wider tiles (16-bit, not paged) amortize each tile's fixed work (barriers, the row
+    // max and sum, O's rescale) over more keys where the registers hold S and P of that many:
+    // FlashAttention-3's choices (176 keys at head_dim 128, 112 at 192, 80 at 256; PERF_NOTES v14)
+    static_assert(BLOCK_N == 64 || BLOCK_N == 128 ||
+                      (!FP8 && !PAGED && (BLOCK_N == 80 || BLOCK_N == 112 || BLOCK_N == 176 || BLOCK_N == 192)),
+                  "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T); 16-bit, not paged: also 80, 112, 176, 192");
     static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "one to three warpgroups of 64 rows");
     static_assert(WARPS == 4 * CONSUMERS || SPECIALIZED, "4 warps per consumer warpgroup, plus 4 for a producer");
     static_assert(SPECIALIZED ? STAGES >= 2 && STAGES <= 4 : STAGES == 2, "2 stages (plain) or 2-4 (specialized)");

@@ -153,10 +153,25 @@ __device__ __forceinline__ void wgmma_m64n##N##k16_rs(float (&d)[COUNT], const u
 #define FC_WGMMA_PLACES_96_ACC FC_WGMMA_PLACES_64_ACC ", " FC_WGMMA_PLACES_64
 #define FC_WGMMA_PLACES_128_ACC FC_WGMMA_PLACES_96_ACC ", " FC_WGMMA_PLACES_96
 
-// S = Q K^T: 64 and 128 keys per tile.
+// The wider key tiles' accumulator lists: 40 (n80), 56 (n112) and 88 (n176) per thread.
+#define FC_WGMMA_PLACES_40_ACC FC_WGMMA_PLACES_0 ", %32, %33, %34, %35, %36, %37, %38, %39"
+#define FC_WGMMA_PLACES_56_ACC FC_WGMMA_PLACES_48_ACC ", %48, %49, %50, %51, %52, %53, %54, %55"
+#define FC_WGMMA_PLACES_88_ACC FC_WGMMA_PLACES_64_ACC ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, " \
+    "%75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87"
+
+// S = Q K^T: 64 and 128 keys per tile, and the wider tiles FlashAttention-3 takes where the
+// registers allow (80 at head_dim 256, 112 at 192, 176 at 128, 192 at 64).
 FC_WGMMA_BOTH_TYPES(FC_WGMMA_SS, 64, 32, FC_WGMMA_PLACES_0, "%32", "%33", "%34", FC_WGMMA_ACC32(0))
+FC_WGMMA_BOTH_TYPES(FC_WGMMA_SS, 80, 40, FC_WGMMA_PLACES_40_ACC, "%40", "%41", "%42", FC_WGMMA_ACC32(0),
+                    FC_WGMMA_ACC8(32))
+FC_WGMMA_BOTH_TYPES(FC_WGMMA_SS, 112, 56, FC_WGMMA_PLACES_56_ACC, "%56", "%57", "%58", FC_WGMMA_ACC32(0),
+                    FC_WGMMA_ACC8(32), FC_WGMMA_ACC8(40), FC_WGMMA_ACC8(48))
 FC_WGMMA_BOTH_TYPES(FC_WGMMA_SS, 128, 64, FC_WGMMA_PLACES_64_ACC, "%64", "%65", "%66", FC_WGMMA_ACC32(0),
                     FC_WGMMA_ACC32(32))
+FC_WGMMA_BOTH_TYPES(FC_WGMMA_SS, 176, 88, FC_WGMMA_PLACES_88_ACC, "%88", "%89", "%90", FC_WGMMA_ACC32(0),
+                    FC_WGMMA_ACC32(32), FC_WGMMA_ACC8(64), FC_WGMMA_ACC8(72), FC_WGMMA_ACC8(80))
+FC_WGMMA_BOTH_TYPES(FC_WGMMA_SS, 192, 96, FC_WGMMA_PLACES_96_ACC, "%96", "%97", "%98", FC_WGMMA_ACC32(0),
+                    FC_WGMMA_ACC32(32), FC_WGMMA_ACC32(64))
 // P V: head_dim 64, 96 (48 accumulators per thread), 128, 192 (96) and 256 (128).
 FC_WGMMA_BOTH_TYPES(FC_WGMMA_RS, 64, 32, FC_WGMMA_PLACES_0, "%32, %33, %34, %35", "%36", "%37", FC_WGMMA_ACC32(0))
 FC_WGMMA_BOTH_TYPES(FC_WGMMA_RS, 96, 48, FC_WGMMA_PLACES_48_ACC, "%48, %49, %50, %51", "%52", "%53",
@@ -207,8 +222,11 @@ FC_WGMMA_RS_FP8(256, 128, FC_WGMMA_PLACES_128_ACC, "%128, %129, %130, %131", "%1
 
 #undef FC_WGMMA_PLACES_128_ACC
 #undef FC_WGMMA_PLACES_96_ACC
+#undef FC_WGMMA_PLACES_88_ACC
 #undef FC_WGMMA_PLACES_64_ACC
+#undef FC_WGMMA_PLACES_56_ACC
 #undef FC_WGMMA_PLACES_48_ACC
+#undef FC_WGMMA_PLACES_40_ACC
 #undef FC_WGMMA_BOTH_TYPES
 #undef FC_WGMMA_RS
 #undef FC_WGMMA_SS
