@@ -10,6 +10,8 @@
 #define SHORT_KEYS 1024      /* up to this many keys, causal head_dim 128 takes the small tiles */
 #define LONG_KEYS_D64 8192   /* from this many keys, head_dim 64 takes three consumer warpgroups */
 #define LONG_KEYS_FP8_D64 4096   /* ... FP8 attention's, causal (without a mask: always) */
+#define WIDE_KEYS_D128 4096  /* from this many keys, head_dim 128 takes 192-key tiles (widen_key_tiles) */
+#define WIDE_KEYS_D96 8192   /* ... head_dim 96 */
 #define STATIC_SMEM 256      /* the kernel's mbarriers */
 #define SWIZZLE_BYTES 128    /* every tile is 128B-swizzled: rows of 128 bytes */
 #define Q_BOX_ROWS 64        /* each consumer warpgroup's Q rows arrive as one box */
@@ -70,8 +72,10 @@ static int ctas_per_sm(const struct fc_variant *v)
 /* NOTE: from the H200 tile sweeps (docs/PERF_NOTES.md, v2 and v3): head_dim 64, the plain schedule
  * with one warpgroup of 64 rows and 128-key tiles (several CTAs per SM); 128, 192 and 256, the
  * warp-specialized schedule with two consumer warpgroups (661 vs 574 TF/s at head_dim 128, 16k;
- * 678 vs 622 at 256), taking turns on the tensor cores, 128-key tiles up to head_dim 128 and 64
- * above (128 would need 246 / 296 KB of shared memory). */
+ * 678 vs 622 at 256), taking turns on the tensor cores, 128-key tiles up to head_dim 128; above,
+ * the widest that fit (128 would need 246 / 296 KB of shared memory): 112 keys at head_dim 192 (and
+ * 160), 80 at 256 (and 224), 1.03-1.15x and 1.05-1.09x the 64 before at 1k-16k keys (H100, PERF_NOTES
+ * v14); a paged cache's boxes keep 64. */
 static void defaults(struct fc_variant *v)
 {
     v->stages = 2;
@@ -92,8 +96,19 @@ static void defaults(struct fc_variant *v)
     }
     v->block_m = 128;
     v->warps = 12;   /* two consumer warpgroups and the producer's */
-    v->block_n = v->head_dim <= 128 ? 128 : 64;
+    v->block_n = v->head_dim <= 128 ? 128 : v->paged ? 64 : padded_dim(v) == 192 ? 112 : 80;
     v->pingpong = 1;   /* +0-4% over letting the two interleave freely (H200, v3.1) */
+}
+
+/* NOTE: key tiles wider than 128 (or between 64 and 128) amortize each tile's fixed work over more
+ * keys where the consumers' registers hold S and P of that many: FlashAttention-3's widths (176
+ * keys at head_dim 128, 112 at 192, 80 at 256), 16-bit WGMMA forms only (fwd_sm90.cuh's wgmma_ss);
+ * a paged cache's boxes take 64 or 128 (page_box_rows). */
+#define WIDE_KEY_TILES "80, 112, 176 or 192"
+static int wide_keys(const struct fc_variant *v)
+{
+    const int n = v->block_n;
+    return !v->q_fp8 && !v->paged && (n == 80 || n == 112 || n == 176 || n == 192);
 }
 
 static int check(const struct fc_variant *v, char *why, size_t size)
@@ -106,8 +121,9 @@ static int check(const struct fc_variant *v, char *why, size_t size)
     if (v->paged && v->head_dim % 64)
         return fc_variant_fail(why, size, "the sm90 kernel reads a paged cache at head_dim 64, 128, 192 or 256, not %d",
                                v->head_dim);
-    if (v->block_n != 64 && v->block_n != 128)
-        return fc_variant_fail(why, size, "the sm90 kernel takes block_n 64 or 128, not %d", v->block_n);
+    if (v->block_n != 64 && v->block_n != 128 && !wide_keys(v))
+        return fc_variant_fail(why, size, "the sm90 kernel takes block_n 64 or 128 (16-bit and not paged: also %s), "
+                               "not %d", WIDE_KEY_TILES, v->block_n);
     if (v->q_fp8 && (v->head_dim % 64 || !specialized(v) || v->paged))
         return fc_variant_fail(why, size, "the sm90 kernel's FP8 attention takes head_dim 64, 128, 192 or 256, the "
                                "warp-specialized schedule (its producer warpgroup transposes V) and no paged cache; not "
@@ -193,6 +209,24 @@ static const char *page_path_reason(const struct fc_variant *v, const struct fc_
            "from head_dim 128";
 }
 
+/* NOTE: head_dim 128's two consumer warpgroups hold S and P of 192 keys in their registers, and the
+ * wider tile amortizes each tile's fixed work (barriers, the row max and sum, O's rescale) over
+ * more keys: 1.04x and 1.09x the 128-key tile at 4k and 16k keys without a mask, 1.02x and 1.07x
+ * causal; at 1k 0.97x and 0.91x, where a wider last tile is more padding (H100, PERF_NOTES v14).
+ * Head_dim 96 (its Q and K padded to 128) gains from 8k keys: 1.04-1.05x (`fcjit tune`, H100). */
+static void widen_key_tiles(const struct fc_problem *problem, struct fc_variant *v)
+{
+    const int d = problem->head_dim, keys = problem->max_seqlen_k;
+    /* a window's rows see its span, not the sequence: its keys do not tell the tiles it crosses; a
+     * softcap's tanh needs the registers (its 192-key variants spill 16-40 bytes) */
+    if (!((d == 128 && keys >= WIDE_KEYS_D128) || (d == 96 && keys >= WIDE_KEYS_D96)) || v->paged || v->window ||
+        v->softcap || !specialized(v) || v->block_m != 128)
+        return;
+    v->block_n = 192;
+    if (fc_variant_check(v, NULL, 0))
+        v->block_n = 128;
+}
+
 static const char *select_for(const struct fc_problem *problem, const struct fc_target *target,
                               struct fc_variant *v, const char **why_not)
 {
@@ -257,6 +291,7 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         v->block_n = 128;
         v->pingpong = 0;
     }
+    widen_key_tiles(problem, v);
     if (problem->paged && d == 64) {
         /* NOTE: a paged cache at head_dim 64 takes one consumer warpgroup beside the producer's,
          * whose warps look pages up a tile ahead; the plain schedule's thread 0 looks each box's

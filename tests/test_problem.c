@@ -269,9 +269,27 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_var_m64n64s2w8_sm_90a");
     p.seqused_k = NULL;
-    p.seqlen_k = 4096;   /* two consumer warpgroups and a producer */
+    p.seqlen_k = 2048;   /* two consumer warpgroups and a producer */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
+    p.seqlen_k = 4096;   /* ... from 4k keys, 192-key tiles */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
+    p.window_left = 512;   /* ... not with a window (its span, not the sequence, sets the tiles it crosses) */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_win_m128n128s2w12p_sm_90a");
+    p.window_left = -1;
+    p.softcap = 30.f;   /* ... nor a softcap (its tanh needs the registers) */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_cap_m128n128s2w12p_sm_90a");
+    p.softcap = 0.f;
+    p.head_dim = 256;   /* 80-key tiles at head_dim 256, 112 at 192, whatever the keys */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d256_causal_m128n80s2w12p_sm_90a");
+    p.head_dim = 192;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d192_causal_m128n112s2w12p_sm_90a");
+    p.head_dim = 128;
     p.head_dim = 64;   /* long sequences: three consumer warpgroups */
     p.seqlen_q = p.seqlen_k = 8192;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
@@ -304,14 +322,14 @@ static void test_plan_names_the_kernel_and_why(void **state)
     p.seqlen_k = 4096;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_win_m128n128s2w12p_sm_90a");
-    p.window_left = 4095;   /* wider than the keys: no window */
+    p.window_left = 4095;   /* wider than the keys: no window (and 4k keys: 192-key tiles) */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
     p.causal = 0;
     p.window_left = -1;
     p.window_right = 0;   /* causal */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
     p.window_right = 3;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_win_m128n128s2w12p_sm_90a");
@@ -495,7 +513,7 @@ static void test_tuned_winner_replaces_the_heuristic(void **state)
     assert_string_equal(info.reason, "tuned: test winner");
     p.causal = 0;   /* no bucket for it: the heuristic */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_f16_d128_m128n128s2w12p_sm_90a");
+    assert_string_equal(info.kernel, "sm90_f16_d128_m128n192s2w12p_sm_90a");
     p.causal = 1;
     p.window_left = 512;   /* a window: the winner's tiles with the switch, and the reason says so */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);

@@ -512,7 +512,7 @@ static void test_variant_name_round_trip(void **state)
     fc_variant_name(&variants[4], name);
     assert_string_equal(name, VARIANT_PINGPONG);
     fc_variant_name(&variants[7], name);
-    assert_string_equal(name, "sm90_bf16_d256_m128n64s2w12_sm_90a");
+    assert_string_equal(name, "sm90_bf16_d256_m128n80s2w12_sm_90a");   /* head_dim 256's 80-key default */
     fc_variant_name(&variants[8], name);
     assert_string_equal(name, "decode_f16_d128_m16n128s2w8_sm_90");
     fc_variant_name(&variants[10], name);   /* a token only where the switch is on */
