@@ -27,7 +27,7 @@
  * 2 dtype x 4 head_dim x 2 causal */
 #define PRECOMPILE_REFERENCE 40
 #define PRECOMPILE_SM80 80
-#define PRECOMPILE_SM90 (20 + 2 + 4)   /* + causal short-sequence tiles at 128, long at 64 */
+#define PRECOMPILE_SM90 (20 + 2 + 8 + 4)   /* + causal short-sequence tiles at 128, 192-key tiles at 96 and 128, long at 64 */
 #define PRECOMPILE_DECODE 80   /* as sm80 */
 #define PRECOMPILE_MERGE 40    /* fc_attention_merge's kernel: four archs, two dtypes, five head dims */
 /* sliding windows, causal, three head dims, two dtypes: sm90 on sm_90a, sm80 on sm_80, decode on both */
