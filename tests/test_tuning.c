@@ -35,8 +35,10 @@
 #define ROW_FIELDS 11
 
 /* tuning_db/tune.yaml: dtype x head_dim x causal x seqlen, then dtype x head_dim x causal x gqa x
- * seqlen for GQA 4 */
-#define SHIPPED_TUNE_PROBLEMS (2 * 4 * 2 * 6 + 2 * 1 * 2 * 1 * 3)
+ * seqlen for GQA 4, then FP8 attention's head_dim x causal x seqlen */
+#define SHIPPED_GQA_PROBLEMS (2 * 1 * 2 * 1 * 3)
+#define SHIPPED_FP8_PROBLEMS (1 * 3 * 2 * 6)
+#define SHIPPED_TUNE_PROBLEMS (2 * 4 * 2 * 6 + SHIPPED_GQA_PROBLEMS + SHIPPED_FP8_PROBLEMS)
 #define TOKENS_DEFAULT 16384
 
 /* Real sm_90a candidates of the head_dim 128, causal buckets, and one for another arch. */
@@ -308,12 +310,14 @@ static void test_shipped_tune_spec(void **state)
     assert_int_equal(problems.count, SHIPPED_TUNE_PROBLEMS);
     for (size_t i = 0; i < variants.count; i++) {
         char why[256], name[FC_VARIANT_NAME_MAX];
-        if (fc_variant_check(&variants.items[i], why, sizeof why) != 0) {
-            fc_variant_name(&variants.items[i], name);
+        fc_variant_name(&variants.items[i], name);
+        if (fc_variant_check(&variants.items[i], why, sizeof why) != 0)
             fail_msg("variant %s fails fc_variant_check: %s", name, why);
-        }
+        if (!fc_bucket_measures(&variants.items[i]))   /* the tuner would leave it out */
+            fail_msg("no bucket measures candidate %s as named", name);
     }
-    /* Every bucket has an sm_90a candidate of its dtype, head_dim and causality. */
+    /* Every bucket has an sm_90a candidate it measures of its dtype (e4m3: FP8 attention's), head_dim and
+     * causality. */
     for (size_t i = 0; i < problems.count; i++) {
         const struct fc_tune_problem *p = &problems.items[i];
         char name[FC_BUCKET_NAME_MAX];
@@ -322,20 +326,23 @@ static void test_shipped_tune_spec(void **state)
         size_t candidates = 0;
         for (size_t j = 0; j < variants.count; j++) {
             const struct fc_variant *v = &variants.items[j];
-            candidates += v->arch == 90 && v->arch_specific && v->dtype == p->dtype && v->head_dim == p->head_dim &&
-                          v->causal == p->causal;
+            candidates += v->arch == 90 && v->arch_specific && fc_bucket_measures(v) &&
+                          fc_bucket_dtype(v) == p->dtype && v->head_dim == p->head_dim && v->causal == p->causal;
         }
         if (candidates == 0)
             fail_msg("bucket %s has no sm_90a candidate", name);
     }
     /* The product nests in key order (dtype, head_dim, causal, seqlen, gqa, tokens), the last
-     * fastest; the GQA entry comes second. */
+     * fastest; the GQA entry comes second, FP8 attention's third. */
     assert_problem(&problems.items[0], FC_F16, 64, 0, 512, 1, TOKENS_DEFAULT);
     assert_problem(&problems.items[1], FC_F16, 64, 0, 1024, 1, TOKENS_DEFAULT);
     assert_problem(&problems.items[2 * 6], FC_F16, 96, 0, 512, 1, TOKENS_DEFAULT);
     assert_problem(&problems.items[2 * 4 * 2 * 6 - 1], FC_BF16, 256, 1, 16384, 1, TOKENS_DEFAULT);
     assert_problem(&problems.items[2 * 4 * 2 * 6], FC_F16, 128, 0, 1024, 4, TOKENS_DEFAULT);
-    assert_problem(&problems.items[problems.count - 1], FC_BF16, 128, 1, 16384, 4, TOKENS_DEFAULT);
+    assert_problem(&problems.items[2 * 4 * 2 * 6 + SHIPPED_GQA_PROBLEMS - 1], FC_BF16, 128, 1, 16384, 4,
+                   TOKENS_DEFAULT);
+    assert_problem(&problems.items[2 * 4 * 2 * 6 + SHIPPED_GQA_PROBLEMS], FC_E4M3, 64, 0, 512, 1, TOKENS_DEFAULT);
+    assert_problem(&problems.items[problems.count - 1], FC_E4M3, 256, 1, 16384, 1, TOKENS_DEFAULT);
     fc_variant_list_free(&variants);
     fc_tune_problem_list_free(&problems);
     assert_lists_empty(&variants, &problems);
