@@ -66,6 +66,17 @@ static void base_variant(const struct fc_problem *problem, const struct fc_targe
     v->arch_specific = target->arch_specific;
 }
 
+/* Whether the family takes the problem's FP8 inputs, one rule for every family (the table says):
+ * FP8 attention needs fp8_q, an FP8 cache beside a 16-bit q fp8_kv. NULL if it does, else why not. */
+static const char *fp8_why_not(const struct fc_problem *problem, const struct fc_family *family)
+{
+    if (problem->q_fp8)
+        return family->fp8_q ? NULL : family->fp8_q_why_not;
+    if (problem->kv_fp8)
+        return family->fp8_kv ? NULL : family->fp8_kv_why_not;
+    return NULL;
+}
+
 /* The heuristic: the first family of the table that takes the problem. The reference family, last,
  * takes every valid problem. */
 static void select_family(const struct fc_problem *problem, const struct fc_target *target, struct fc_plan *plan)
@@ -76,12 +87,9 @@ static void select_family(const struct fc_problem *problem, const struct fc_targ
             continue;
         base_variant(problem, target, &plan->variant);
         plan->variant.family = fc_families[i]->id;
-        if (problem->q_fp8 && !fc_families[i]->fp8_q) {   /* one rule for every family: the table says */
-            declined_fp8 = declined_fp8 ? declined_fp8 : fc_families[i]->fp8_q_why_not;
-            continue;
-        }
-        if (problem->kv_fp8 && !problem->q_fp8 && !fc_families[i]->fp8_kv) {   /* an FP8 cache beside a 16-bit q */
-            declined_fp8 = declined_fp8 ? declined_fp8 : fc_families[i]->fp8_kv_why_not;
+        const char *fp8_declined = fp8_why_not(problem, fc_families[i]);
+        if (fp8_declined) {
+            declined_fp8 = declined_fp8 ? declined_fp8 : fp8_declined;
             continue;
         }
         const char *why_not = NULL;
@@ -161,8 +169,10 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
 {
     const struct fc_family *family = fc_family_of(plan->variant.family);
     const struct fc_tuned *winner = family && family->tuned && tuned ? fc_tuned_find(tuned, problem) : NULL;
-    /* NOTE: FP8 attention takes no winner: buckets are measured in 16-bit, and their dtype is q's */
-    if (!winner || problem->q_fp8)   /* the bucket's dtype, head_dim and causality are the problem's */
+    /* the bucket's dtype (q's: FP8 attention's is e4m3), head_dim and causality are the problem's.
+     * NOTE: FP8 attention takes only an FP8-attention winner, and a 16-bit problem never one: the
+     * kernels differ (WGMMA's e4m3 form, V transposed in shared memory), so their tiles' times do too */
+    if (!winner || winner->variant.q_fp8 != problem->q_fp8)
         return;
     /* NOTE: only a family that takes the problem: buckets know no paging, so a paged problem's bucket
      * would hand the heuristic's sm80 choice (pages the sm90 kernel declines) to an sm90 winner */
@@ -171,14 +181,16 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
     base_variant(problem, target, &scratch);
     scratch.family = winner->variant.family;
     const char *why_not = NULL;
-    if (!winner_family || !winner_family->select || (problem->kv_fp8 && !winner_family->fp8_kv) ||
+    if (!winner_family || !winner_family->select || fp8_why_not(problem, winner_family) ||
         !winner_family->select(problem, target, &scratch, &why_not))
         return;
     if (winner_family->takes_winner && !winner_family->takes_winner(problem, &winner->variant))
         return;
     struct fc_plan replaced = {.variant = winner->variant, .reason = winner->reason};
-    /* NOTE: winners are measured without a window, a softcap or paging: the problem's switches are added to
-     * the winner's tiles, which take them as they are (fc_plan_explain says so) */
+    /* NOTE: winners are measured without a window, a softcap or paging, and FP8 attention's with a bf16
+     * out: the problem's switches and output type are added to the winner's tiles, which take them as
+     * they are (fc_plan_explain says so) */
+    replaced.variant.dtype = plan->variant.dtype;
     replaced.variant.window = plan->variant.window;
     replaced.variant.softcap = plan->variant.softcap;
     replaced.variant.varlen = plan->variant.varlen;
@@ -213,13 +225,22 @@ enum fc_status fc_plan_make(const struct fc_problem *problem, const struct fc_ta
 void fc_plan_explain(const struct fc_plan *plan, char *out, size_t size)
 {
     const char *reason = plan->reason ? plan->reason : "";
-    if (plan->tuned && (plan->variant.window || plan->variant.softcap || plan->variant.paged))
-        snprintf(out, size, "%s; measured without a window, softcap or page table, its tiles run this one with them",
-                 reason);
-    else if (plan->declined)
-        snprintf(out, size, "%s (%s)", reason, plan->declined);
+    const struct fc_tuned *tuned = plan->tuned;
+    if (!tuned) {
+        if (plan->declined)
+            snprintf(out, size, "%s (%s)", reason, plan->declined);
+        else
+            snprintf(out, size, "%s", reason);
+        return;
+    }
+    const char *switches = plan->variant.window || plan->variant.softcap || plan->variant.paged
+                               ? "; measured without a window, softcap or page table, its tiles run this one with them"
+                               : "";
+    if (plan->variant.dtype != tuned->variant.dtype)   /* FP8 attention with another out than the bucket's */
+        snprintf(out, size, "%s%s; measured with a %s out, its tiles run this %s one", reason, switches,
+                 fc_dtype_name(tuned->variant.dtype), fc_dtype_name(plan->variant.dtype));
     else
-        snprintf(out, size, "%s", reason);
+        snprintf(out, size, "%s%s", reason, switches);
 }
 
 void fc_plan_utility(struct fc_plan *plan, enum fc_kernel_family family, enum fc_dtype dtype, int head_dim,

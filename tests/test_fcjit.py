@@ -203,7 +203,7 @@ def test_tune_dry_run_pairs_buckets_with_candidates(cli, directory):
     names = plan["plan"][0]["candidates"]
     assert all(not "causal" in name for name in names) and len(names) == plan["measurements"] // 4, plan
     code, out, _ = cli.run("--tune", "--dry-run")   # the shipped spec, `fcjit --tune` spelling
-    assert code == EXIT_OK and "108 buckets" in out, out
+    assert code == EXIT_OK and "144 buckets" in out, out
     code, out, _ = cli.run("tune", "--dry-run", "--spec", path, "--arch", "sm_80")
     assert code == EXIT_OK and out.startswith("0 buckets"), out
     with open(path, "w") as handle:
@@ -214,6 +214,67 @@ def test_tune_dry_run_pairs_buckets_with_candidates(cli, directory):
         handle.write(SMALL_SPEC)
     code, _, err = cli.run("tune", "--dry-run", "--spec", path)
     assert code == EXIT_USAGE and "problems" in err, (code, err)
+
+
+FP8_TUNE_SPEC = """version: 1
+problems:
+  - dtype: [bf16, e4m3]
+    head_dim: 128
+    causal: true
+    seqlen: [1024, 8192]
+variants:
+  - kernel: sm90
+    arch: sm_90a
+    dtype: bf16
+    head_dim: 128
+    causal: true
+  - kernel: sm90
+    arch: sm_90a
+    dtype: [bf16, f16]
+    q_fp8: true
+    head_dim: 128
+    causal: true
+    block_n: [64, 128]
+  - kernel: sm80
+    arch: sm_90a
+    dtype: bf16
+    kv_fp8: true
+    head_dim: 128
+    causal: true
+"""
+
+
+def test_tune_dtype_picks_buckets(cli, directory):
+    """--dtype e4m3: only FP8 attention's buckets, each with the q_fp8 candidates (bf16 out) and no
+    other; a 16-bit bucket never gets them, nor an FP8-cache candidate (kv_fp8 alone)."""
+    code, out, err = cli.run("--json", "tune", "--dry-run", "--dtype", "e4m3")   # the shipped spec
+    plan = json.loads(out)
+    assert code == EXIT_OK and plan["buckets"] == 36 and plan["measurements"] > 0, (code, out, err)
+    assert all(b["bucket"].startswith("e4m3_") and b["candidates"] for b in plan["plan"]), plan
+    assert all("_kv8_q8_" in name and name.startswith("sm90_bf16_") for b in plan["plan"] for name in b["candidates"])
+    code, out, _ = cli.run("tune", "--dry-run", "--dtype", "f16,bf16")
+    assert code == EXIT_OK and "108 buckets" in out and "e4m3_" not in out and "_q8_" not in out, out
+    code, out, _ = cli.run("tune", "--dry-run", "--dtype", "bf16,fp8")   # fc_dtype_parse's aliases too
+    assert code == EXIT_OK and out.splitlines()[-1].startswith("90 buckets"), out   # 54 bf16, 36 e4m3
+    path = os.path.join(directory, "fp8-tune.yaml")
+    with open(path, "w") as handle:
+        handle.write(FP8_TUNE_SPEC)
+    code, out, err = cli.run("--json", "tune", "--dry-run", "--spec", path)
+    assert code == EXIT_OK, (code, err)
+    candidates = {b["bucket"]: b["candidates"] for b in json.loads(out)["plan"]}
+    assert sorted(candidates) == ["bf16_d128_causal_gqa1_s1024", "bf16_d128_causal_gqa1_s8192",
+                                  "e4m3_d128_causal_gqa1_s1024", "e4m3_d128_causal_gqa1_s8192"], candidates
+    assert candidates["bf16_d128_causal_gqa1_s1024"] == ["sm90_bf16_d128_causal_m128n128s2w12p_sm_90a"], candidates
+    fp8_candidates = ["sm90_bf16_d128_causal_kv8_q8_m128n64s2w12p_sm_90a",
+                      "sm90_bf16_d128_causal_kv8_q8_m128n128s2w12p_sm_90a"]
+    assert candidates["e4m3_d128_causal_gqa1_s1024"] == fp8_candidates, candidates
+    code, out, _ = cli.run("tune", "--dry-run", "--spec", path, "--dtype", "f16")
+    assert code == EXIT_OK and out.startswith("0 buckets"), out
+    for value in ("fp7", "", "e4m3,", ",bf16", "f16,,bf16"):
+        code, out, err = cli.run("tune", "--dry-run", "--dtype", value)
+        assert code == EXIT_USAGE and "--dtype" in err and not out, (value, code, out, err)
+    code, _, err = cli.run("tune", "--dry-run", "--dtype")
+    assert code == EXIT_USAGE and err.strip(), (code, err)
 
 
 def test_tune_and_explain_without_gpu(cli):
@@ -585,6 +646,7 @@ def main():
             (test_precompile_fills_then_hits_the_cache, (cli, directory)),
             (test_verify_finds_a_corrupted_cubin_and_precompile_repairs_it, (cli, directory)),
             (test_tune_dry_run_pairs_buckets_with_candidates, (cli, directory)),
+            (test_tune_dtype_picks_buckets, (cli, directory)),
             (test_tune_and_explain_without_gpu, (cli,)),
             (test_cache_export_import_round_trip, (cli, directory)),
             (test_help_never_acts, (cli, directory)),

@@ -562,6 +562,60 @@ static void test_tuned_winner_replaces_the_heuristic(void **state)
     fc_context_destroy(ctx);
 }
 
+/* FP8 attention's buckets (dtype e4m3): an FP8 problem takes an FP8-attention winner with its own
+ * output type (the bucket's is bf16), and never a 16-bit winner; a 16-bit problem never takes an
+ * FP8-attention winner, even one filed under its bucket (the tuner's rows from before FP8 buckets).
+ * (The table is filled by hand: a device context loads it.) */
+static void test_tuned_fp8_attention_winner(void **state)
+{
+    (void)state;
+    struct fc_context *ctx = compile_only_context();
+    static struct fc_tuned winners[2];
+    memset(winners, 0, sizeof winners);
+    static const char *const BUCKETS[2] = {"e4m3_d128_causal_gqa4_s2048", "bf16_d128_causal_gqa4_s2048"};
+    static const char *const VARIANTS[2] = {"sm90_bf16_d128_causal_kv8_q8_m128n64s2w12_sm_90a",
+                                            "sm90_bf16_d128_causal_kv8_q8_m192n128s2w16_sm_90a"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(fc_bucket_parse(BUCKETS[i], &winners[i].bucket), 0);
+        assert_int_equal(fc_variant_parse_name(VARIANTS[i], &winners[i].variant), 0);
+        winners[i].log2_seqlen = 11.;
+        snprintf(winners[i].reason, sizeof winners[i].reason, "tuned: test winner %d", i);
+    }
+    ctx->tuned.items = winners;
+    ctx->tuned.count = 2;
+    struct fc_attention_params p = valid_params();   /* Hq 8, Hkv 2: GQA 4 */
+    p.dtype = FC_E4M3;
+    p.head_dim = 128;
+    p.causal = 1;
+    p.seqlen_q = p.seqlen_k = 4096;   /* nearest bucket: s2048 */
+    struct fc_plan_info info;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);   /* out bf16, the bucket's own */
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_kv8_q8_m128n64s2w12_sm_90a");
+    assert_string_equal(info.reason, "tuned: test winner 0");
+    p.out_dtype = FC_F16;   /* the winner's tiles with the problem's out type, and the reason says so */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d128_causal_kv8_q8_m128n64s2w12_sm_90a");
+    assert_string_equal(info.reason, "tuned: test winner 0; measured with a bf16 out, its tiles run this f16 one");
+    p.dtype = FC_BF16;   /* 16-bit: its bucket's FP8-attention winner is not its kernel */
+    p.out_dtype = FC_DTYPE_SAME;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
+    assert_null(strstr(info.reason, "tuned"));
+    p.kv_dtype = FC_E4M3;   /* an FP8 cache beside a 16-bit q: a 16-bit bucket's, never FP8 attention's */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_null(strstr(info.kernel, "_q8"));
+    assert_null(strstr(info.reason, "tuned"));
+    p.kv_dtype = FC_DTYPE_SAME;
+    assert_int_equal(fc_variant_parse_name("sm90_bf16_d128_causal_m64n64s2w8_sm_90a", &winners[0].variant), 0);
+    p.dtype = FC_E4M3;   /* a 16-bit winner in FP8 attention's bucket: the heuristic */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_kv8_q8_m128n128s2w12p_sm_90a");
+    assert_null(strstr(info.reason, "tuned"));
+    ctx->tuned.items = NULL;   /* not the context's to free */
+    ctx->tuned.count = 0;
+    fc_context_destroy(ctx);
+}
+
 /* Planning reads no tensor: fc_attention_plan answers without pointers; the forward call still
  * checks them (before it looks for a GPU). */
 static void test_plan_needs_no_tensors(void **state)
@@ -1491,6 +1545,7 @@ int main(void)
         cmocka_unit_test(test_decode_splits_can_be_forced),
         cmocka_unit_test(test_decode_splits_only_the_window),
         cmocka_unit_test(test_tuned_winner_replaces_the_heuristic),
+        cmocka_unit_test(test_tuned_fp8_attention_winner),
         cmocka_unit_test(test_plan_needs_no_tensors),
         cmocka_unit_test(test_sizes_at_the_int_limits),
         cmocka_unit_test(test_merge_rules),

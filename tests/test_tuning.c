@@ -35,8 +35,10 @@
 #define ROW_FIELDS 11
 
 /* tuning_db/tune.yaml: dtype x head_dim x causal x seqlen, then dtype x head_dim x causal x gqa x
- * seqlen for GQA 4 */
-#define SHIPPED_TUNE_PROBLEMS (2 * 4 * 2 * 6 + 2 * 1 * 2 * 1 * 3)
+ * seqlen for GQA 4, then FP8 attention's head_dim x causal x seqlen */
+#define SHIPPED_GQA_PROBLEMS (2 * 1 * 2 * 1 * 3)
+#define SHIPPED_FP8_PROBLEMS (1 * 3 * 2 * 6)
+#define SHIPPED_TUNE_PROBLEMS (2 * 4 * 2 * 6 + SHIPPED_GQA_PROBLEMS + SHIPPED_FP8_PROBLEMS)
 #define TOKENS_DEFAULT 16384
 
 /* Real sm_90a candidates of the head_dim 128, causal buckets, and one for another arch. */
@@ -308,12 +310,14 @@ static void test_shipped_tune_spec(void **state)
     assert_int_equal(problems.count, SHIPPED_TUNE_PROBLEMS);
     for (size_t i = 0; i < variants.count; i++) {
         char why[256], name[FC_VARIANT_NAME_MAX];
-        if (fc_variant_check(&variants.items[i], why, sizeof why) != 0) {
-            fc_variant_name(&variants.items[i], name);
+        fc_variant_name(&variants.items[i], name);
+        if (fc_variant_check(&variants.items[i], why, sizeof why) != 0)
             fail_msg("variant %s fails fc_variant_check: %s", name, why);
-        }
+        if (!fc_bucket_measures(&variants.items[i]))   /* the tuner would leave it out */
+            fail_msg("no bucket measures candidate %s as named", name);
     }
-    /* Every bucket has an sm_90a candidate of its dtype, head_dim and causality. */
+    /* Every bucket has an sm_90a candidate it measures of its dtype (e4m3: FP8 attention's), head_dim and
+     * causality. */
     for (size_t i = 0; i < problems.count; i++) {
         const struct fc_tune_problem *p = &problems.items[i];
         char name[FC_BUCKET_NAME_MAX];
@@ -322,20 +326,23 @@ static void test_shipped_tune_spec(void **state)
         size_t candidates = 0;
         for (size_t j = 0; j < variants.count; j++) {
             const struct fc_variant *v = &variants.items[j];
-            candidates += v->arch == 90 && v->arch_specific && v->dtype == p->dtype && v->head_dim == p->head_dim &&
-                          v->causal == p->causal;
+            candidates += v->arch == 90 && v->arch_specific && fc_bucket_measures(v) &&
+                          fc_bucket_dtype(v) == p->dtype && v->head_dim == p->head_dim && v->causal == p->causal;
         }
         if (candidates == 0)
             fail_msg("bucket %s has no sm_90a candidate", name);
     }
     /* The product nests in key order (dtype, head_dim, causal, seqlen, gqa, tokens), the last
-     * fastest; the GQA entry comes second. */
+     * fastest; the GQA entry comes second, FP8 attention's third. */
     assert_problem(&problems.items[0], FC_F16, 64, 0, 512, 1, TOKENS_DEFAULT);
     assert_problem(&problems.items[1], FC_F16, 64, 0, 1024, 1, TOKENS_DEFAULT);
     assert_problem(&problems.items[2 * 6], FC_F16, 96, 0, 512, 1, TOKENS_DEFAULT);
     assert_problem(&problems.items[2 * 4 * 2 * 6 - 1], FC_BF16, 256, 1, 16384, 1, TOKENS_DEFAULT);
     assert_problem(&problems.items[2 * 4 * 2 * 6], FC_F16, 128, 0, 1024, 4, TOKENS_DEFAULT);
-    assert_problem(&problems.items[problems.count - 1], FC_BF16, 128, 1, 16384, 4, TOKENS_DEFAULT);
+    assert_problem(&problems.items[2 * 4 * 2 * 6 + SHIPPED_GQA_PROBLEMS - 1], FC_BF16, 128, 1, 16384, 4,
+                   TOKENS_DEFAULT);
+    assert_problem(&problems.items[2 * 4 * 2 * 6 + SHIPPED_GQA_PROBLEMS], FC_E4M3, 64, 0, 512, 1, TOKENS_DEFAULT);
+    assert_problem(&problems.items[problems.count - 1], FC_E4M3, 256, 1, 16384, 1, TOKENS_DEFAULT);
     fc_variant_list_free(&variants);
     fc_tune_problem_list_free(&problems);
     assert_lists_empty(&variants, &problems);
@@ -580,9 +587,12 @@ static void test_bucket_name_round_trip(void **state)
         {FC_BF16, 64, 0, 512, 4, TOKENS_DEFAULT},
         {FC_F16, 256, 1, 16384, 8, TOKENS_DEFAULT},
         {FC_BF16, 8, 0, 1, 64, TOKENS_DEFAULT},
+        {FC_E4M3, 128, 1, 4096, 1, TOKENS_DEFAULT},   /* FP8 attention's */
+        {FC_E4M3, 64, 0, 512, 4, TOKENS_DEFAULT},
     };
     const char *const names[] = {
         "f16_d128_causal_gqa1_s2048", "bf16_d64_gqa4_s512", "f16_d256_causal_gqa8_s16384", "bf16_d8_gqa64_s1",
+        "e4m3_d128_causal_gqa1_s4096", "e4m3_d64_gqa4_s512",
     };
     for (size_t i = 0; i < sizeof buckets / sizeof buckets[0]; i++) {
         char name[FC_BUCKET_NAME_MAX];
@@ -612,6 +622,8 @@ static void test_bucket_name_round_trip(void **state)
         "f16_d128_causal_gqa1_s2048x",
         "f16_d128_causal_gqa1_s2048_",
         "f16_d128_causal_gqa1_s2048 ",
+        "fp8_d128_causal_gqa1_s4096",   /* an alias fc_dtype_parse takes, not the name */
+        "E4M3_d128_causal_gqa1_s4096",
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         struct fc_tune_problem parsed;
@@ -628,6 +640,49 @@ static void test_bucket_name_round_trip(void **state)
     ragged.max_seqlen_q = ragged.max_seqlen_k = 1000;
     const struct fc_tune_problem ragged_bucket = fc_bucket_of(&ragged);
     assert_problem(&ragged_bucket, FC_F16, 128, 1, 1000, 1, 0);
+    /* FP8 attention: q's dtype, e4m3, whatever the output's (the problem's dtype) */
+    struct fc_problem fp8 = problem_of(128, 1, 4096, 4096, 16, 16);
+    fp8.dtype = FC_F16;
+    fp8.q_fp8 = fp8.kv_fp8 = 1;
+    const struct fc_tune_problem fp8_bucket = fc_bucket_of(&fp8);
+    assert_problem(&fp8_bucket, FC_E4M3, 128, 1, 4096, 1, 0);
+    fp8.dtype = FC_BF16;
+    const struct fc_tune_problem fp8_bf16_bucket = fc_bucket_of(&fp8);
+    assert_true(memcmp(&fp8_bf16_bucket, &fp8_bucket, sizeof fp8_bucket) == 0);
+    /* an FP8 cache beside a 16-bit q: the 16-bit bucket */
+    struct fc_problem fp8_cache = problem_of(128, 1, 4096, 4096, 16, 16);
+    fp8_cache.kv_fp8 = 1;
+    const struct fc_tune_problem cache_bucket = fc_bucket_of(&fp8_cache);
+    assert_problem(&cache_bucket, FC_F16, 128, 1, 4096, 1, 0);
+}
+
+/* What a bucket measures as named: FP8 attention candidates (bf16 out) under e4m3, the rest under their
+ * dtype, and none with a switch buckets do not have. */
+static void test_bucket_measures(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *variant;
+        int measures;
+        enum fc_dtype dtype;
+    } CASES[] = {
+        {VARIANT_PINGPONG, 1, FC_F16},
+        {"sm90_bf16_d128_causal_kv8_q8_m128n128s2w12p_sm_90a", 1, FC_E4M3},
+        {"sm90_f16_d128_causal_kv8_q8_m128n128s2w12p_sm_90a", 0, FC_E4M3},   /* buckets' FP8 out is bf16 */
+        {"sm80_f16_d128_causal_kv8_m128n64s2w8_sm_89", 0, FC_F16},         /* an FP8 cache beside a 16-bit q */
+        {"sm90_f16_d128_causal_win_m128n128s2w12p_sm_90a", 0, FC_F16},
+        {"sm90_f16_d128_causal_cap_m128n128s2w12p_sm_90a", 0, FC_F16},
+        {"sm90_f16_d128_causal_var_m128n128s2w12p_sm_90a", 0, FC_F16},
+        {"sm90_f16_d128_causal_var_pg_m128n128s2w12p_sm_90a", 0, FC_F16},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        struct fc_variant v;
+        if (fc_variant_parse_name(CASES[i].variant, &v))
+            fail_msg("not a variant name: %s", CASES[i].variant);
+        if (fc_bucket_measures(&v) != CASES[i].measures || fc_bucket_dtype(&v) != CASES[i].dtype)
+            fail_msg("%s: measures %d under %s; expected %d under %s", CASES[i].variant, fc_bucket_measures(&v),
+                     fc_dtype_name(fc_bucket_dtype(&v)), CASES[i].measures, fc_dtype_name(CASES[i].dtype));
+    }
 }
 
 /* The fields of a good row, to replace one at a time. */
@@ -878,6 +933,45 @@ static void test_lookup_takes_the_nearest_bucket(void **state)
     assert_int_equal(table.count, 0);
 }
 
+#define VARIANT_FP8 "sm90_bf16_d128_causal_kv8_q8_m128n64s2w12_sm_90a"
+#define VARIANT_FP8_KV "sm90_bf16_d128_causal_kv8_m128n128s2w12p_sm_90a"
+#define VARIANT_BF16 "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a"
+
+/* FP8 attention's buckets: an FP8 problem, of either out type, finds the e4m3 bucket's winner; a 16-bit
+ * problem does not. A winner its bucket did not measure as named is not loaded: an FP8-attention or
+ * FP8-cache candidate in a 16-bit bucket (what the tuner filed before FP8 buckets, timing the 16-bit
+ * kernel), a 16-bit one in an e4m3 bucket. */
+static void test_lookup_fp8_attention(void **state)
+{
+    struct temp *t = *state;
+    char kernel_set[FC_KEY_HEX];
+    embedded_kernel_set(kernel_set);
+    const struct fc_tuning_identity id = identity(GPU_A, kernel_set);
+    put_winner(t->cache, &id, "e4m3_d128_causal_gqa1_s4096", VARIANT_FP8, 0.5);
+    put_winner(t->cache, &id, "bf16_d128_causal_gqa1_s4096", VARIANT_FP8, 0.5);
+    put_winner(t->cache, &id, "bf16_d128_causal_gqa1_s1024", VARIANT_FP8_KV, 0.1);
+    put_winner(t->cache, &id, "e4m3_d128_causal_gqa1_s16384", VARIANT_BF16, 9.);
+    put_winner(t->cache, &id, "bf16_d128_causal_gqa1_s16384", VARIANT_BF16, 9.);
+    struct fc_tuned_table table;
+    load(&table, t->cache, &id, 90, 1, NULL);
+    assert_int_equal(table.count, 2);
+    assert_tuned(tuned_entry(&table, "e4m3_d128_causal_gqa1_s4096"), "e4m3_d128_causal_gqa1_s4096", VARIANT_FP8, 0);
+    assert_tuned(tuned_entry(&table, "bf16_d128_causal_gqa1_s16384"), "bf16_d128_causal_gqa1_s16384", VARIANT_BF16,
+                 0);
+    struct fc_problem p = problem_of(128, 1, 16384, 16384, 16, 16);
+    p.q_fp8 = p.kv_fp8 = 1;
+    p.dtype = FC_BF16;   /* the out type: not in the key */
+    assert_tuned(fc_tuned_find(&table, &p), "e4m3_d128_causal_gqa1_s4096", VARIANT_FP8, 0);
+    p.dtype = FC_F16;
+    assert_tuned(fc_tuned_find(&table, &p), "e4m3_d128_causal_gqa1_s4096", VARIANT_FP8, 0);
+    p.q_fp8 = p.kv_fp8 = 0;   /* f16: no bucket */
+    assert_null(fc_tuned_find(&table, &p));
+    p.dtype = FC_BF16;   /* bf16: its own bucket, never the e4m3 one */
+    p.seqlen_q = p.seqlen_k = 4096;
+    assert_tuned(fc_tuned_find(&table, &p), "bf16_d128_causal_gqa1_s16384", VARIANT_BF16, 0);
+    fc_tuned_free(&table);
+}
+
 /* A shipped layer measured on GPU A with other templates (the kernel set does not matter there):
  * a winner for BUCKET_1K, one for a non-causal bucket, and rows that do not apply. */
 static void shipped_layer(char *out, size_t size)
@@ -1057,11 +1151,13 @@ int main(void)
         cmocka_unit_test(test_variant_name_round_trip),
         cmocka_unit_test(test_variant_name_rejects_malformed),
         cmocka_unit_test(test_bucket_name_round_trip),
+        cmocka_unit_test(test_bucket_measures),
         cmocka_unit_test(test_tuning_row_round_trip),
         cmocka_unit_test(test_tuning_row_rejects_bad_rows),
         cmocka_unit_test_setup_teardown(test_incumbent_keeps_a_win_within_the_margin, temp_setup, temp_teardown),
         cmocka_unit_test_setup_teardown(test_store_resume_and_winner, temp_setup, temp_teardown),
         cmocka_unit_test_setup_teardown(test_lookup_takes_the_nearest_bucket, temp_setup, temp_teardown),
+        cmocka_unit_test_setup_teardown(test_lookup_fp8_attention, temp_setup, temp_teardown),
         cmocka_unit_test_setup_teardown(test_database_over_shipped_layer, temp_setup, temp_teardown),
         cmocka_unit_test_setup_teardown(test_newest_other_driver_then_own_driver, temp_setup, temp_teardown),
         cmocka_unit_test(test_shipped_winners_parse_and_load),

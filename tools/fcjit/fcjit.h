@@ -46,6 +46,10 @@ int fcjit_parse_int(const char *command, const char *name, const char *text, lon
 int fcjit_parse_float(const char *command, const char *name, const char *text, float *out);
 int fcjit_parse_u64(const char *command, const char *name, const char *text, unsigned long long *out);
 
+/* FP8 inputs' descale magnitude where none is given (`run --kv-descale`, tune's FP8 buckets): codes up
+ * to ~300 for N(0, 1) values, e4m3's range without saturating. */
+#define FCJIT_DEFAULT_KV_DESCALE (1.f / 64)
+
 /* Sequences a --varlen-style list may give. */
 #define FCJIT_MAX_SEQUENCES 4096
 /* A comma-separated list of lengths >= 0 (option --name of `command`) into out (at most

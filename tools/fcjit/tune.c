@@ -29,8 +29,8 @@
 #define TUNE_MEASUREMENTS_MAX 100000   /* the shipped sweep takes about 2,500 */
 
 static const char HELP[] =
-    "usage: fcjit tune [--spec FILE] [--iters N] [--warmup N] [--margin PCT] [--jobs N] [--restart]\n"
-    "                  [--dry-run [--arch A]]\n"
+    "usage: fcjit tune [--spec FILE] [--dtype LIST] [--iters N] [--warmup N] [--margin PCT] [--jobs N]\n"
+    "                  [--restart] [--dry-run [--arch A]]\n"
     "\n"
     "Times every candidate kernel of a tuning spec on each of its problem buckets on GPU 0, checks\n"
     "each candidate's output against an fp64 CPU reference before it may win, and stores every\n"
@@ -39,6 +39,8 @@ static const char HELP[] =
     "Interrupt at any time: finished measurements are kept and the next run resumes.\n"
     "\n"
     "  --spec FILE   YAML tuning spec (default: the shipped tuning_db/tune.yaml)\n"
+    "  --dtype LIST  only the spec's buckets of these dtypes, a comma list of f16, bf16 and e4m3 (FP8\n"
+    "                attention: q, k and v e4m3, timed with a bf16 out; its winners serve an f16 out too)\n"
     "  --iters N     timed launches per candidate, median taken (default 10)\n"
     "  --warmup N    untimed launches first (default 3)\n"
     "  --margin PCT  the heuristic's own choice stays the winner unless another candidate is more\n"
@@ -52,6 +54,7 @@ struct options {
     const char *spec;
     int iters, warmup, jobs, restart, dry_run, margin_percent;
     int arch, arch_specific;
+    unsigned dtypes;   /* --dtype: bit 1 << dtype of each bucket dtype to tune; 0: every one */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -62,13 +65,39 @@ static void on_interrupt(int signal)
     interrupted = 1;
 }
 
+/* --dtype: a comma list of bucket dtypes (names or fc_dtype_parse's aliases) into a mask. */
+static int parse_dtypes(const char *text, unsigned *dtypes)
+{
+    char name[16];
+    *dtypes = 0;
+    for (const char *p = text;; p++) {
+        const size_t n = strcspn(p, ",");
+        enum fc_dtype dtype;
+        if (n == 0 || n >= sizeof name) {
+            fprintf(stderr, "fcjit tune: --dtype takes a comma list of f16, bf16 and e4m3, not '%s'\n", text);
+            return -1;
+        }
+        memcpy(name, p, n);
+        name[n] = 0;
+        if (fc_dtype_parse(name, &dtype)) {
+            fprintf(stderr, "fcjit tune: --dtype: unknown dtype '%s' (f16, bf16 or e4m3)\n", name);
+            return -1;
+        }
+        *dtypes |= 1u << dtype;
+        p += n;
+        if (!*p)
+            return 0;
+    }
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
     static const struct option OPTIONS[] = {
         {"spec", required_argument, 0, 's'}, {"iters", required_argument, 0, 'i'},
         {"warmup", required_argument, 0, 'w'}, {"jobs", required_argument, 0, 'j'},
         {"restart", no_argument, 0, 'r'}, {"dry-run", no_argument, 0, 'n'}, {"arch", required_argument, 0, 'a'},
-        {"margin", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+        {"margin", required_argument, 0, 'm'}, {"dtype", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     o->iters = 10;
@@ -86,6 +115,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     while ((c = getopt_long(argc, argv, "h", OPTIONS, NULL)) != -1) {
         switch (c) {
         case 's': o->spec = optarg; break;
+        case 'd': if (parse_dtypes(optarg, &o->dtypes)) return -1; break;
         case 'i': if (fcjit_parse_int("tune", "iters", optarg, 1, 1000, &o->iters)) return -1; break;
         case 'w': if (fcjit_parse_int("tune", "warmup", optarg, 0, 1000, &o->warmup)) return -1; break;
         case 'j': if (fcjit_parse_int("tune", "jobs", optarg, 1, 256, &o->jobs)) return -1; break;
@@ -187,10 +217,10 @@ static size_t first_candidate(const struct candidate *sorted, size_t count, cons
     return low;
 }
 
-/* Pairs each bucket of the spec with the candidates of its dtype, head_dim and causality on the
- * arch: sorted once, then a binary search per bucket, so that a spec at its caps plans in well
- * under a second. */
-static enum fc_status plan_work(int arch, int arch_specific, struct work *w)
+/* Pairs each bucket of the spec (of the dtypes in the mask `dtypes`; 0: all) with the candidates of its
+ * dtype, head_dim and causality on the arch: sorted once, then a binary search per bucket, so that a
+ * spec at its caps plans in well under a second. */
+static enum fc_status plan_work(int arch, int arch_specific, unsigned dtypes, struct work *w)
 {
     size_t on_arch = 0;
     w->on_arch = calloc(w->variants.count + 1, sizeof *w->on_arch);
@@ -203,12 +233,15 @@ static enum fc_status plan_work(int arch, int arch_specific, struct work *w)
     }
     for (size_t v = 0; v < w->variants.count; v++) {
         const struct fc_variant *c = &w->variants.items[v];
-        /* buckets have no window or softcap: such a candidate would be measured as another kernel */
-        if (c->arch == arch && c->arch_specific == arch_specific && !c->window && !c->softcap && !c->varlen)
-            w->on_arch[on_arch++] = (struct candidate){(int)c->dtype, c->head_dim, c->causal, v};
+        /* NOTE: a candidate a bucket would run as another kernel is left out (a window, an FP8 cache
+         * beside a 16-bit q); FP8 attention's (q_fp8) pair with e4m3 buckets */
+        if (c->arch == arch && c->arch_specific == arch_specific && fc_bucket_measures(c))
+            w->on_arch[on_arch++] = (struct candidate){(int)fc_bucket_dtype(c), c->head_dim, c->causal, v};
     }
     qsort(w->on_arch, on_arch, sizeof *w->on_arch, compare_candidates);
     for (size_t p = 0; p < w->problems.count; p++) {
+        if (dtypes && !(dtypes & 1u << w->problems.items[p].dtype))
+            continue;
         struct bucket_work *b = &w->buckets[w->bucket_count];
         b->problem = w->problems.items[p];
         const size_t first = first_candidate(w->on_arch, on_arch, &b->problem);
@@ -271,6 +304,10 @@ static struct fc_check_case bucket_case(const struct fc_tune_problem *b, uint64_
     memset(&c, 0, sizeof c);
     fc_attention_params_init(&c.shape);
     c.shape.dtype = b->dtype;
+    if (b->dtype == FC_E4M3) {   /* FP8 attention: q, k and v e4m3, with real descales */
+        c.shape.out_dtype = FC_BUCKET_FP8_OUT;
+        c.kv_descale = FCJIT_DEFAULT_KV_DESCALE;
+    }
     c.shape.head_dim = b->head_dim;
     c.shape.causal = b->causal;
     c.shape.seqlen_q = c.shape.seqlen_k = b->seqlen;
@@ -480,7 +517,7 @@ static void print_dry_run(const struct work *w, int json)
 static int dry_run(const struct options *o, struct work *w, enum fc_status status, int json)
 {
     if (status == FC_OK)
-        status = plan_work(o->arch, o->arch_specific, w);
+        status = plan_work(o->arch, o->arch_specific, o->dtypes, w);
     if (status == FC_OK)
         print_dry_run(w, json);
     work_free(w);
@@ -508,10 +545,10 @@ int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
         work_free(&w);
         return code == FCJIT_EXIT_OK ? fcjit_exit_for(status) : code;
     }
-    status = plan_work(ctx->target.arch, ctx->target.arch_specific, &w);
+    status = plan_work(ctx->target.arch, ctx->target.arch_specific, o.dtypes, &w);
     if (status == FC_OK && w.bucket_count == 0) {
-        fprintf(stderr, "fcjit tune: no candidate of the spec runs on this GPU (sm_%d%s)\n", ctx->target.arch,
-                ctx->target.arch_specific ? "a" : "");
+        fprintf(stderr, "fcjit tune: no candidate of the spec runs on this GPU (sm_%d%s)%s\n", ctx->target.arch,
+                ctx->target.arch_specific ? "a" : "", o.dtypes ? " for a bucket of --dtype's" : "");
         status = FC_ERR_CONFIG;
     }
     const double start = fcjit_seconds_now();
