@@ -10,7 +10,8 @@
 #   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
 #   tools/gpu-host.sh decode   decode-kernel tiles on BENCH.md's decode shapes
 #   tools/gpu-host.sh decode-sweep  gpu suite, decode sanitizer, tools/decode_sweep.py $DECODE_CONFIGS, ncu
-#   tools/gpu-host.sh tune     `fcjit tune` from an empty database; results exported to $OUT
+#   tools/gpu-host.sh tune     `fcjit tune` from an empty database, or resumed from $TUNING_RESULTS, cut
+#                              after $TUNE_CUT s; results exported to $OUT (run again to go on)
 #   tools/gpu-host.sh tune-resume  the same, interrupted (SIGINT) after $TUNE_CUT s and resumed
 #   tools/gpu-host.sh tuned-bench  the benchmark with tuned winners, the heuristic and the peers
 #   tools/gpu-host.sh final    gpu suite, probes, sanitizer, the full tools/check.py matrix, the full
@@ -548,10 +549,15 @@ decode-quick)   # decode sanitizer, decode configurations vs the peers, ncu
     step decode-sweep 300 "python3 tools/decode_sweep.py \${DECODE_CONFIGS:-} --json $OUT/decode-sweep.json"
     step decode-profile 200 decode_profile
     ;;
-tune)   # the default sweep from an empty database (compiles included), then its results out
+tune)   # the default sweep from an empty database (compiles included), or resumed from the results of
+        # an earlier call ($TUNING_RESULTS), cut with SIGINT after $TUNE_CUT s (one device call is 10
+        # min; the whole sweep takes about 20 on an H100), then its results out ($TUNE_ARGS: e.g.
+        # --dtype e4m3); run it again with TUNING_RESULTS=<the last tuning-results.tsv> to go on
     export DB=/tmp/flashcore-gpu-host/tune.db
     rm -f "$DB" "$DB"-*
-    step tune 580 "\$FCJIT --db \$DB tune; export_tuning"
+    [ -n "${TUNING_RESULTS:-}" ] && "$FCJIT" --db "$DB" cache import "$TUNING_RESULTS"
+    step tune $((${TUNE_CUT:-540} + 30)) "timeout -s INT ${TUNE_CUT:-540} \$FCJIT --db \$DB tune ${TUNE_ARGS:-}; \
+        echo \"tune exit \$?\"; export_tuning"
     ;;
 tune-resume)   # the default sweep interrupted with SIGINT after $TUNE_CUT s, then resumed to the end
     export DB=/tmp/flashcore-gpu-host/tune.db
