@@ -355,9 +355,12 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
 }
 
 /* A paged cache takes no plain-schedule winner: its thread 0 would look each box's page up as it
- * issues it (the selector's NOTE on head_dim 64). */
+ * issues it (the selector's NOTE on head_dim 64). A window or a softcap takes no 192-key winner
+ * (winners are measured without them): the selector keeps them off those tiles (widen_key_tiles). */
 static int takes_winner(const struct fc_problem *problem, const struct fc_variant *winner)
 {
+    if (winner->block_n == 192 && (problem->mask.window || problem->softcap > 0.f))
+        return 0;
     return !problem->paged || specialized(winner);
 }
 

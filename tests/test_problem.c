@@ -557,6 +557,22 @@ static void test_tuned_winner_replaces_the_heuristic(void **state)
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_f16_d64_causal_m128n64s2w8_sm_90a");
     assert_string_equal(info.reason, "tuned: test winner");
+    /* a 192-key winner serves neither a window nor a softcap (the selector keeps them off those tiles) */
+    assert_int_equal(fc_bucket_parse("f16_d128_causal_gqa4_s2048", &winner.bucket), 0);
+    assert_int_equal(fc_variant_parse_name("sm90_f16_d128_causal_m128n192s2w12p_sm_90a", &winner.variant), 0);
+    p.head_dim = 128;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d128_causal_m128n192s2w12p_sm_90a");
+    assert_string_equal(info.reason, "tuned: test winner");
+    p.window_left = 512;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d128_causal_win_m128n128s2w12p_sm_90a");
+    assert_null(strstr(info.reason, "tuned"));
+    p.window_left = -1;
+    p.softcap = 30.f;
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_f16_d128_causal_cap_m128n128s2w12p_sm_90a");
+    assert_null(strstr(info.reason, "tuned"));
     ctx->tuned.items = NULL;   /* not the context's to free */
     ctx->tuned.count = 0;
     fc_context_destroy(ctx);
