@@ -74,13 +74,11 @@ static enum fc_status validate(struct fc_merge_params *p, char *msg)
         snprintf(msg, FC_MESSAGE_MAX, "dtype %d: the merge takes FC_F16 or FC_BF16 outputs", (int)p->dtype);
         return dtype ? FC_ERR_UNSUPPORTED : FC_ERR_INVALID_ARG;
     }
-    const struct { const char *name; int value; } sizes[] = {
+    const struct fc_named_size sizes[] = {
         {"batch", p->batch}, {"seqlen", p->seqlen}, {"heads", p->heads}, {"head_dim", p->head_dim}};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        if (sizes[i].value <= 0) {
-            snprintf(msg, FC_MESSAGE_MAX, "%s must be positive (got %d)", sizes[i].name, sizes[i].value);
-            return FC_ERR_INVALID_ARG;
-        }
+    const enum fc_status sized = fc_problem_positive(sizes, sizeof sizes / sizeof sizes[0], msg, FC_MESSAGE_MAX);
+    if (sized != FC_OK)
+        return sized;
     if (p->head_dim % 8 || p->head_dim > HEAD_DIM_MAX) {
         snprintf(msg, FC_MESSAGE_MAX, "head_dim %d is not supported: a multiple of 8 up to %d", p->head_dim,
                  HEAD_DIM_MAX);

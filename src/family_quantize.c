@@ -99,11 +99,11 @@ static enum fc_status validate_shape(struct fc_quantize_params *p, char *msg)
     if (p->out_dtype != FC_E4M3 && p->out_dtype != p->dtype)
         return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "out_dtype %d: FC_E4M3, or dtype (%s) to rotate only", (int)p->out_dtype,
                                dtype->name);
-    const struct { const char *name; int value; } sizes[] = {
+    const struct fc_named_size sizes[] = {
         {"batch", p->batch}, {"seqlen", p->seqlen}, {"heads", p->heads}, {"head_dim", p->head_dim}};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        if (sizes[i].value <= 0)
-            return fc_problem_fail(FC_ERR_INVALID_ARG, msg, FC_MESSAGE_MAX, "%s must be positive (got %d)", sizes[i].name, sizes[i].value);
+    const enum fc_status status = fc_problem_positive(sizes, sizeof sizes / sizeof sizes[0], msg, FC_MESSAGE_MAX);
+    if (status != FC_OK)
+        return status;
     if (p->head_dim % 16 || p->head_dim > HEAD_DIM_MAX)
         return fc_problem_fail(FC_ERR_UNSUPPORTED, msg, FC_MESSAGE_MAX, "head_dim %d is not supported: a multiple of 16 up to %d", p->head_dim,
                                HEAD_DIM_MAX);

@@ -28,16 +28,24 @@ enum fc_status fc_problem_fail(enum fc_status status, char *msg, size_t size, co
 
 #define fail fc_problem_fail   /* this file's rules' short name for it */
 
+enum fc_status fc_problem_positive(const struct fc_named_size *sizes, size_t count, char *msg, size_t size)
+{
+    for (size_t i = 0; i < count; i++)
+        if (sizes[i].value <= 0)
+            return fail(FC_ERR_INVALID_ARG, msg, size, "%s must be positive (got %d)", sizes[i].name,
+                        sizes[i].value);
+    return FC_OK;
+}
+
 static enum fc_status check_sizes(const struct fc_attention_params *p, char *msg, size_t size)
 {
-    const struct { const char *name; int value; } sizes[] = {
+    const struct fc_named_size sizes[] = {
         {"batch", p->batch}, {"seqlen_q", p->seqlen_q}, {"seqlen_k", p->seqlen_k},
         {"heads_q", p->heads_q}, {"heads_kv", p->heads_kv}, {"head_dim", p->head_dim},
     };
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        if (sizes[i].value <= 0)
-            return fail(FC_ERR_INVALID_ARG, msg, size, "%s must be positive (got %d)",
-                        sizes[i].name, sizes[i].value);
+    const enum fc_status status = fc_problem_positive(sizes, sizeof sizes / sizeof sizes[0], msg, size);
+    if (status != FC_OK)
+        return status;
     if (p->heads_q % p->heads_kv)
         return fail(FC_ERR_INVALID_ARG, msg, size,
                     "heads_q (%d) must be a multiple of heads_kv (%d) for grouped-query attention",

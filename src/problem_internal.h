@@ -100,6 +100,16 @@ enum fc_status fc_problem_varlen_strides(const char *name, const int64_t given[3
 enum fc_status fc_problem_fail(enum fc_status status, char *msg, size_t msg_size, const char *format, ...)
     __attribute__((format(printf, 4, 5)));
 
+/** A size of a public struct, by its field's name. */
+struct fc_named_size {
+    const char *name;
+    int value;
+};
+
+/** Each size positive; the message names the first that is not. Shared by every public call's rules
+ *  (attention, fc_attention_merge, fc_quantize). */
+enum fc_status fc_problem_positive(const struct fc_named_size *sizes, size_t count, char *msg, size_t msg_size);
+
 /** A device pointer present and `align`-byte aligned; the message names it. */
 enum fc_status fc_problem_pointer(const char *name, const void *pointer, unsigned align, char *msg, size_t msg_size);
 
