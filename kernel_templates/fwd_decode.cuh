@@ -1,12 +1,14 @@
 // Attention forward for a few query rows against many keys (decode, short prefill): split-KV with
 // the query heads of a GQA group packed into one tile (sm_80 and later, mma.sync).
 //
-// A CTA takes one (batch, K/V head) and one split: a range of split_keys keys. Its 16 tile rows
-// are the (query head of the group, query row) pairs, q_per_kv * seqlen_q <= 16 of them, so each
-// K/V element read from memory serves the whole group. K and V stream through a STAGES-deep
-// cp.async ring in tiles of BLOCK_N keys; warp w takes keys [w * KEYS, (w + 1) * KEYS) of each
-// tile with its own online softmax (S and P V on mma.sync m16n8k16, as fwd_sm80.cuh), and the
-// warps merge (max, sum, O) through shared memory at the end. With one split the CTA writes O and
+// A CTA takes one (batch, K/V head) and one split: a range of split_keys keys. Its ROWS (16, 32 or
+// 64) tile rows are the (query head of the group, query row) pairs, q_per_kv * seqlen_q <= ROWS of
+// them, so each K/V element read from memory serves the whole group. K and V stream through a
+// STAGES-deep cp.async ring in tiles of BLOCK_N keys. The warps form M_TILES row groups of 16 rows
+// times SLICES key slices: warp w takes the rows of m-tile w % M_TILES and keys [s * KEYS, (s + 1) *
+// KEYS), s = w / M_TILES, of each tile, with its own online softmax (S and P V on mma.sync
+// m16n8k16, as fwd_sm80.cuh), and the slices of each m-tile merge (max, sum, O) through shared
+// memory at the end. With one split the CTA writes O and
 // the LSE; with several it writes fp32 O (already divided by its sum) and its LSE per split, and
 // CombineSplits, the second kernel of the module, merges them.
 //
@@ -40,16 +42,17 @@ __device__ __forceinline__ long long partial_rows(const fc_kernel_args &args)
 }
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS, bool WINDOW = false,
-          bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false, bool KV_FP8 = false>
+          bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false, bool KV_FP8 = false, int ROWS = 16>
 struct DecodeForward {
     static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
     static_assert(!KV_FP8 || HEAD_DIM % 32 == 0, "FP8 K/V: head_dim in 32-dim groups of P V's n-tiles");
     using E = Element<T>;
     using KV = typename KvElement<T, KV_FP8>::type;   // K/V storage
     using EK = Element<KV>;
-    static constexpr int ROWS = 16;                     // one m-tile of packed (head, query) rows
+    static constexpr int M_TILES = ROWS / 16;           // m-tiles of packed (head, query) rows
+    static constexpr int SLICES = WARPS / M_TILES;      // warps per m-tile, each on its own keys
     static constexpr int THREADS = WARPS * WARP_SIZE;
-    static constexpr int KEYS = BLOCK_N / WARPS;        // keys of each tile per warp
+    static constexpr int KEYS = BLOCK_N / SLICES;       // keys of each tile per warp
     static constexpr int N_TILES = KEYS / 8, D_TILES = HEAD_DIM / 8, K_STEPS = HEAD_DIM / E::MMA_K;
     static constexpr int CHUNKS = HEAD_DIM / E::PER_CHUNK;      // 16-byte chunks per Q row
     static constexpr int KV_CHUNKS = HEAD_DIM / EK::PER_CHUNK;  // ... per K/V row
@@ -62,12 +65,14 @@ struct DecodeForward {
     static constexpr bool SWIZZLED = KV_CHUNKS % 8 == 0;
     static constexpr int KV_PITCH = HEAD_DIM * EK::BYTES + (SWIZZLED ? 0 : 16);
     static constexpr int Q_BYTES = ROWS * PITCH, KV_BYTES = BLOCK_N * KV_PITCH;
-    static constexpr int MERGE_BYTES = WARPS * ROWS * (HEAD_DIM + 2) * 4;   // per warp: O, max, sum
+    static constexpr int MERGE_BYTES = SLICES * ROWS * (HEAD_DIM + 2) * 4;   // per warp: O, max, sum of its 16 rows
     static constexpr int PIPE_BYTES = 2 * STAGES * KV_BYTES;
     static constexpr int SMEM_BYTES = Q_BYTES + (PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES);
     static constexpr int MIN_BLOCKS = 1;   // __launch_bounds__: registers are not capped for a second CTA
     static_assert(HEAD_DIM % 16 == 0 && HEAD_DIM <= 256, "head_dim: a multiple of 16 up to 256");
-    static_assert(KEYS == 16 || KEYS == 32, "16 or 32 keys of each tile per warp");
+    static_assert(ROWS == 16 || ROWS == 32 || ROWS == 64, "16, 32 or 64 packed rows");
+    static_assert(WARPS % M_TILES == 0 && BLOCK_N % SLICES == 0, "whole key slices per m-tile");
+    static_assert(KEYS == 16 || KEYS == 32 || KEYS == 64, "16, 32 or 64 keys of each tile per warp");
     static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages");
 
     using MMA = Mma<T>;
@@ -98,6 +103,11 @@ struct DecodeForward {
         warp = threadIdx.x / WARP_SIZE;
         lane = threadIdx.x % WARP_SIZE;
     }
+
+    // This warp's m-tile's first packed row, and its key slice. NOTE: computed where used, not
+    // members: kept, they cost head_dim 256's varlen variants 8 bytes of spills.
+    __device__ __forceinline__ int row0() const { return 16 * (warp % M_TILES); }
+    __device__ __forceinline__ int slice() const { return warp / M_TILES; }
 
     // VARLEN: one sequence's queries (at most max_seqlen_q: the selector's rule holds for them) and
     // keys; its lengths are published in shared memory by run().
@@ -245,9 +255,10 @@ struct DecodeForward {
     }
 
     // Q's fragments, kept in registers for every tile: ldmatrix's order, or KV_FP8 load_q_step's. NOTE:
-    // not at head_dim 256 with FP8 K/V, whose Q K^T reads them from shared memory at each step: kept
-    // beside O's 128 accumulators, they spilled.
-    static constexpr bool Q_IN_REGISTERS = !KV_FP8 || HEAD_DIM <= 128;
+    // not above head_dim 128, where Q K^T reads them from shared memory at each step: kept beside O's
+    // 96-128 accumulators they spilled (FP8 K/V; 16-bit with 32- and 64-row tiles), or held ptxas at
+    // 255 registers, a change of instruction order from spilling (16-bit varlen at head_dim 256).
+    static constexpr bool Q_IN_REGISTERS = HEAD_DIM <= 128 && WARPS <= 8;
     using QFragments = unsigned[Q_IN_REGISTERS ? K_STEPS : 1][4];
     __device__ __forceinline__ void load_q_fragments(QFragments &q, unsigned q_smem) const
     {
@@ -277,7 +288,7 @@ struct DecodeForward {
 #pragma unroll
             for (int n = 0; n < N_TILES; n += 2) {
                 unsigned b[4];
-                const int j = lane / 8, key = warp * KEYS + (n + j % 2) * 8 + lane % 8;
+                const int j = lane / 8, key = slice() * KEYS + (n + j % 2) * 8 + lane % 8;
                 ldmatrix_x4(b, k_smem + kv_offset(key, k + j / 2));
 #pragma unroll
                 for (int m = 0; m < 4; m++) {
@@ -302,7 +313,7 @@ struct DecodeForward {
         for (int k = 0; k < KEYS / 16; k++) {
             unsigned a[4];
             p_fragment<half_t, N_TILES>(a, p[0], k);
-            const int key = warp * KEYS + k * 16 + 2 * c;
+            const int key = slice() * KEYS + k * 16 + 2 * c;
 #pragma unroll
             for (int x = 0; x < HEAD_DIM / 32; x++) {
                 const int chunk = 2 * x + g / 4, word = 4 * (g % 4);
@@ -343,15 +354,24 @@ struct DecodeForward {
             return;
         }
 #pragma unroll
-        for (int k = 0; k < K_STEPS; k++)
+        for (int k = 0; k < K_STEPS; k++) {
+            unsigned a[4];   // Q's fragment of step k (!Q_IN_REGISTERS: read now)
+            if constexpr (Q_IN_REGISTERS) {
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    a[i] = q[Q_IN_REGISTERS ? k : 0][i];
+            } else {
+                ldmatrix_x4(a, q_smem + (lane % 16) * PITCH + (2 * k + lane / 16) * 16);
+            }
 #pragma unroll
             for (int n = 0; n < N_TILES; n += 2) {   // two 8-key tiles per ldmatrix
                 unsigned b[4];
-                const int key = warp * KEYS + n * 8 + lane % 8 + 8 * (lane / 16);
+                const int key = slice() * KEYS + n * 8 + lane % 8 + 8 * (lane / 16);
                 ldmatrix_x4(b, k_smem + kv_offset(key, 2 * k + (lane / 8) % 2));
-                MMA::run(s[0][n], q[k], b[0], b[1]);
-                MMA::run(s[0][n + 1], q[k], b[2], b[3]);
+                MMA::run(s[0][n], a, b[0], b[1]);
+                MMA::run(s[0][n + 1], a, b[2], b[3]);
             }
+        }
     }
 
     // O += P V over this warp's keys of the tile.
@@ -368,7 +388,7 @@ struct DecodeForward {
 #pragma unroll
             for (int d = 0; d < D_TILES; d += 2) {
                 unsigned b[4];
-                const int key = warp * KEYS + k * 16 + lane % 8 + 8 * ((lane / 8) % 2);
+                const int key = slice() * KEYS + k * 16 + lane % 8 + 8 * ((lane / 8) % 2);
                 ldmatrix_x4_trans(b, v_smem + kv_offset(key, d + lane / 16));
                 MMA::run(o[0][d], a, b[0], b[1]);
                 MMA::run(o[0][d + 1], a, b[2], b[3]);
@@ -384,12 +404,12 @@ struct DecodeForward {
         if constexpr (WINDOW) {   // per row a span, per key a comparison (see mask_scores)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const auto span = mask.span(row_query(lane / 4 + 8 * h));
+                const auto span = mask.span(row_query(row0() + lane / 4 + 8 * h));
 #pragma unroll
                 for (int n = 0; n < N_TILES; n++)
 #pragma unroll
                     for (int j = 0; j < 2; j++) {
-                        const bool hidden = span.hides(key0 + warp * KEYS + n * 8 + 2 * (lane % 4) + j);
+                        const bool hidden = span.hides(key0 + slice() * KEYS + n * 8 + 2 * (lane % 4) + j);
                         s[0][n][2 * h + j] = masked && hidden ? -infinity() : s[0][n][2 * h + j] * prescale;
                     }
             }
@@ -399,8 +419,8 @@ struct DecodeForward {
         for (int n = 0; n < N_TILES; n++)
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const int r = lane / 4 + 8 * (i / 2);
-                const int key = key0 + warp * KEYS + n * 8 + 2 * (lane % 4) + i % 2;
+                const int r = row0() + lane / 4 + 8 * (i / 2);
+                const int key = key0 + slice() * KEYS + n * 8 + 2 * (lane % 4) + i % 2;
                 const bool hidden = mask.hidden(row_query(r), key);   // NOTE: not in the condition: see mask.cuh
                 s[0][n][i] = masked && hidden ? -infinity() : s[0][n][i] * prescale;
             }
@@ -417,6 +437,7 @@ struct DecodeForward {
         const StridedRows<KV> k = kv_rows(args.k, args.k_stride), v = kv_rows(args.v, args.v_stride);
         const KeyMask<CAUSAL, WINDOW, VARLEN> mask(args);
         const unsigned q_smem = smem_address(smem), k_smem = q_smem + Q_BYTES, v_smem = k_smem + STAGES * KV_BYTES;
+        const unsigned q_warp = q_smem + row0() * PITCH;   // this warp's m-tile of Q
         // The splits share the keys some packed row sees, from the first (0 without a window; the
         // planner counts them by src/mask.c's rule) to seqlen_k (the last query row's diagonal).
         // NOTE: a literal 0 without a window, so that those kernels' code is what it was before windows.
@@ -470,13 +491,13 @@ struct DecodeForward {
             cp_async_commit();   // possibly empty: keeps one group per tile
             if (t == 0) {
                 if constexpr (BF16_Q)
-                    find_q_scales(q_smem);
-                load_q_fragments(q_frag, q_smem);
+                    find_q_scales(q_warp);
+                load_q_fragments(q_frag, q_warp);
             }
 
             const int stage = t % STAGES, key0 = key_begin + t * BLOCK_N;
             float s[1][N_TILES][4];
-            qk(s, q_frag, k_smem + stage * KV_BYTES, q_smem);
+            qk(s, q_frag, k_smem + stage * KV_BYTES, q_warp);
             // rows past `rows` hold zeros: their scores are finite, and they are never written. The
             // packed rows are the query rows 0 .. seqlen_q - 1, so the tile is partial for them if it
             // is for those rows.
@@ -496,26 +517,27 @@ struct DecodeForward {
         merge_and_store(o, softmax);
     }
 
-    // Each warp's (max, sum, O) into shared memory; then every thread merges some (row, column)
-    // pairs over the warps and writes them: final O and LSE with one split, else fp32 partials.
+    // Each warp's (max, sum, O) of its 16 rows into shared memory; then every thread merges some
+    // (row, column) pairs over the key slices and writes them: final O and LSE with one split, else
+    // fp32 partials.
     __device__ __forceinline__ void merge_and_store(const float (&o)[1][D_TILES][4],
                                                     const OnlineSoftmax<1, N_TILES> &softmax)
     {
-        float *merge_o = reinterpret_cast<float *>(smem + Q_BYTES);     // [WARPS][ROWS][HEAD_DIM]
-        float *merge_max = merge_o + WARPS * ROWS * HEAD_DIM;          // [WARPS][ROWS]
-        float *merge_sum = merge_max + WARPS * ROWS;                   // [WARPS][ROWS]
+        float *merge_o = reinterpret_cast<float *>(smem + Q_BYTES);     // [SLICES][ROWS][HEAD_DIM]
+        float *merge_max = merge_o + SLICES * ROWS * HEAD_DIM;         // [SLICES][ROWS]
+        float *merge_sum = merge_max + SLICES * ROWS;                  // [SLICES][ROWS]
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const int r = lane / 4 + 8 * h;
+            const int r = slice() * ROWS + row0() + lane / 4 + 8 * h;
 #pragma unroll
             for (int d = 0; d < D_TILES; d++) {
-                float *at = merge_o + (warp * ROWS + r) * HEAD_DIM;
+                float *at = merge_o + r * HEAD_DIM;
                 at[o_dim(d, 0)] = o[0][d][2 * h];
                 at[o_dim(d, 1)] = o[0][d][2 * h + 1];
             }
             if (lane % 4 == 0) {
-                merge_max[warp * ROWS + r] = softmax.row_max[0][h];
-                merge_sum[warp * ROWS + r] = softmax.row_sum[0][h];
+                merge_max[r] = softmax.row_max[0][h];
+                merge_sum[r] = softmax.row_sum[0][h];
             }
         }
         __syncthreads();
@@ -526,13 +548,13 @@ struct DecodeForward {
             const int r = i / HEAD_DIM, c = i % HEAD_DIM;
             float top = -infinity();
 #pragma unroll
-            for (int w = 0; w < WARPS; w++)
+            for (int w = 0; w < SLICES; w++)
                 top = fmaxf(top, merge_max[w * ROWS + r]);
             float sum = 0.f, value = 0.f;
             if (top != -infinity())
 #pragma unroll
-                for (int w = 0; w < WARPS; w++) {
-                    const float weight = exp2_approx(merge_max[w * ROWS + r] - top);   // 0 for a warp with no key
+                for (int w = 0; w < SLICES; w++) {
+                    const float weight = exp2_approx(merge_max[w * ROWS + r] - top);   // 0 for a slice with no key
                     sum += merge_sum[w * ROWS + r] * weight;
                     value += merge_o[(w * ROWS + r) * HEAD_DIM + c] * weight;
                 }

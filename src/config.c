@@ -518,6 +518,8 @@ static void build_candidate(const struct entry *entry, const size_t position[KEY
     v->varlen = value[KEY_VARLEN] || v->paged;   /* a paged kernel takes per-sequence lengths too */
     v->q_fp8 = value[KEY_Q_FP8];
     v->kv_fp8 = value[KEY_KV_FP8] || v->q_fp8;   /* an FP8 q takes FP8 K/V too */
+    /* a family whose tiles follow block_m (decode's rows) sees it first; the others set their own */
+    v->block_m = entry->axes[KEY_BLOCK_M].count ? value[KEY_BLOCK_M] : 0;
     fc_variant_defaults(v);   /* the family's choices, which the optional keys then override */
     if (entry->axes[KEY_BLOCK_M].count)
         v->block_m = value[KEY_BLOCK_M];

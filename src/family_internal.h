@@ -45,6 +45,9 @@ struct fc_family {
     /** After FC_FORCE_VARIANT replaced some tiles but named no ping-pong: re-derive the defaults
      *  that depend on them. NULL: nothing does. */
     void (*fit_forced)(struct fc_variant *v);
+    /** The block_m a forced variant that names none takes for the problem, before the defaults
+     *  (decode: the tile its packed rows need). NULL: the family's default. */
+    int (*forced_block_m)(const struct fc_problem *problem);
     /** The kernel's C++ type, e.g. "fc::Sm80Forward<fc::half_t, 128, true, 128, 64, 4>". */
     int (*kernel_type)(const struct fc_variant *v, char *out, size_t size);
     /** Source of the second entry, appended to the unit (NULL without one). */

@@ -103,17 +103,19 @@ static void select_family(const struct fc_problem *problem, const struct fc_targ
     }
 }
 
-static void apply_override(const struct fc_plan_override *o, struct fc_plan *plan)
+static void apply_override(const struct fc_problem *problem, const struct fc_plan_override *o, struct fc_plan *plan)
 {
     struct fc_variant *v = &plan->variant;
     v->family = o->family;
+    const struct fc_family *family = fc_family_of(v->family);
+    /* a family whose tiles follow block_m (decode's rows) sees it first */
+    v->block_m = o->block_m ? o->block_m : family && family->forced_block_m ? family->forced_block_m(problem) : 0;
     fc_variant_defaults(v);
     v->block_m = o->block_m ? o->block_m : v->block_m;
     v->block_n = o->block_n ? o->block_n : v->block_n;
     v->warps = o->warps ? o->warps : v->warps;
     v->stages = o->stages ? o->stages : v->stages;
     plan->requested_splits = o->splits;
-    const struct fc_family *family = fc_family_of(v->family);
     if (o->pingpong)
         v->pingpong = o->pingpong - 1;
     else if (family && family->fit_forced)
@@ -212,7 +214,7 @@ enum fc_status fc_plan_make(const struct fc_problem *problem, const struct fc_ta
     memset(plan, 0, sizeof *plan);
     base_variant(problem, target, &plan->variant);
     if (forced && forced->active)
-        apply_override(forced, plan);
+        apply_override(problem, forced, plan);
     else
         select_family(problem, target, plan);
     plan->heuristic = plan->variant;

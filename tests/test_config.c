@@ -28,7 +28,8 @@
 #define PRECOMPILE_REFERENCE 40
 #define PRECOMPILE_SM80 80
 #define PRECOMPILE_SM90 (20 + 2 + 8 + 4)   /* + causal short-sequence tiles at 128, 192-key tiles at 96 and 128, long at 64 */
-#define PRECOMPILE_DECODE 80   /* as sm80 */
+#define PRECOMPILE_DECODE_ROWS 48   /* the 32- and 64-row tiles: two archs, two dtypes, three head dims */
+#define PRECOMPILE_DECODE (80 + PRECOMPILE_DECODE_ROWS)   /* as sm80, then those */
 #define PRECOMPILE_MERGE 40    /* fc_attention_merge's kernel: four archs, two dtypes, five head dims */
 /* sliding windows, causal, three head dims, two dtypes: sm90 on sm_90a, sm80 on sm_80, decode on both */
 #define PRECOMPILE_WINDOW (6 + 6 + 12)
@@ -227,7 +228,8 @@ static void test_precompile_spec(void **state)
             fail_msg("variant %zu fails fc_variant_check: %s", i, why);
         hopper += list.items[i].arch == 90 && list.items[i].arch_specific;
     }
-    assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + PRECOMPILE_DECODE / 4 + PRECOMPILE_SM90 +
+    assert_int_equal(hopper, PRECOMPILE_REFERENCE / 2 + PRECOMPILE_SM80 / 4 + (PRECOMPILE_DECODE - PRECOMPILE_DECODE_ROWS) / 4 +
+                                 PRECOMPILE_DECODE_ROWS / 2 + PRECOMPILE_SM90 +
                                  PRECOMPILE_MERGE / 4 + 6 + 6 + 8 + 8 + PRECOMPILE_VARLEN_SM90 +
                                  (PRECOMPILE_VARLEN - PRECOMPILE_VARLEN_SM90) / 2 + PRECOMPILE_PAGED_SM90 +
                                  (PRECOMPILE_PAGED - PRECOMPILE_PAGED_SM90) / 2 + PRECOMPILE_FP8_KV + PRECOMPILE_FP8 +

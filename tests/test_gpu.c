@@ -53,6 +53,9 @@ static const struct { int b, sq, sk, hq, hkv; enum fc_check_layout layout; } SHA
     {1, 4, 777, 8, 2, FC_LAYOUT_PACKED},      /* 16 packed rows, causal per row */
     {3, 2, 64, 4, 4, FC_LAYOUT_BHSD},
     {1, 1, 20000, 16, 2, FC_LAYOUT_PACKED},   /* many splits */
+    /* <= 64: the decode kernel's 64- and 32-row tiles (27 rows: a partial one) */
+    {2, 16, 3000, 32, 8, FC_LAYOUT_PACKED},
+    {1, 9, 1500, 12, 4, FC_LAYOUT_BHSD},
 };
 static const int HEAD_DIMS[] = {64, 96, 128, 192, 256, 40};   /* 40: not a multiple of 16 */
 
@@ -69,8 +72,9 @@ static const struct { int causal, left, right; float sinks, softcap, scale; } FE
     {1, -1, -1, 0.f, 30.f, 1.f},
     {1, 32, 0, 5.f, 50.f, 1.f},
 };
-/* Indices into SHAPES: Sq > Sk, strided Sq < Sk, and the decode shapes (16 packed rows; many splits). */
-static const int FEATURE_SHAPES[] = {2, 7, 9, 11};
+/* Indices into SHAPES: Sq > Sk, strided Sq < Sk, and the decode shapes (16 packed rows; many splits;
+ * 64 packed rows). */
+static const int FEATURE_SHAPES[] = {2, 7, 9, 11, 12};
 
 static struct fc_check_case make_case(int shape, int head_dim, enum fc_dtype dtype, int causal)
 {
@@ -144,8 +148,9 @@ static int run_and_report(struct fc_context *context, const struct fc_check_case
 /* Every case on one context, the head dims a family takes (all, or only the multiples of 64 the
  * Hopper kernel takes, up to max_head_dim): the shapes causal and not, then FEATURES on
  * FEATURE_SHAPES; returns the number that failed. */
-static int run_matrix_of(struct fc_context *context, int hopper_dims, int max_head_dim, int decode_only)
+static int run_matrix_of(struct fc_context *context, int hopper_dims, int max_head_dim, int decode_rows)
 {
+    const int decode_only = decode_rows > 0;   /* the decode kernel's shapes: up to decode_rows packed rows */
     int failures = 0, cases = 0;
     for (int dtype = FC_F16; dtype <= FC_BF16; dtype++)
         for (size_t d = 0; d < sizeof HEAD_DIMS / sizeof HEAD_DIMS[0]; d++) {
@@ -154,7 +159,7 @@ static int run_matrix_of(struct fc_context *context, int hopper_dims, int max_he
                 continue;
             for (int causal = 0; causal <= 1; causal++)
                 for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
-                    if (decode_only && SHAPES[s].sq * (SHAPES[s].hq / SHAPES[s].hkv) > 16)
+                    if (decode_only && SHAPES[s].sq * (SHAPES[s].hq / SHAPES[s].hkv) > decode_rows)
                         continue;
                     struct fc_check_case c = make_case((int)s, HEAD_DIMS[d], (enum fc_dtype)dtype, causal);
                     failures += run_and_report(context, &c);
@@ -163,7 +168,7 @@ static int run_matrix_of(struct fc_context *context, int hopper_dims, int max_he
             for (size_t f = 0; f < sizeof FEATURES / sizeof FEATURES[0]; f++)
                 for (size_t s = 0; s < sizeof FEATURE_SHAPES / sizeof FEATURE_SHAPES[0]; s++) {
                     const int shape = FEATURE_SHAPES[s];
-                    if (decode_only && SHAPES[shape].sq * (SHAPES[shape].hq / SHAPES[shape].hkv) > 16)
+                    if (decode_only && SHAPES[shape].sq * (SHAPES[shape].hq / SHAPES[shape].hkv) > decode_rows)
                         continue;
                     struct fc_check_case c = make_feature_case(shape, HEAD_DIMS[d], (enum fc_dtype)dtype, (int)f);
                     failures += run_and_report(context, &c);
@@ -179,8 +184,8 @@ static int run_matrix(struct fc_context *context, int hopper_dims, int max_head_
     return run_matrix_of(context, hopper_dims, max_head_dim, 0);
 }
 
-/* The decode kernel forced with its defaults and with other tiles, on the shapes it takes, every
- * head_dim that is a multiple of 16. */
+/* The decode kernel forced with its defaults (16-, 32- and 64-row tiles, as the rows need) and with
+ * other tiles (16 rows), on the shapes it takes, every head_dim that is a multiple of 16. */
 static void test_decode_kernel_matches_reference_over_awkward_shapes(void **state)
 {
     (void)state;
@@ -200,7 +205,7 @@ static void test_decode_kernel_matches_reference_over_awkward_shapes(void **stat
         print_message("--- FC_FORCE_VARIANT=%s\n", variant);
         int pushed;
         assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
-        failures += run_matrix_of(forced, 0, 256, 1);
+        failures += run_matrix_of(forced, 0, 256, i == 0 ? 64 : 16);
         fc_context_leave(forced, pushed);
         fc_context_destroy(forced);
     }

@@ -297,10 +297,24 @@ static void test_plan_names_the_kernel_and_why(void **state)
     p.seqlen_q = 4;   /* 4 query heads per K/V head x 4 rows fit one 16-row tile: split-KV decode */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_bf16_d64_causal_m16n128s2w8_sm_90a");
-    assert_non_null(strstr(info.reason, "16-row tile"));
-    p.seqlen_q = 5;   /* 20 rows: not any more */
+    assert_non_null(strstr(info.reason, "query heads per K/V head x query rows <= 64"));
+    p.seqlen_q = 5;   /* 20 rows: at head_dim 64 the Hopper kernel, and why */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");
+    assert_non_null(strstr(info.reason, "more than 16 packed rows"));
+    p.head_dim = 128;   /* ... at 128 a 32-row tile, four warps of 32 keys per 16 rows */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "decode_bf16_d128_causal_m32n128s2w8_sm_90a");
+    p.seqlen_q = 16;   /* 64 rows: a 64-row tile, two warps of 64 keys per 16 rows */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "decode_bf16_d128_causal_m64n128s2w8_sm_90a");
+    p.head_dim = 256;   /* ... 16 keys per warp beside head_dim 256's accumulators, four stages */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "decode_bf16_d256_causal_m64n32s4w8_sm_90a");
+    p.head_dim = 128;
+    p.seqlen_q = 17;   /* 68 rows: not any more */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
     p.seqlen_k = 300;
     p.head_dim = 96;   /* the Hopper kernel, its last 128-byte column block half zeros */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
@@ -1016,19 +1030,38 @@ static void test_varlen_plans(void **state)
         assert_true(plan.variant.varlen);
         assert_int_equal(plan.grid, (unsigned)(plan.m_blocks * 3 * 8));
     }
-    /* decode: max_seqlen_q x (heads_q / heads_kv) <= 16 */
+    /* decode: max_seqlen_q x (heads_q / heads_kv) <= 64 */
     p.max_seqlen_q = 4;
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
     assert_true(plan.variant.varlen);
-    /* forced, decode still takes no more packed rows than its tile: 5 x 4 = 20 */
+    p.max_seqlen_q = 16;   /* 64 packed rows: the widest tile (at head_dim 128; at 64 the Hopper kernel) */
+    p.head_dim = 128;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
+    assert_int_equal(plan.variant.block_m, 64);
+    p.head_dim = 64;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
+    /* forced without an m, decode takes the tile the rows need: 5 x 4 = 20 rows, 32 */
     p.max_seqlen_q = 5;
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     struct fc_plan_override decode;
     assert_int_equal(fc_plan_override_parse("decode", &decode), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &decode, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.block_m, 32);
+    /* ... but no more packed rows than its tile: a forced m16, or 17 x 4 = 68 rows */
+    assert_int_equal(fc_plan_override_parse("decode:m16n128s2w8", &decode), 0);
     assert_int_equal(fc_plan_make(&problem, &H100, &decode, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
-    assert_non_null(strstr(msg, "16-row tile: this problem has 20"));
+    assert_non_null(strstr(msg, "16-row tile (block_m; at most 64): this problem has 20"));
+    p.max_seqlen_q = 17;
+    assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_override_parse("decode", &decode), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &decode, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "this problem has 68"));
 }
 
 /* Dense problems on the warp-specialized sm90 schedule run a persistent grid: as many CTAs as the SMs
