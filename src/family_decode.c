@@ -15,7 +15,8 @@
 #define MAX_SPLITS 128
 #define MIN_SPLIT_TILES 4    /* keys per split: at least this many tiles, to amortize the prologue */
 #define WAVE_EFFICIENCY 0.85 /* the fewest splits whose last wave is this near the best */
-#define COMBINE_THREADS 128
+#define COMBINE_WARPS 4      /* rows each combine CTA merges, a warp each (fwd_decode.cuh's COMBINE_WARPS) */
+#define COMBINE_THREADS (COMBINE_WARPS * 32)
 #define GRID_X_MAX INT_MAX
 #define CHUNK_BYTES 16
 
@@ -274,20 +275,22 @@ static int second_source(const struct fc_variant *v, char *out, size_t size)
 {
     if (v->varlen)   /* the argument of VARLEN (and PAGED) variants: its base is the dense one */
         return snprintf(out, size,
+            "static_assert(fc::COMBINE_WARPS == %d, \"the combine's rows a CTA\");\n"
             "extern \"C\" __global__ void __launch_bounds__(%d)\n"
             "fc_combine_kernel(const __grid_constant__ %s args)\n"
             "{\n"
             "    fc::combine_splits<%s, %d, true>(args.base);\n"
             "}\n",
-            COMBINE_THREADS, v->paged ? "fc_paged_args" : "fc_varlen_args", fc_dtype_traits(v->dtype)->device_type,
+            COMBINE_WARPS, COMBINE_THREADS, v->paged ? "fc_paged_args" : "fc_varlen_args", fc_dtype_traits(v->dtype)->device_type,
             v->head_dim);
     return snprintf(out, size,
+        "static_assert(fc::COMBINE_WARPS == %d, \"the combine's rows a CTA\");\n"
         "extern \"C\" __global__ void __launch_bounds__(%d)\n"
         "fc_combine_kernel(const __grid_constant__ fc_kernel_args args)\n"
         "{\n"
         "    fc::combine_splits<%s, %d>(args);\n"
         "}\n",
-        COMBINE_THREADS, fc_dtype_traits(v->dtype)->device_type, v->head_dim);
+        COMBINE_WARPS, COMBINE_THREADS, fc_dtype_traits(v->dtype)->device_type, v->head_dim);
 }
 
 /* One split: the kernel writes out and lse itself. Several: the splits' fp32 partial O and LSE go
@@ -323,7 +326,8 @@ static enum fc_status launch(const struct fc_launch *l)
     enum fc_status status = fc_launch_kernel(l, l->kernel->function, plan->grid, plan->threads, plan->smem_bytes,
                                              args.params, "cuLaunchKernel");
     if (status == FC_OK)
-        status = fc_launch_kernel(l, l->kernel->second, (unsigned)rows, COMBINE_THREADS, 0, args.params,
+        status = fc_launch_kernel(l, l->kernel->second, (unsigned)((rows + COMBINE_WARPS - 1) / COMBINE_WARPS),
+                                  COMBINE_THREADS, 0, args.params,
                                   "cuLaunchKernel (combine)");
     r = cu->cuMemFreeAsync(scratch, l->stream);
     if (r != CUDA_SUCCESS && status == FC_OK)
