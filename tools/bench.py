@@ -103,6 +103,11 @@ def build_problems(dims, dtypes, causal_modes, seqlens, extra):
             for batch, seqlen_k in ((64, 8192), (8, 32768)):
                 problems.append(Problem("decode", dtype, batch, 32, 8, 1, seqlen_k, 128, False,
                                         unit="us", memory_bound=True))
+            # few query rows against a long cache (speculative decoding, chunked-prefill tails):
+            # 16 rows x 4 query heads per K/V head, bottom-right causal
+            if True in causal_modes:
+                problems.append(Problem("fewq", dtype, 8, 32, 8, 16, 16000, 128, True,
+                                        unit="us", memory_bound=True))
     return problems
 
 
@@ -291,8 +296,16 @@ def run_peer(name, q, k, v, problem, power=None):
     backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[name]
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
     gqa = problem.heads_q != problem.heads_kv
+    # SDPA's is_causal is top-left aligned where Sq != Sk: ours (and FA3's) bottom-right is its
+    # causal_lower_right bias (which a backend may decline: the row then says why)
+    lower_right = problem.causal and problem.seqlen_q != problem.seqlen_k
+    if lower_right:
+        from torch.nn.attention.bias import causal_lower_right
+        bias = causal_lower_right(problem.seqlen_q, problem.seqlen_k)
 
     def call():
+        if lower_right:
+            return F.scaled_dot_product_attention(qt, kt, vt, attn_mask=bias, enable_gqa=gqa)
         return F.scaled_dot_product_attention(qt, kt, vt, is_causal=problem.causal, enable_gqa=gqa)
 
     with sdpa_kernel(backend):
@@ -322,11 +335,12 @@ def geomean(values):
 
 
 def check_ours(ours, peer_outputs):
-    """Ours against the cuDNN (else flash) output: ("ok" or "MISMATCH", max diff / max |peer|)."""
-    for name in ("cudnn", "flash"):
+    """Ours against the cuDNN (else flash, else FA3's bf16) output: ("ok" or "MISMATCH", max diff /
+    max |peer|)."""
+    for name in ("cudnn", "flash", "fa3"):
         peer = peer_outputs.get(name)
         if peer is not None:
-            entry = match(ours, peer.transpose(1, 2))
+            entry = match(ours, peer if name == "fa3" else peer.transpose(1, 2))
             return entry["check"], entry["relative_diff"]
     return "unchecked", None
 
@@ -490,7 +504,9 @@ def parse_args(argv):
     parser.add_argument("--quick", action="store_true",
                         help="d64/d128, f16, seqlens 1k/4k/16k only")
     parser.add_argument("--extra", action=argparse.BooleanOptionalAction, default=True,
-                        help="also the small, GQA prefill and decode shapes (default on)")
+                        help="also the small, GQA prefill, decode and few-query shapes (default on)")
+    parser.add_argument("--labels", type=lambda text: text.split(","),
+                        help="only the rows of these labels (sweep, small, gqa, decode, fewq)")
     parser.add_argument("--json", metavar="PATH", help="write the metadata and rows here")
     parser.add_argument("--report", metavar="DIR",
                         help="write DIR/bench.json, PNG plots and report.md (tools/bench_report.py), "
@@ -520,6 +536,8 @@ def main(argv=None):
         args.dims or (QUICK_HEAD_DIMS if args.quick else HEAD_DIMS),
         args.dtypes or (QUICK_DTYPE_NAMES if args.quick else DTYPE_NAMES),
         causal_modes, QUICK_SEQLENS if args.quick else SWEEP_SEQLENS, args.extra)
+    if args.labels:
+        problems = [p for p in problems if p.label in args.labels]
 
     meta = collect_metadata(args.device, not args.no_ours)
     power = None

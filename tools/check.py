@@ -129,7 +129,13 @@ SHAPES = (
     Shape(2, 1, 20000, 32, 8),
     Shape(1, 2, 3000, 8, 1),
     Shape(2, 1, 777, 8, 2, "strided"),
+    # few query rows: the decode kernel's 32- and 64-row tiles (27 and 33 rows: partial ones)
+    Shape(2, 16, 3000, 32, 8),
+    Shape(3, 9, 2000, 12, 4, "strided"),
+    Shape(1, 33, 1500, 8, 8),
 )
+
+DECODE_ROWS = 64   # the decode kernel's packed rows at most: seqlen_q * (heads_q / heads_kv)
 
 QUICK_SHAPES = (
     Shape(3, 129, 129, 8, 2),
@@ -142,13 +148,16 @@ QUICK_SHAPES = (
 # Windows both sides, one side, through the causal switch, the diagonal alone, wider than the
 # sequence, and leaving rows without a key (Sq > Sk); sinks N(0, 1), large positive (+20), and
 # missing on some heads; softcaps 20-50 where they bite (scale 1: scores of std sqrt(head_dim));
-# all three together with GQA, in prefill and in split-KV decode (16 packed rows, many splits).
+# all three together with GQA, in prefill and in split-KV decode (16, 27 and 64 packed rows, many
+# splits).
 _PREFILL = Shape(1, 1000, 1000, 8, 2)
 _SHORT_Q = Shape(2, 129, 4097, 8, 1)
 _LONG_Q = Shape(1, 1000, 300, 8, 8)            # causal or right-bounded: rows that see no key
 _LARGE_SCORES = Shape(1, 1000, 1000, 8, 2, "packed", 1.0)
 _DECODE = Shape(2, 1, 20000, 32, 8)
 _DECODE_ROWS = Shape(1, 4, 777, 8, 2, "strided")
+_FEW_ROWS = Shape(2, 16, 5000, 32, 8)         # 64 packed rows: the decode kernel's widest tile
+_FEW_ROWS_GQA3 = Shape(1, 9, 3000, 12, 4, "strided")   # 27 packed rows
 FEATURES = (
     (True, _PREFILL, (256, -1), None, None),
     (False, _PREFILL, (100, 37), None, None),
@@ -167,6 +176,8 @@ FEATURES = (
     (True, _DECODE, (4096, -1), (20.0, 1.0), 30.0),
     (True, _DECODE, (-1, -1), (0.0, 3.0), None),
     (False, _DECODE_ROWS, (300, 2), (0.0, 5.0), 50.0),
+    (True, _FEW_ROWS, (2000, -1), (0.0, 3.0), 30.0),
+    (False, _FEW_ROWS_GQA3, (500, 3), (20.0, 1.0), None),
 )
 QUICK_FEATURES = (
     (True, _PREFILL, (256, -1), None, None),
@@ -789,7 +800,7 @@ def build_cases(head_dims, quick, matrix="all", seed=0, kv_dtype=None, q_dtype=N
 
 def family_takes(family, case):
     """Whether a forced family takes a case (None: the selector's choice takes every case): sm90
-    head dims in multiples of 32, sm80 and decode of 16, decode at most 16 packed query rows."""
+    head dims in multiples of 32, sm80 and decode of 16, decode at most DECODE_ROWS packed query rows."""
     s = case.shape
     if family in (None, "reference"):
         return True
@@ -801,7 +812,7 @@ def family_takes(family, case):
         return case.head_dim % 32 == 0
     packed = s.seqlen_q * (s.heads_q // s.heads_kv)
     multiple = 32 if case.kv_dtype else 16
-    return case.head_dim % multiple == 0 and (family != "decode" or packed <= 16)
+    return case.head_dim % multiple == 0 and (family != "decode" or packed <= DECODE_ROWS)
 
 
 def format_row(case, row):

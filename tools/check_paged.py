@@ -206,7 +206,7 @@ def build_cases(head_dims, quick, seed):
 
 def family_takes(family, case):
     """Whether a forced family takes a case: as tools/check_varlen.py says, on its longest query
-    count (decode: at most 16 packed rows)."""
+    count (decode: at most DECODE_ROWS packed rows)."""
     if family in (None, "reference"):
         return True
     if family == "sm90":   # whole lines; head_dim 64's plain schedule: TMA boxes of a multiple of 8 tokens only
