@@ -103,6 +103,9 @@ def build_problems(dims, dtypes, causal_modes, seqlens, extra):
             for batch, seqlen_k in ((64, 8192), (8, 32768)):
                 problems.append(Problem("decode", dtype, batch, 32, 8, 1, seqlen_k, 128, False,
                                         unit="us", memory_bound=True))
+            # a GQA ratio that does not divide 16: 7 query heads per K/V head
+            problems.append(Problem("decode", dtype, 64, 28, 4, 1, 8192, 128, False,
+                                    unit="us", memory_bound=True))
             # few query rows against a long cache (speculative decoding, chunked-prefill tails):
             # 16 rows x 4 query heads per K/V head, bottom-right causal
             if True in causal_modes:
