@@ -70,7 +70,7 @@ struct DecodeForward {
     static constexpr int SMEM_BYTES = Q_BYTES + (PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES);
     static constexpr int MIN_BLOCKS = 1;   // __launch_bounds__: registers are not capped for a second CTA
     static_assert(HEAD_DIM % 16 == 0 && HEAD_DIM <= 256, "head_dim: a multiple of 16 up to 256");
-    static_assert(ROWS == 16 || ROWS == 32 || ROWS == 64, "16, 32 or 64 packed rows");
+    static_assert(ROWS == 16 || ROWS == 32 || ROWS == 64 || ROWS == 128, "16, 32, 64 or 128 packed rows");
     static_assert(WARPS % M_TILES == 0 && BLOCK_N % SLICES == 0, "whole key slices per m-tile");
     static_assert(KEYS == 16 || KEYS == 32 || KEYS == 64, "16, 32 or 64 keys of each tile per warp");
     static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages");

@@ -10,7 +10,9 @@
 #include "mask_internal.h"
 
 #define M_TILE_ROWS 16       /* one mma.sync m-tile of packed rows: a warp's rows */
-#define MAX_ROWS 64          /* (query heads per K/V head) x seqlen_q up to this: one CTA's tile */
+#define MAX_ROWS 128         /* (query heads per K/V head) x seqlen_q up to this: one CTA's tile */
+#define WIDE_ROWS 64         /* past this, a 128-row tile: only for few query rows at head_dim 128 */
+#define WIDE_QUERY_ROWS 16
 #define DEFAULT_SM_COUNT 132 /* H100 SXM, H200 */
 #define MAX_SPLITS 128
 #define MIN_SPLIT_TILES 4    /* keys per split: at least this many tiles, to amortize the prologue */
@@ -20,10 +22,10 @@
 #define GRID_X_MAX INT_MAX
 #define CHUNK_BYTES 16
 
-/* The tile of packed rows a problem needs: 16, 32 or 64, or 0 past MAX_ROWS. */
+/* The tile of packed rows a problem needs: 16, 32, 64 or 128, or 0 past MAX_ROWS. */
 static int rows_tile(long long packed_rows)
 {
-    return packed_rows <= 16 ? 16 : packed_rows <= 32 ? 32 : packed_rows <= MAX_ROWS ? 64 : 0;
+    return packed_rows <= 16 ? 16 : packed_rows <= 32 ? 32 : packed_rows <= 64 ? 64 : packed_rows <= MAX_ROWS ? 128 : 0;
 }
 
 /* Keys of each tile per warp: the warps split into block_m / 16 row groups, each taking the tile's
@@ -91,12 +93,12 @@ static int max_warp_keys(int head_dim)
     return head_dim <= 128 ? 64 : head_dim <= 192 ? 32 : 16;
 }
 
-/* block_m: 16 unless the selector asked for 32 or 64 rows (select_for sets it first). With more
+/* block_m: 16 unless the selector asked for 32, 64 or 128 rows (select_for sets it first). With more
  * rows than one m-tile, at least two warps per m-tile, and tiles halved (stages doubled, so the
  * bytes in flight stay) until a warp takes at most max_warp_keys keys of each. */
 static void defaults(struct fc_variant *v)
 {
-    v->block_m = v->block_m == 32 || v->block_m == 64 ? v->block_m : M_TILE_ROWS;
+    v->block_m = v->block_m == 32 || v->block_m == 64 || v->block_m == 128 ? v->block_m : M_TILE_ROWS;
     const int block_m = v->block_m;
     v->block_m = M_TILE_ROWS;   /* the 16-row choice first: its smem rules */
     choose_tiles(v);
@@ -128,8 +130,9 @@ static int check(const struct fc_variant *v, char *why, size_t size)
         return fc_variant_fail(why, size, "mma.sync m16n8k16 with bf16 needs sm_80 or later, not sm_%d", v->arch);
     if (v->head_dim % 16)
         return fc_variant_fail(why, size, "the decode kernel takes head_dim in multiples of 16, not %d", v->head_dim);
-    if (v->block_m != 16 && v->block_m != 32 && v->block_m != 64)
-        return fc_variant_fail(why, size, "the decode kernel packs 16, 32 or 64 rows (block_m), not %d", v->block_m);
+    if (v->block_m != 16 && v->block_m != 32 && v->block_m != 64 && v->block_m != 128)
+        return fc_variant_fail(why, size, "the decode kernel packs 16, 32, 64 or 128 rows (block_m), not %d",
+                               v->block_m);
     if (v->warps != 2 && v->warps != 4 && v->warps != 8 && v->warps != 16)
         return fc_variant_fail(why, size, "the decode kernel takes 2, 4, 8 or 16 warps, not %d", v->warps);
     if (v->warps % (v->block_m / M_TILE_ROWS))
@@ -170,6 +173,13 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
                    "head_dim 128, 192 and 256: below, its mma.sync work per K/V byte bounds it";
         return NULL;
     }
+    /* NOTE: a 128-row tile only for at most 16 query rows (a GQA group of 5-8 heads) at head_dim 128:
+     * B8 Hq64 Hkv8 Sq16 Sk16000 370 against 701 us for the Hopper kernel, whose 128-row tiles then
+     * hold 16 rows of one head; but 128 rows as Sq32 x GQA 4, 389 against 357 (H100, PERF_NOTES v15) */
+    if (packed_rows > WIDE_ROWS && (problem->max_seqlen_q > WIDE_QUERY_ROWS || problem->head_dim != 128)) {
+        *why_not = "the decode kernel takes more than 64 packed rows only for at most 16 query rows at head_dim 128";
+        return NULL;
+    }
     v->block_m = rows_tile(packed_rows);
     defaults(v);
     if (fc_variant_check(v, NULL, 0)) {
@@ -181,17 +191,17 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         return NULL;
     }
     if (problem->kv_fp8)
-        return problem->paged ? "decode kernel: a K/V head's query rows (query heads per K/V head x query rows <= 64) "
-                                "fit one tile, keys split across CTAs; FP8 K/V (half the bytes) gathered through the "
-                                "page table, dequantized in registers"
-                              : "decode kernel: a K/V head's query rows (query heads per K/V head x query rows <= 64) "
-                                "fit one tile, keys split across CTAs; FP8 K/V read at half the bytes and dequantized "
-                                "in registers";
+        return problem->paged ? "decode kernel: a K/V head's query rows (query heads per K/V head x query rows, at "
+                                "most 128) fit one tile, keys split across CTAs; FP8 K/V (half the bytes) gathered "
+                                "through the page table, dequantized in registers"
+                              : "decode kernel: a K/V head's query rows (query heads per K/V head x query rows, at "
+                                "most 128) fit one tile, keys split across CTAs; FP8 K/V read at half the bytes and "
+                                "dequantized in registers";
     if (problem->paged)
-        return "decode kernel: a K/V head's query rows (query heads per K/V head x query rows <= 64) fit one tile, "
-               "keys split across CTAs; paged K/V gathered (one table read per key row, rows copied by cp.async)";
-    return "decode kernel: the query heads of a K/V head and their rows (query heads per K/V head x query rows "
-           "<= 64) fit one tile, so each K/V element read serves them all; keys split across CTAs to fill the GPU";
+        return "decode kernel: a K/V head's query rows (query heads per K/V head x query rows, at most 128) fit one "
+               "tile, keys split across CTAs; paged K/V gathered (one table read per key row, rows copied by cp.async)";
+    return "decode kernel: the query heads of a K/V head and their rows (query heads per K/V head x query rows, at "
+           "most 128) fit one tile, so each K/V element read serves them all; keys split across CTAs to fill the GPU";
 }
 
 /* Splits: the fewest whose last wave of CTAs is nearly as full as the best (FlashAttention's
@@ -281,8 +291,8 @@ static int second_source(const struct fc_variant *v, char *out, size_t size)
             "{\n"
             "    fc::combine_splits<%s, %d, true>(args.base);\n"
             "}\n",
-            COMBINE_WARPS, COMBINE_THREADS, v->paged ? "fc_paged_args" : "fc_varlen_args", fc_dtype_traits(v->dtype)->device_type,
-            v->head_dim);
+            COMBINE_WARPS, COMBINE_THREADS, v->paged ? "fc_paged_args" : "fc_varlen_args",
+            fc_dtype_traits(v->dtype)->device_type, v->head_dim);
     return snprintf(out, size,
         "static_assert(fc::COMBINE_WARPS == %d, \"the combine's rows a CTA\");\n"
         "extern \"C\" __global__ void __launch_bounds__(%d)\n"

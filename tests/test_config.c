@@ -28,7 +28,8 @@
 #define PRECOMPILE_REFERENCE 40
 #define PRECOMPILE_SM80 80
 #define PRECOMPILE_SM90 (20 + 2 + 8 + 4)   /* + causal short-sequence tiles at 128, 192-key tiles at 96 and 128, long at 64 */
-#define PRECOMPILE_DECODE_ROWS 48   /* the 32- and 64-row tiles: two archs, two dtypes, three head dims */
+/* the 32- and 64-row tiles (two archs, two dtypes, three head dims), then the 128-row one (head_dim 128) */
+#define PRECOMPILE_DECODE_ROWS (48 + 8)
 #define PRECOMPILE_DECODE (80 + PRECOMPILE_DECODE_ROWS)   /* as sm80, then those */
 #define PRECOMPILE_MERGE 40    /* fc_attention_merge's kernel: four archs, two dtypes, five head dims */
 /* sliding windows, causal, three head dims, two dtypes: sm90 on sm_90a, sm80 on sm_80, decode on both */

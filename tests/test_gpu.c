@@ -53,9 +53,10 @@ static const struct { int b, sq, sk, hq, hkv; enum fc_check_layout layout; } SHA
     {1, 4, 777, 8, 2, FC_LAYOUT_PACKED},      /* 16 packed rows, causal per row */
     {3, 2, 64, 4, 4, FC_LAYOUT_BHSD},
     {1, 1, 20000, 16, 2, FC_LAYOUT_PACKED},   /* many splits */
-    /* <= 64: the decode kernel's 64- and 32-row tiles (27 rows: a partial one) */
+    /* <= 128: the decode kernel's 64-, 32- and 128-row tiles (27 and 72 rows: partial ones) */
     {2, 16, 3000, 32, 8, FC_LAYOUT_PACKED},
     {1, 9, 1500, 12, 4, FC_LAYOUT_BHSD},
+    {1, 9, 2000, 64, 8, FC_LAYOUT_PACKED},
 };
 static const int HEAD_DIMS[] = {64, 96, 128, 192, 256, 40};   /* 40: not a multiple of 16 */
 
@@ -184,7 +185,7 @@ static int run_matrix(struct fc_context *context, int hopper_dims, int max_head_
     return run_matrix_of(context, hopper_dims, max_head_dim, 0);
 }
 
-/* The decode kernel forced with its defaults (16-, 32- and 64-row tiles, as the rows need) and with
+/* The decode kernel forced with its defaults (16- to 128-row tiles, as the rows need) and with
  * other tiles (16 rows), on the shapes it takes, every head_dim that is a multiple of 16. */
 static void test_decode_kernel_matches_reference_over_awkward_shapes(void **state)
 {
@@ -205,7 +206,7 @@ static void test_decode_kernel_matches_reference_over_awkward_shapes(void **stat
         print_message("--- FC_FORCE_VARIANT=%s\n", variant);
         int pushed;
         assert_int_equal(fc_context_enter(forced, &pushed), FC_OK);
-        failures += run_matrix_of(forced, 0, 256, i == 0 ? 64 : 16);
+        failures += run_matrix_of(forced, 0, 256, i == 0 ? 128 : 16);
         fc_context_leave(forced, pushed);
         fc_context_destroy(forced);
     }

@@ -297,7 +297,7 @@ static void test_plan_names_the_kernel_and_why(void **state)
     p.seqlen_q = 4;   /* 4 query heads per K/V head x 4 rows fit one 16-row tile: split-KV decode */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_bf16_d64_causal_m16n128s2w8_sm_90a");
-    assert_non_null(strstr(info.reason, "query heads per K/V head x query rows <= 64"));
+    assert_non_null(strstr(info.reason, "query heads per K/V head x query rows, at most 128"));
     p.seqlen_q = 5;   /* 20 rows: at head_dim 64 the Hopper kernel, and why */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");
@@ -312,9 +312,21 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_bf16_d256_causal_m64n32s4w8_sm_90a");
     p.head_dim = 128;
-    p.seqlen_q = 17;   /* 68 rows: not any more */
+    p.seqlen_q = 17;   /* 68 rows of 17 query rows: not any more */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
+    assert_non_null(strstr(info.reason, "more than 64 packed rows only for at most 16 query rows"));
+    const int heads_q = p.heads_q;
+    p.heads_q = 2 * p.heads_q;   /* 8 query heads per K/V head */
+    p.seqlen_q = 16;   /* 128 rows of 16 query rows: a 128-row tile, eight warps of 64 keys of 64-key tiles */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "decode_bf16_d128_causal_m128n64s4w8_sm_90a");
+    p.head_dim = 256;   /* ... at head_dim 128 only */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d256_causal_m128n80s2w12p_sm_90a");
+    p.head_dim = 128;
+    p.heads_q = heads_q;
+    p.seqlen_q = 17;
     p.seqlen_k = 300;
     p.head_dim = 96;   /* the Hopper kernel, its last 128-byte column block half zeros */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
@@ -1053,15 +1065,15 @@ static void test_varlen_plans(void **state)
     assert_int_equal(fc_plan_override_parse("decode", &decode), 0);
     assert_int_equal(fc_plan_make(&problem, &H100, &decode, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_int_equal(plan.variant.block_m, 32);
-    /* ... but no more packed rows than its tile: a forced m16, or 17 x 4 = 68 rows */
+    /* ... but no more packed rows than its tile: a forced m16, or 33 x 4 = 132 rows */
     assert_int_equal(fc_plan_override_parse("decode:m16n128s2w8", &decode), 0);
     assert_int_equal(fc_plan_make(&problem, &H100, &decode, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
-    assert_non_null(strstr(msg, "16-row tile (block_m; at most 64): this problem has 20"));
-    p.max_seqlen_q = 17;
+    assert_non_null(strstr(msg, "16-row tile (block_m; at most 128): this problem has 20"));
+    p.max_seqlen_q = 33;
     assert_int_equal(fc_problem_shape(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_override_parse("decode", &decode), 0);
     assert_int_equal(fc_plan_make(&problem, &H100, &decode, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
-    assert_non_null(strstr(msg, "this problem has 68"));
+    assert_non_null(strstr(msg, "this problem has 132"));
 }
 
 /* Dense problems on the warp-specialized sm90 schedule run a persistent grid: as many CTAs as the SMs

@@ -111,6 +111,9 @@ def build_problems(dims, dtypes, causal_modes, seqlens, extra):
             if True in causal_modes:
                 problems.append(Problem("fewq", dtype, 8, 32, 8, 16, 16000, 128, True,
                                         unit="us", memory_bound=True))
+                # ... and 8 query heads per K/V head (Hq64 Hkv8: 128 packed rows)
+                problems.append(Problem("fewq", dtype, 8, 64, 8, 16, 16000, 128, True,
+                                        unit="us", memory_bound=True))
     return problems
 
 

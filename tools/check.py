@@ -129,13 +129,15 @@ SHAPES = (
     Shape(2, 1, 20000, 32, 8),
     Shape(1, 2, 3000, 8, 1),
     Shape(2, 1, 777, 8, 2, "strided"),
-    # few query rows: the decode kernel's 32- and 64-row tiles (27 and 33 rows: partial ones)
+    # few query rows: the decode kernel's 32-, 64- and 128-row tiles (27, 33 and 72 rows: partial ones)
     Shape(2, 16, 3000, 32, 8),
     Shape(3, 9, 2000, 12, 4, "strided"),
     Shape(1, 33, 1500, 8, 8),
+    Shape(2, 16, 2500, 64, 8),
+    Shape(1, 9, 1700, 64, 8, "strided"),
 )
 
-DECODE_ROWS = 64   # the decode kernel's packed rows at most: seqlen_q * (heads_q / heads_kv)
+DECODE_ROWS = 128   # the decode kernel's packed rows at most: seqlen_q * (heads_q / heads_kv)
 
 QUICK_SHAPES = (
     Shape(3, 129, 129, 8, 2),
@@ -148,8 +150,8 @@ QUICK_SHAPES = (
 # Windows both sides, one side, through the causal switch, the diagonal alone, wider than the
 # sequence, and leaving rows without a key (Sq > Sk); sinks N(0, 1), large positive (+20), and
 # missing on some heads; softcaps 20-50 where they bite (scale 1: scores of std sqrt(head_dim));
-# all three together with GQA, in prefill and in split-KV decode (16, 27 and 64 packed rows, many
-# splits).
+# all three together with GQA, in prefill and in split-KV decode (16, 27, 64 and 128 packed rows,
+# many splits).
 _PREFILL = Shape(1, 1000, 1000, 8, 2)
 _SHORT_Q = Shape(2, 129, 4097, 8, 1)
 _LONG_Q = Shape(1, 1000, 300, 8, 8)            # causal or right-bounded: rows that see no key
@@ -158,6 +160,7 @@ _DECODE = Shape(2, 1, 20000, 32, 8)
 _DECODE_ROWS = Shape(1, 4, 777, 8, 2, "strided")
 _FEW_ROWS = Shape(2, 16, 5000, 32, 8)         # 64 packed rows: the decode kernel's widest tile
 _FEW_ROWS_GQA3 = Shape(1, 9, 3000, 12, 4, "strided")   # 27 packed rows
+_FEW_ROWS_GQA8 = Shape(1, 16, 3000, 64, 8)    # 128 packed rows
 FEATURES = (
     (True, _PREFILL, (256, -1), None, None),
     (False, _PREFILL, (100, 37), None, None),
@@ -178,6 +181,7 @@ FEATURES = (
     (False, _DECODE_ROWS, (300, 2), (0.0, 5.0), 50.0),
     (True, _FEW_ROWS, (2000, -1), (0.0, 3.0), 30.0),
     (False, _FEW_ROWS_GQA3, (500, 3), (20.0, 1.0), None),
+    (True, _FEW_ROWS_GQA8, (1000, -1), (0.0, 3.0), 30.0),
 )
 QUICK_FEATURES = (
     (True, _PREFILL, (256, -1), None, None),
