@@ -1,6 +1,6 @@
 /* The decode family: split-KV for a few query rows against many keys, sm_80 and later,
  * kernel_templates/fwd_decode.cuh. The query heads of a K/V head and their rows share one tile of
- * 16, 32 or 64 rows; keys are split across CTAs by wave efficiency, each writing fp32 partials to
+ * 16, 32, 64 or 128 rows; keys are split across CTAs by wave efficiency, each writing fp32 partials to
  * a stream-ordered scratch buffer that the module's second kernel combines. */
 #include <limits.h>
 #include <stdint.h>
@@ -25,7 +25,9 @@
 /* The tile of packed rows a problem needs: 16, 32, 64 or 128, or 0 past MAX_ROWS. */
 static int rows_tile(long long packed_rows)
 {
-    return packed_rows <= 16 ? 16 : packed_rows <= 32 ? 32 : packed_rows <= 64 ? 64 : packed_rows <= MAX_ROWS ? 128 : 0;
+    if (packed_rows > MAX_ROWS)
+        return 0;
+    return packed_rows <= 16 ? 16 : packed_rows <= 32 ? 32 : packed_rows <= 64 ? 64 : 128;
 }
 
 /* Keys of each tile per warp: the warps split into block_m / 16 row groups, each taking the tile's
@@ -94,8 +96,9 @@ static int max_warp_keys(int head_dim)
 }
 
 /* block_m: 16 unless the selector asked for 32, 64 or 128 rows (select_for sets it first). With more
- * rows than one m-tile, at least two warps per m-tile, and tiles halved (stages doubled, so the
- * bytes in flight stay) until a warp takes at most max_warp_keys keys of each. */
+ * rows than one m-tile, two warps per m-tile up to eight warps (128 rows: one each), and tiles
+ * halved (stages doubled, so the bytes in flight stay) until a warp takes at most max_warp_keys keys
+ * of each. */
 static void defaults(struct fc_variant *v)
 {
     v->block_m = v->block_m == 32 || v->block_m == 64 || v->block_m == 128 ? v->block_m : M_TILE_ROWS;
@@ -116,7 +119,7 @@ static void defaults(struct fc_variant *v)
         v->stages--;
 }
 
-/* FC_FORCE_VARIANT=decode without an m: the tile the problem's packed rows need (16 past 64: the
+/* FC_FORCE_VARIANT=decode without an m: the tile the problem's packed rows need (16 past 128: the
  * launch then says why not). */
 static int forced_block_m(const struct fc_problem *problem)
 {
