@@ -22,6 +22,12 @@
 #define GRID_X_MAX INT_MAX
 #define CHUNK_BYTES 16
 
+/* A problem's packed rows: the query heads of a K/V head times its (longest) query rows. */
+static long long packed_rows_of(const struct fc_problem *problem)
+{
+    return (long long)problem->max_seqlen_q * (problem->heads_q / problem->heads_kv);
+}
+
 /* The tile of packed rows a problem needs: 16, 32, 64 or 128, or 0 past MAX_ROWS. */
 static int rows_tile(long long packed_rows)
 {
@@ -123,7 +129,7 @@ static void defaults(struct fc_variant *v)
  * launch then says why not). */
 static int forced_block_m(const struct fc_problem *problem)
 {
-    const int tile = rows_tile((long long)problem->max_seqlen_q * (problem->heads_q / problem->heads_kv));
+    const int tile = rows_tile(packed_rows_of(problem));
     return tile ? tile : M_TILE_ROWS;
 }
 
@@ -163,7 +169,7 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
                               struct fc_variant *v, const char **why_not)
 {
     /* many query rows are not a reason worth a word */
-    const long long packed_rows = (long long)problem->max_seqlen_q * (problem->heads_q / problem->heads_kv);
+    const long long packed_rows = packed_rows_of(problem);
     if (target->arch < 80 || problem->head_dim % 16 || !rows_tile(packed_rows))
         return NULL;
     /* NOTE: past one 16-row m-tile, only where K/V rows are whole 128-byte lines and long enough that
@@ -248,7 +254,7 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
 {
     /* the selector's rule, here too for a forced variant: the kernel computes one tile of block_m
      * packed rows and would leave the rest unwritten */
-    const long long packed_rows = (long long)problem->max_seqlen_q * (problem->heads_q / problem->heads_kv);
+    const long long packed_rows = packed_rows_of(problem);
     if (packed_rows > plan->variant.block_m) {
         snprintf(msg, size, "the decode kernel packs the query heads of a K/V head and their rows into one %d-row "
                  "tile (block_m; at most %d): this problem has %lld (%d query rows x %d heads per K/V head)",

@@ -24,7 +24,7 @@ LONGEST = 5000
 MAX_SEQUENCES = 64
 TOKENS_Q_CAP = 24000        # per case, so that one family's matrix runs in a few minutes
 SCORES_CAP = 60_000_000     # sum over sequences of len_q * len_k: the reference's work
-DECODE_ROWS = 128           # the decode kernel's packed rows at most: max_seqlen_q * (heads_q / heads_kv)
+DECODE_ROWS = check.DECODE_ROWS   # the decode kernel's packed rows at most: max_seqlen_q * (heads_q / heads_kv)
 TILE_EDGES = (63, 64, 65, 127, 128, 129, 255, 256, 257)
 GQA = ((4, 4), (8, 2), (8, 1))   # (heads_q, heads_kv): ratios 1, 4, 8
 
