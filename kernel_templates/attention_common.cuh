@@ -77,11 +77,43 @@ __device__ __forceinline__ BlockCoordinates tile_coordinates(const fc_kernel_arg
     return c;
 }
 
-// One row of O (this thread's columns, times `inverse`) into `row_out`: the mma C layout's pairs, or
-// FP8_ORDER (mma.sync kernels reading FP8 V, fwd_decode.cuh's top comment) the 8 dims 32x + 8c .. +7
-// of each 32-dim group x that lane (g, c) then holds, as one 16-byte store.
+// Quad transpose: lane c of each quad of a warp holds words[j] = its two columns of tile j (of four
+// consecutive 8-column tiles of one row); after it, lane c holds the eight columns of tile c, in
+// order (lane j's pair of tile c in words[j]). Two rounds of xor shuffles, a pair of words each.
+// Every lane of the warp takes part.
+__device__ __forceinline__ void quad_transpose(unsigned (&words)[4], int c)
+{
+    const bool odd = c & 1, high = c & 2;
+    unsigned x = __shfl_xor_sync(FULL_WARP, odd ? words[0] : words[1], 1);
+    unsigned y = __shfl_xor_sync(FULL_WARP, odd ? words[2] : words[3], 1);
+    if (odd) {
+        words[0] = x;
+        words[2] = y;
+    } else {
+        words[1] = x;
+        words[3] = y;
+    }
+    x = __shfl_xor_sync(FULL_WARP, high ? words[0] : words[2], 2);
+    y = __shfl_xor_sync(FULL_WARP, high ? words[1] : words[3], 2);
+    if (high) {
+        words[0] = x;
+        words[1] = y;
+    } else {
+        words[2] = x;
+        words[3] = y;
+    }
+}
+
+// One row of O (this thread's columns, times `inverse`) into `row_out` if `write` (every lane of the
+// warp calls it: the quads' shuffles). Each 32-column group x as 16-byte stores: lane c of the row's
+// quad stores columns 32 x + 8 c .. + 7, which the mma C layout's pairs become after a quad
+// transpose, or with FP8_ORDER (mma.sync kernels reading FP8 V, fwd_decode.cuh's top comment) which
+// that lane holds already. NOTE: a 4-byte store a pair (each warp store filling half of each 32-byte
+// sector) had L2 take 1.45x FlashAttention-3's write sectors at 512 keys, where O is a quarter of the
+// bytes (PERF_NOTES v16). D_TILES not a multiple of 4 (a head_dim not a multiple of 32) keeps them.
 template <typename T, bool FP8_ORDER, int D_TILES>
-__device__ __forceinline__ void store_row(T *row_out, const float (&o)[D_TILES][4], int h, float inverse, int lane)
+__device__ __forceinline__ void store_row(T *row_out, const float (&o)[D_TILES][4], int h, float inverse, int lane,
+                                          bool write)
 {
     if constexpr (FP8_ORDER) {
 #pragma unroll
@@ -93,9 +125,21 @@ __device__ __forceinline__ void store_row(T *row_out, const float (&o)[D_TILES][
                 for (int jj = 0; jj < 2; jj++)
                     w[2 * e + jj] = Mma<T>::pack(o[4 * x + 2 * jj][2 * h + e] * inverse,
                                                  o[4 * x + 2 * jj + 1][2 * h + e] * inverse);
-            *reinterpret_cast<uint4 *>(row_out + 32 * x + 8 * (lane % 4)) = make_uint4(w[0], w[1], w[2], w[3]);
+            if (write)
+                *reinterpret_cast<uint4 *>(row_out + 32 * x + 8 * (lane % 4)) = make_uint4(w[0], w[1], w[2], w[3]);
         }
-    } else {
+    } else if constexpr (D_TILES % 4 == 0) {
+#pragma unroll
+        for (int x = 0; x < D_TILES / 4; x++) {
+            unsigned w[4];   // tile 4 x + j's pair, then (quad_transpose) tile 4 x + lane % 4's eight columns
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                w[j] = Mma<T>::pack(o[4 * x + j][2 * h] * inverse, o[4 * x + j][2 * h + 1] * inverse);
+            quad_transpose(w, lane % 4);
+            if (write)
+                *reinterpret_cast<uint4 *>(row_out + 32 * x + 8 * (lane % 4)) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+    } else if (write) {
         unsigned *words = reinterpret_cast<unsigned *>(row_out);
 #pragma unroll
         for (int d = 0; d < D_TILES; d++)
@@ -120,14 +164,13 @@ __device__ __forceinline__ void store_output(const fc_kernel_args &args, int bat
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int row = first_row + m * 16 + lane / 4 + 8 * h;
-            if (row >= args.seqlen_q)
-                continue;
+            const bool inside = row < args.seqlen_q;   // rows past it: finished (every lane shuffles), not written
             float row_max = softmax.row_max[m][h], sum = softmax.row_sum[m][h], scale = 1.f;
             if (sinks)
                 scale = fold_sink(row_max, sum, sink);
             const float inverse = sum > 0.f ? (OUT_SCALED ? scale * out_scale : scale) / sum : 0.f;   // no key: 0
-            store_row<T, FP8_ORDER>(out + row * args.o_stride[1], o[m], h, inverse, lane);
-            if (args.lse && lane % 4 == 0)
+            store_row<T, FP8_ORDER>(out + row * args.o_stride[1], o[m], h, inverse, lane, inside);
+            if (inside && args.lse && lane % 4 == 0)
                 args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] =
                     OnlineSoftmax<M_TILES, N_TILES>::log_sum_exp(row_max, sum);
         }
@@ -151,14 +194,13 @@ __device__ __forceinline__ void store_sequence_output(const fc_kernel_args &args
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int row = first_row + m * 16 + lane / 4 + 8 * h;
-            if (row >= seq.len_q)   // the block's rows past the sequence: another sequence's, or none
-                continue;
+            const bool inside = row < seq.len_q;   // the block's rows past the sequence: another sequence's, or none
             float row_max = softmax.row_max[m][h], sum = softmax.row_sum[m][h], scale = 1.f;
             if (sinks)
                 scale = fold_sink(row_max, sum, sink);
             const float inverse = sum > 0.f ? (OUT_SCALED ? scale * out_scale : scale) / sum : 0.f;
-            store_row<T, FP8_ORDER>(out + row * args.o_stride[1], o[m], h, inverse, lane);
-            if (args.lse && lane % 4 == 0)
+            store_row<T, FP8_ORDER>(out + row * args.o_stride[1], o[m], h, inverse, lane, inside);
+            if (inside && args.lse && lane % 4 == 0)
                 args.lse[seq.lse_row0 + static_cast<long long>(head) * args.seqlen_q + row] =
                     OnlineSoftmax<M_TILES, N_TILES>::log_sum_exp(row_max, sum);
         }
