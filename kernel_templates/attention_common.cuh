@@ -5,6 +5,7 @@
 
 #include "fc_args.h"
 #include "kv_source.cuh"
+#include "ptx/gmem.cuh"
 #include "ptx/math.cuh"
 #include "ptx/mma.cuh"
 #include "softmax.cuh"
@@ -126,7 +127,7 @@ __device__ __forceinline__ void store_row(T *row_out, const float (&o)[D_TILES][
                     w[2 * e + jj] = Mma<T>::pack(o[4 * x + 2 * jj][2 * h + e] * inverse,
                                                  o[4 * x + 2 * jj + 1][2 * h + e] * inverse);
             if (write)
-                *reinterpret_cast<uint4 *>(row_out + 32 * x + 8 * (lane % 4)) = make_uint4(w[0], w[1], w[2], w[3]);
+                st_global_v4(row_out + 32 * x + 8 * (lane % 4), w[0], w[1], w[2], w[3]);
         }
     } else if constexpr (D_TILES % 4 == 0) {
 #pragma unroll
@@ -137,7 +138,7 @@ __device__ __forceinline__ void store_row(T *row_out, const float (&o)[D_TILES][
                 w[j] = Mma<T>::pack(o[4 * x + j][2 * h] * inverse, o[4 * x + j][2 * h + 1] * inverse);
             quad_transpose(w, lane % 4);
             if (write)
-                *reinterpret_cast<uint4 *>(row_out + 32 * x + 8 * (lane % 4)) = make_uint4(w[0], w[1], w[2], w[3]);
+                st_global_v4(row_out + 32 * x + 8 * (lane % 4), w[0], w[1], w[2], w[3]);
         }
     } else if (write) {
         unsigned *words = reinterpret_cast<unsigned *>(row_out);
