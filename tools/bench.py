@@ -475,6 +475,41 @@ def report(meta, ceilings, rows):
     for line in table_lines(rows, ceilings):
         print(line)
     print(geometric_means(rows))
+    for line in sweep_bars(rows):
+        print(line)
+
+
+def geometric(ratios):
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+
+
+# FA3's Python call and launch weigh at 512-1k keys (hundreds of microseconds at 512 keys against
+# a 159 us kernel, PERF_NOTES v16): its ratios from this many keys on are also given on their own.
+FA3_KERNEL_BOUND_KEYS = 2048
+BEST_PEER_BAR = 0.92
+
+
+def sweep_bars(rows):
+    """Issue 16's sweep figures: bf16 rows against FA3 (also from FA3_KERNEL_BOUND_KEYS keys), f16 +
+    bf16 rows against cuDNN, and the rows below BEST_PEER_BAR of the faster of FA3 and cuDNN."""
+    sweep = [row for row in rows if row["label"] == "sweep"]
+    lines = []
+    fa3 = [row for row in sweep if row["dtype"] == "bf16" and row.get("ratio_fa3")]
+    if fa3:
+        line = f"sweep, bf16 rows against FA3: {geometric([row['ratio_fa3'] for row in fa3]):.4f}x ({len(fa3)} rows)"
+        long_rows = [row["ratio_fa3"] for row in fa3 if row["seqlen_k"] >= FA3_KERNEL_BOUND_KEYS]
+        if long_rows:
+            line += f"; from {FA3_KERNEL_BOUND_KEYS} keys {geometric(long_rows):.4f}x ({len(long_rows)} rows)"
+        lines.append(line)
+    cudnn = [row["ratio_cudnn"] for row in sweep if row.get("ratio_cudnn")]
+    if cudnn:
+        lines.append(f"sweep, all rows against cuDNN: {geometric(cudnn):.4f}x ({len(cudnn)} rows)")
+    best = [min(row[key] for key in ("ratio_fa3", "ratio_cudnn") if row.get(key)) for row in sweep
+            if row.get("ratio_fa3") or row.get("ratio_cudnn")]   # the faster peer: the smaller ratio
+    if best:
+        lines.append(f"sweep rows below {BEST_PEER_BAR}x of the best peer (FA3, cuDNN): "
+                     f"{sum(ratio < BEST_PEER_BAR for ratio in best)} of {len(best)}")
+    return lines
 
 
 def geometric_means(rows):

@@ -137,3 +137,16 @@ def test_nvml_through_pynvml(monkeypatch):
     nvml = bench_report.Nvml(0, "GPU-1234")
     assert nvml.instant and nvml.source == "pynvml 0.0, instantaneous power"
     assert nvml.read() == (455.0, 1755, 2619, 61)
+
+
+def test_sweep_bars_state_issue_16s_figures():
+    def row(dtype, keys, fa3, cudnn, label="sweep"):
+        return {"label": label, "dtype": dtype, "seqlen_k": keys, "ratio_fa3": fa3, "ratio_cudnn": cudnn}
+
+    rows = [row("bf16", 512, 2.0, 0.9), row("bf16", 4096, 0.5, 1.0), row("f16", 4096, 0.95, 0.95),
+            row("bf16", 1, 0.1, 0.1, label="decode")]
+    lines = bench.sweep_bars(rows)
+    assert lines[0] == "sweep, bf16 rows against FA3: 1.0000x (2 rows); from 2048 keys 0.5000x (1 rows)"
+    assert lines[1].startswith("sweep, all rows against cuDNN: 0.9491x (3 rows)")
+    assert lines[2] == "sweep rows below 0.92x of the best peer (FA3, cuDNN): 2 of 3"
+    assert bench.sweep_bars([row("bf16", 1, 0.1, 0.1, label="decode")]) == []
