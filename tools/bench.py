@@ -479,10 +479,6 @@ def report(meta, ceilings, rows):
         print(line)
 
 
-def geometric(ratios):
-    return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-
-
 # FA3's Python call and launch weigh at 512-1k keys (hundreds of microseconds at 512 keys against
 # a 159 us kernel, PERF_NOTES v16): its ratios from this many keys on are also given on their own.
 FA3_KERNEL_BOUND_KEYS = 2048
@@ -496,14 +492,14 @@ def sweep_bars(rows):
     lines = []
     fa3 = [row for row in sweep if row["dtype"] == "bf16" and row.get("ratio_fa3")]
     if fa3:
-        line = f"sweep, bf16 rows against FA3: {geometric([row['ratio_fa3'] for row in fa3]):.4f}x ({len(fa3)} rows)"
+        line = f"sweep, bf16 rows against FA3: {geomean(row['ratio_fa3'] for row in fa3):.4f}x ({len(fa3)} rows)"
         long_rows = [row["ratio_fa3"] for row in fa3 if row["seqlen_k"] >= FA3_KERNEL_BOUND_KEYS]
         if long_rows:
-            line += f"; from {FA3_KERNEL_BOUND_KEYS} keys {geometric(long_rows):.4f}x ({len(long_rows)} rows)"
+            line += f"; from {FA3_KERNEL_BOUND_KEYS} keys {geomean(long_rows):.4f}x ({len(long_rows)} rows)"
         lines.append(line)
     cudnn = [row["ratio_cudnn"] for row in sweep if row.get("ratio_cudnn")]
     if cudnn:
-        lines.append(f"sweep, all rows against cuDNN: {geometric(cudnn):.4f}x ({len(cudnn)} rows)")
+        lines.append(f"sweep, all rows against cuDNN: {geomean(cudnn):.4f}x ({len(cudnn)} rows)")
     best = [min(row[key] for key in ("ratio_fa3", "ratio_cudnn") if row.get(key)) for row in sweep
             if row.get("ratio_fa3") or row.get("ratio_cudnn")]   # the faster peer: the smaller ratio
     if best:
@@ -519,8 +515,7 @@ def geometric_means(rows):
     for name in names:
         ratios = [row[f"ratio_{name}"] for row in rows if row.get(f"ratio_{name}")]
         if ratios:
-            mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-            parts.append(f"{name} {mean:.4f}x ({len(ratios)} rows, "
+            parts.append(f"{name} {geomean(ratios):.4f}x ({len(ratios)} rows, "
                          f"{min(ratios):.3f}-{max(ratios):.3f})")
     return "geometric means of time / ours: " + ("; ".join(parts) if parts else "none")
 
