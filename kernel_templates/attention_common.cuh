@@ -80,28 +80,22 @@ __device__ __forceinline__ BlockCoordinates tile_coordinates(const fc_kernel_arg
 
 // Quad transpose: lane c of each quad of a warp holds words[j] = its two columns of tile j (of four
 // consecutive 8-column tiles of one row); after it, lane c holds the eight columns of tile c, in
-// order (lane j's pair of tile c in words[j]). Two rounds of xor shuffles, a pair of words each.
-// Every lane of the warp takes part.
+// order (lane j's pair of tile c in words[j]). Round `lanes` (1, then 2) swaps with lane c ^ lanes
+// the words whose index differs from c in that bit. Every lane of the warp takes part.
 __device__ __forceinline__ void quad_transpose(unsigned (&words)[4], int c)
 {
-    const bool odd = c & 1, high = c & 2;
-    unsigned x = __shfl_xor_sync(FULL_WARP, odd ? words[0] : words[1], 1);
-    unsigned y = __shfl_xor_sync(FULL_WARP, odd ? words[2] : words[3], 1);
-    if (odd) {
-        words[0] = x;
-        words[2] = y;
-    } else {
-        words[1] = x;
-        words[3] = y;
-    }
-    x = __shfl_xor_sync(FULL_WARP, high ? words[0] : words[2], 2);
-    y = __shfl_xor_sync(FULL_WARP, high ? words[1] : words[3], 2);
-    if (high) {
-        words[0] = x;
-        words[1] = y;
-    } else {
-        words[2] = x;
-        words[3] = y;
+#pragma unroll
+    for (int lanes = 1; lanes < 4; lanes *= 2) {
+        const bool upper = c & lanes;   // this lane keeps words i + lanes and takes words i
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            if (!(i & lanes)) {
+                const unsigned got = __shfl_xor_sync(FULL_WARP, upper ? words[i] : words[i + lanes], lanes);
+                if (upper)
+                    words[i] = got;
+                else
+                    words[i + lanes] = got;
+            }
     }
 }
 
