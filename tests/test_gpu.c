@@ -227,6 +227,15 @@ static void test_sm80_kernel_matches_reference_over_awkward_shapes(void **state)
     assert_int_equal(run_matrix(sm80_ctx, 1, 256), 0);
 }
 
+/* FC_GPU_SM90_SCHEDULE: only the forced schedule of SM90_FORCED with this index (0 to count - 1), so
+ * that its schedules can run side by side, one process each (tools/gpu-host.sh gpu-suite-split: the
+ * whole test takes longer than one device call); unset: every one. */
+static int sm90_schedule_wanted(size_t i)
+{
+    const char *env = getenv("FC_GPU_SM90_SCHEDULE");
+    return !env || !*env || strtoul(env, NULL, 10) == i;
+}
+
 static void test_sm90_kernel_matches_reference_over_awkward_shapes(void **state)
 {
     (void)state;
@@ -234,6 +243,8 @@ static void test_sm90_kernel_matches_reference_over_awkward_shapes(void **state)
         skip();
     int failures = 0;
     for (size_t i = 0; i < SM90_FORCED_COUNT; i++) {
+        if (!sm90_schedule_wanted(i))
+            continue;
         print_message("--- FC_FORCE_VARIANT=%s\n", SM90_FORCED[i].variant);
         failures += run_matrix(sm90_ctx[i], 1, SM90_FORCED[i].max_head_dim);
     }
