@@ -229,11 +229,16 @@ static void test_sm80_kernel_matches_reference_over_awkward_shapes(void **state)
 
 /* FC_GPU_SM90_SCHEDULE: only the forced schedule of SM90_FORCED with this index (0 to count - 1), so
  * that its schedules can run side by side, one process each (tools/gpu-host.sh gpu-suite-split: the
- * whole test takes longer than one device call); unset: every one. */
-static int sm90_schedule_wanted(size_t i)
+ * whole test takes longer than one device call); unset: every one. -1: a value that names none (the
+ * test then fails rather than pass having run nothing). */
+static long sm90_schedule(void)
 {
     const char *env = getenv("FC_GPU_SM90_SCHEDULE");
-    return !env || !*env || strtoul(env, NULL, 10) == i;
+    if (!env || !*env)
+        return (long)SM90_FORCED_COUNT;   /* every one */
+    char *end;
+    const long i = strtol(env, &end, 10);
+    return *end || i < 0 || i >= (long)SM90_FORCED_COUNT ? -1 : i;
 }
 
 static void test_sm90_kernel_matches_reference_over_awkward_shapes(void **state)
@@ -241,9 +246,13 @@ static void test_sm90_kernel_matches_reference_over_awkward_shapes(void **state)
     (void)state;
     if (!sm90_ctx[0])
         skip();
+    const long only = sm90_schedule();
+    if (only < 0)
+        fail_msg("FC_GPU_SM90_SCHEDULE=%s names none of the %zu forced schedules (0 to %zu)",
+                 getenv("FC_GPU_SM90_SCHEDULE"), SM90_FORCED_COUNT, SM90_FORCED_COUNT - 1);
     int failures = 0;
     for (size_t i = 0; i < SM90_FORCED_COUNT; i++) {
-        if (!sm90_schedule_wanted(i))
+        if (only != (long)SM90_FORCED_COUNT && (long)i != only)
             continue;
         print_message("--- FC_FORCE_VARIANT=%s\n", SM90_FORCED[i].variant);
         failures += run_matrix(sm90_ctx[i], 1, SM90_FORCED[i].max_head_dim);
