@@ -80,15 +80,23 @@
 
 namespace fc {
 
-// S += A B^T over one 32-byte k-step, N = 64 or 128 columns (16-bit: also 80, 112, 176, 192).
+// S += A B^T over one 32-byte k-step, N = 64 or 128 columns (16-bit: also 80, 112, 176, 192; e4m3:
+// also 160, 192, 224).
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long a, unsigned long long b, int accumulate)
 {
-    if constexpr (Same<T, e4m3_t>::value && N == 64)
-        wgmma_m64n64k32(d, a, b, accumulate, T{});
-    else if constexpr (Same<T, e4m3_t>::value)
-        wgmma_m64n128k32(d, a, b, accumulate, T{});
-    else if constexpr (N == 64)
+    if constexpr (Same<T, e4m3_t>::value) {
+        if constexpr (N == 64)
+            wgmma_m64n64k32(d, a, b, accumulate, T{});
+        else if constexpr (N == 160)
+            wgmma_m64n160k32(d, a, b, accumulate, T{});
+        else if constexpr (N == 192)
+            wgmma_m64n192k32(d, a, b, accumulate, T{});
+        else if constexpr (N == 224)
+            wgmma_m64n224k32(d, a, b, accumulate, T{});
+        else
+            wgmma_m64n128k32(d, a, b, accumulate, T{});
+    } else if constexpr (N == 64)
         wgmma_m64n64k16(d, a, b, accumulate, T{});
     else if constexpr (N == 80)
         wgmma_m64n80k16(d, a, b, accumulate, T{});
@@ -163,9 +171,18 @@ struct Sm90Forward {
         KV_BLOCK_STRIDE = PAGED ? ATOM_BYTES : KV_BLOCK_BYTES,                // the next column block
         KV_ATOM_STRIDE = PAGED ? COLUMN_BLOCKS * ATOM_BYTES : ATOM_BYTES,   // the next 8 rows
     };
-    // FP8: V^T slots of HEAD_DIM rows x BLOCK_N keys (one 128-byte line a row), and a staging ring of
-    // VS_STAGES V tiles as TMA writes them (K's layout). NOTE: enumerators (see PRODUCER_THREADS).
-    enum : int { VT_BYTES = FP8 ? HEAD_DIM * BLOCK_N : 0, VS_STAGES = 2, P_STEPS = BLOCK_N / E::MMA_K };
+    // FP8: V^T slots of HEAD_DIM rows x BLOCK_N keys in lines of VT_LINE keys (128, swizzled over
+    // 128 bytes: a column block of HEAD_DIM lines per 128 keys, the last one's lines unused past
+    // the tile's keys; 64-key tiles: one 64-byte line a row), and a staging ring of VS_STAGES V
+    // tiles as TMA writes them (K's layout). NOTE: enumerators (see PRODUCER_THREADS).
+    enum : int {
+        VT_LINE = BLOCK_N < 128 ? BLOCK_N : 128,
+        VT_BLOCK_BYTES = HEAD_DIM * VT_LINE,
+        VT_BYTES = FP8 ? (BLOCK_N + VT_LINE - 1) / VT_LINE * VT_BLOCK_BYTES : 0,
+        VS_STAGES = 2,
+        P_STEPS = BLOCK_N / E::MMA_K,
+        VT_LINE_STEPS = VT_LINE / E::MMA_K,   // FP8: P V's k-steps (32 keys) a line
+    };
     static constexpr int SMEM_BYTES =
         SWIZZLE_ALIGN + Q_BYTES + (FP8 ? STAGES * (KV_BYTES + VT_BYTES) + VS_STAGES * KV_BYTES : 2 * STAGES * KV_BYTES);
     // V at head_dim 96: P V at its exact width (WGMMA n96), V in 64-byte-swizzled blocks of 32 columns
@@ -197,8 +214,18 @@ struct Sm90Forward {
     // NOTE: FP8 at head_dim 256 gives the producer 24 (its transposes then spill a few bytes) so that
     // the consumers get 240: at 232, ptxas serializes their WGMMAs for want of registers (its C7512
     // warning: no Q K^T / P V overlap), 0.88-0.93x the time at 240 (H100, PERF_NOTES v13.1)
+    // NOTE: FP8 with three consumers and keys wider than 128 (head_dim 64's 160) gives the producer
+    // 32, so that the consumers get 160: at 152 they spilled 96 bytes and ptxas serialized their
+    // WGMMAs (C7512); at 32 the persistent loop's unit counter spills, loaded once a row block. With
+    // two consumers, the wider tiles keep 40 and spill 12 bytes (a counter or two, once a block): at
+    // 48 none spill at 160 or 192 keys, but the consumers' 224 registers ran 192 keys 0.96x as fast at
+    // 8k-16k keys, and 224 keys then serialize their WGMMAs (C7512) (H100, PERF_NOTES v18)
     static constexpr int PRODUCER_REGISTERS =
-        PAGED || FP8 ? (FP8 && BLOCK_N == 64 ? 56 : FP8 && HEAD_DIM == 256 ? 24 : 40) : BLOCK_N == 80 ? 32 : 24;
+        PAGED || FP8 ? (FP8 && BLOCK_N == 64                     ? 56
+                        : FP8 && HEAD_DIM == 256                 ? 24
+                        : FP8 && CONSUMERS == 3 && BLOCK_N > 128 ? 32
+                                                                 : 40)
+                     : BLOCK_N == 80 ? 32 : 24;
     // PAGED, gather: the producer warpgroup's threads and those copying each of K and V. NOTE:
     // enumerators, not static members: a member the code takes a value of puts a constant symbol in
     // the PTX of every variant, dense ones too.
@@ -214,9 +241,12 @@ struct Sm90Forward {
     // NOTE: the wider tiles (16-bit, not paged) amortize each tile's fixed work (barriers, the row
     // max and sum, O's rescale) over more keys where the registers hold S and P of that many:
     // FlashAttention-3's choices (176 keys at head_dim 128, 112 at 192, 80 at 256; PERF_NOTES v14)
+    // FP8 likewise: 160 keys at head_dim 64, 224 at 128 (FlashAttention-3's), 192 between
     static_assert(BLOCK_N == 64 || BLOCK_N == 128 ||
-                      (!FP8 && !PAGED && (BLOCK_N == 80 || BLOCK_N == 112 || BLOCK_N == 176 || BLOCK_N == 192)),
-                  "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T); 16-bit, not paged: also 80, 112, 176, 192");
+                      (!FP8 && !PAGED && (BLOCK_N == 80 || BLOCK_N == 112 || BLOCK_N == 176 || BLOCK_N == 192)) ||
+                      (FP8 && (BLOCK_N == 160 || BLOCK_N == 192 || BLOCK_N == 224)),
+                  "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T); 16-bit, not paged: also 80, 112, 176, 192; "
+                  "FP8: also 160, 192, 224");
     static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "one to three warpgroups of 64 rows");
     static_assert(WARPS == 4 * CONSUMERS || SPECIALIZED, "4 warps per consumer warpgroup, plus 4 for a producer");
     static_assert(SPECIALIZED ? STAGES >= 2 && STAGES <= 4 : STAGES == 2, "2 stages (plain) or 2-4 (specialized)");
@@ -294,9 +324,9 @@ struct Sm90Forward {
     __device__ __forceinline__ QTile q_smem(int g) const { return {q_tile(g)}; }
     __device__ __forceinline__ KTile k_smem(int stage) const { return {k_tile(stage)}; }
     __device__ __forceinline__ VTile v_smem(int stage) const { return {v_tile(stage)}; }
-    // FP8: V^T as P V's K-major B operand (rows of head dims, BLOCK_N permuted keys a line: 128 or 64
-    // bytes, swizzled over the line's span, atoms of 8 lines).
-    using VtTile = SmemTile<BLOCK_N, VT_BYTES, 8 * BLOCK_N>;
+    // FP8: V^T as P V's K-major B operand (rows of head dims, VT_LINE permuted keys a line: 128 or 64
+    // bytes, swizzled over the line's span, atoms of 8 lines; a column block per line of keys).
+    using VtTile = SmemTile<VT_LINE, VT_BLOCK_BYTES, 8 * VT_LINE>;
     __device__ __forceinline__ VtTile vt_smem(int stage) const { return {v_tile(stage)}; }
 
     // The first tile of keys this CTA sees (0 without a window): its loops count tiles from it.
@@ -531,13 +561,13 @@ struct Sm90Forward {
     __device__ __forceinline__ void pv_issue(float (&o)[1][D_TILES][4], const unsigned (&a)[P_STEPS][4], int stage)
     {
         float(&d)[V_WIDTH / 2] = reinterpret_cast<float(&)[V_WIDTH / 2]>(o);
-        if constexpr (FP8) {   // V^T K-major: k-step k is 32 bytes into each line
-            const unsigned long long dv = vt_smem(stage).k_major(0);
+        if constexpr (FP8) {   // V^T K-major: k-step k is 32 bytes into the lines of column block k / VT_LINE_STEPS
+            const VtTile vt = vt_smem(stage);
             wgmma_fence_registers(d);
             wgmma_fence();
 #pragma unroll
             for (int k = 0; k < P_STEPS; k++)
-                wgmma_rs<V_WIDTH, In>(d, a[k], dv + STEP_DESCRIPTOR * k);
+                wgmma_rs<V_WIDTH, In>(d, a[k], vt.k_major(k / VT_LINE_STEPS) + STEP_DESCRIPTOR * (k % VT_LINE_STEPS));
         } else {
             const unsigned long long dv = v_smem(stage).mn_major();
             wgmma_fence_registers(d);
@@ -702,38 +732,53 @@ struct Sm90Forward {
 
     // FP8: producer thread p (of 128) transposes its share of the staged V tile at src (K's layout:
     // BLOCK_N rows of keys, 128-byte lines of head dims, column blocks KV_BLOCK_BYTES apart) into the
-    // V^T slot at dst (HEAD_DIM rows of BLOCK_N keys, swizzled over their 128- or 64-byte lines: P V's
-    // K-major B operand). Warp w takes keys 32 w .. 32 w + 31 (64-key tiles: 32 (w % 2) .., half the
-    // head dims), 16 head dims a step: ldmatrix.trans reads four 8-key x 16-byte
-    // blocks (one 16-byte chunk of each of its lanes' rows), which leaves thread t (q = t % 4, c = t /
-    // 4) holding dims 2c and 2c + 1 of keys 2q, 2q + 1 (and + 8) of each 16; two prmt a 16 keys make
-    // dim rows of them in the order 2q, 2q + 1, 2q + 8, 2q + 9: word q of each 16 keys of a V^T line is
-    // those four keys, as p_fragments' P expects; stmatrix writes the eight rows 2c (and 2c + 1) of
-    // the step's 16 as its four 8-row x 16-byte matrices. The loads touch every bank once (8 rows,
-    // chunk j ^ row % 8); the stores twice (rows 2c: row % 8 takes 4 values).
+    // V^T slot at dst (HEAD_DIM rows of VT_LINE keys a column block, swizzled over their 128- or
+    // 64-byte lines: P V's K-major B operand). The tile is slots of 32 keys x steps of 16 head dims,
+    // an equal share for every warp: warp w takes slot 4 q + w of each whole round of four slots,
+    // every step, then steps w * SPAN .. w * SPAN + SPAN - 1 of each slot left (64-key tiles: both;
+    // 160 keys: one; 224: three). A step: ldmatrix.trans reads four 8-key x 16-byte blocks (one
+    // 16-byte chunk of each of its lanes' rows), which leaves thread t (q = t % 4, c = t / 4)
+    // holding dims 2c and 2c + 1 of keys 2q, 2q + 1 (and + 8) of each 16; two prmt a 16 keys make
+    // dim rows of them in the order 2q, 2q + 1, 2q + 8, 2q + 9: word q of each 16 keys of a V^T line
+    // is those four keys, as p_fragments' P expects; stmatrix writes the eight rows 2c (and 2c + 1)
+    // of the step's 16 as its four 8-row x 16-byte matrices. The loads touch every bank once (8
+    // rows, chunk j ^ row % 8); the stores twice (rows 2c: row % 8 takes 4 values).
     __device__ __forceinline__ void transpose_v(unsigned src, unsigned dst, unsigned p) const
     {
-        // 128 keys: warp w takes slot w, every step; 64 keys: slot w % 2, half the steps (w / 2's)
-        constexpr int SLOTS = BLOCK_N / 32, STEPS = HEAD_DIM / 16 * SLOTS / 4, LINE = BLOCK_N;
-        const unsigned w = p / WARP_SIZE, lane = p % WARP_SIZE, r = lane % 8;
-        const unsigned slot = SLOTS == 4 ? w : w % SLOTS, first = SLOTS == 4 ? 0 : w / SLOTS * STEPS;
-        const unsigned from = src + (32 * slot + lane) * SWIZZLE_BYTES;   // ldmatrix: lane l gives key 32 s + l's row
-        // stmatrix: lane l gives row 2 (l % 8) + l / 8 % 2 of the step's 16, in the chunk of keys 32 s + 16 (l / 16);
-        // a line's chunk c sits at c ^ (row % 8) (128-byte lines) or c ^ (row / 2 % 4) (64-byte), the same for
-        // row + 16 j
-        const unsigned row = 2 * r + lane / 8 % 2, chunk = 2 * slot + lane / 16;
-        const unsigned to = dst + row * LINE + ((chunk ^ (LINE == 128 ? row % 8 : row / 2 % 4)) << 4);
-#pragma unroll
-        for (int i = 0; i < STEPS; i++) {   // dims 16 j .. 16 j + 15: chunk j % 8 of column block j / 8
-            const unsigned j = first + i;
+        constexpr int SLOTS = BLOCK_N / 32, SLOTS_PER_LINE = VT_LINE / 32, ROUNDS = SLOTS / 4;
+        constexpr int STEPS = HEAD_DIM / 16, SPAN = STEPS / 4;
+        static_assert(BLOCK_N % 32 == 0 && STEPS % 4 == 0, "whole slots, whole steps for every warp");
+        const unsigned w = p / WARP_SIZE % 4, lane = p % WARP_SIZE, r = lane % 8;   // % 4: p < 128, said to ptxas
+        // ldmatrix: lane l gives the row of key 32 s + l. stmatrix: lane l gives row 2 (l % 8) + l / 8 % 2
+        // of the step's 16 (+ 16 j), in the chunk of keys 32 s + 16 (l / 16) of its line, 2 (s %
+        // SLOTS_PER_LINE) + l / 16, at that ^ (row % 8) (128-byte lines) or ^ (row / 2 % 4) (64-byte);
+        // 2 (s % ...) has no bit 0, so the XOR splits into the lane's part and the slot's.
+        const unsigned from = src + lane * SWIZZLE_BYTES, row = 2 * r + lane / 8 % 2;
+        const unsigned to = dst + row * VT_LINE, lane_chunk = lane / 16 ^ (VT_LINE == 128 ? row % 8 : row / 2 % 4);
+        // step j (dims 16 j .. 16 j + 15: chunk j % 8 of column block j / 8) of the slot whose rows
+        // start at `load`, into the line chunk `chunk` of the column block at `store`
+        const auto step = [&](unsigned load, unsigned store, unsigned chunk, unsigned j) {
             unsigned x[4], y[4];
-            ldmatrix_x4_trans(x, from + j / 8 * KV_BLOCK_BYTES + (((j % 8) ^ r) << 4));
+            ldmatrix_x4_trans(x, load + j / 8 * KV_BLOCK_BYTES + (((j % 8) ^ r) << 4));
             y[0] = __byte_perm(x[0], x[1], 0x6420);   // row 2c, keys of 16 (the slot's first)
             y[1] = __byte_perm(x[0], x[1], 0x7531);   // row 2c + 1
             y[2] = __byte_perm(x[2], x[3], 0x6420);   // row 2c, the next 16 keys
             y[3] = __byte_perm(x[2], x[3], 0x7531);
-            stmatrix_x4(to + j * 16 * LINE, y);
+            stmatrix_x4(store + j * 16 * VT_LINE + (chunk << 4), y);
+        };
+#pragma unroll
+        for (int q = 0; q < ROUNDS; q++) {   // 128-byte lines: round q is column block q
+            const unsigned slot = 4 * q + w;
+#pragma unroll
+            for (int j = 0; j < STEPS; j++)
+                step(from + 32 * slot * SWIZZLE_BYTES, to + q * VT_BLOCK_BYTES, 2 * w ^ lane_chunk, j);
         }
+#pragma unroll
+        for (int i = 0; i < SPAN; i++)
+#pragma unroll
+            for (int s = 4 * ROUNDS; s < SLOTS; s++)
+                step(from + 32 * s * SWIZZLE_BYTES, to + s / SLOTS_PER_LINE * VT_BLOCK_BYTES,
+                     2 * (s % SLOTS_PER_LINE) ^ lane_chunk, w * SPAN + i);
     }
 
     // FP8: the producer warpgroup (thread p of 128). Thread 0 loads Q, then K and staged V a tile

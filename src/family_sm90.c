@@ -10,6 +10,8 @@
 #define SHORT_KEYS 1024      /* up to this many keys, causal head_dim 128 takes the small tiles */
 #define LONG_KEYS_D64 8192   /* from this many keys, head_dim 64 takes three consumer warpgroups */
 #define LONG_KEYS_FP8_D64 4096   /* ... FP8 attention's, causal (without a mask: always) */
+#define WIDE_KEYS_FP8 4096          /* from this many keys, FP8 attention takes the wider key tiles ... */
+#define WIDE_KEYS_FP8_CAUSAL 8192   /* ... and from this many causal ones (widen_fp8_key_tiles) */
 #define WIDE_KEYS_D128 4096  /* from this many keys, head_dim 128 takes 192-key tiles (widen_key_tiles) */
 #define WIDE_KEYS_D96 8192   /* ... head_dim 96 */
 #define STATIC_SMEM 256      /* the kernel's mbarriers */
@@ -50,12 +52,15 @@ static int padded_dim(const struct fc_variant *v)
 #define FP8_V_STAGING 2   /* FP8: staged V tiles (fwd_sm90.cuh's VS_STAGES) */
 
 /* Q, then the stages of K and V, 128B-swizzled, plus 1 KB to align them. FP8: the V stages hold V^T
- * (head_dim rows of block_n keys), and FP8_V_STAGING V tiles as TMA writes them follow. */
+ * (head_dim rows of block_n keys, in lines of 128 keys past 128: fwd_sm90.cuh's VT_BYTES), and
+ * FP8_V_STAGING V tiles as TMA writes them follow. */
 static int smem_bytes(const struct fc_variant *v)
 {
-    if (v->q_fp8)
+    if (v->q_fp8) {
+        const int vt_keys = v->block_n <= 128 ? v->block_n : (v->block_n + 127) / 128 * 128;
         return 1024 + (v->block_m + v->stages * v->block_n + FP8_V_STAGING * v->block_n) * padded_dim(v) +
-               v->stages * v->head_dim * v->block_n;
+               v->stages * v->head_dim * vt_keys;
+    }
     return 1024 + (v->block_m + 2 * v->stages * v->block_n) * padded_dim(v) * fc_dtype_bytes(v->dtype);
 }
 
@@ -104,11 +109,13 @@ static void defaults(struct fc_variant *v)
  * keys where the consumers' registers hold S and P of that many: FlashAttention-3's widths (176
  * keys at head_dim 128, 112 at 192, 80 at 256), 16-bit WGMMA forms only (fwd_sm90.cuh's wgmma_ss);
  * a paged cache's boxes take 64 or 128 (page_box_rows). */
-#define WIDE_KEY_TILES "80, 112, 176 or 192"
+#define WIDE_KEY_TILES "80, 112, 176 or 192; FP8: 160, 192 or 224"
 static int wide_keys(const struct fc_variant *v)
 {
     const int n = v->block_n;
-    return !v->q_fp8 && !v->paged && (n == 80 || n == 112 || n == 176 || n == 192);
+    if (v->q_fp8)   /* FlashAttention-3's FP8 widths: 160 at head_dim 64, 224 at 128 (e4m3 WGMMA forms) */
+        return n == 160 || n == 192 || n == 224;
+    return !v->paged && (n == 80 || n == 112 || n == 176 || n == 192);
 }
 
 static int check(const struct fc_variant *v, char *why, size_t size)
@@ -122,7 +129,7 @@ static int check(const struct fc_variant *v, char *why, size_t size)
         return fc_variant_fail(why, size, "the sm90 kernel reads a paged cache at head_dim 64, 128, 192 or 256, not %d",
                                v->head_dim);
     if (v->block_n != 64 && v->block_n != 128 && !wide_keys(v))
-        return fc_variant_fail(why, size, "the sm90 kernel takes block_n 64 or 128 (16-bit and not paged: also %s), "
+        return fc_variant_fail(why, size, "the sm90 kernel takes block_n 64 or 128 (not paged: also %s), "
                                "not %d", WIDE_KEY_TILES, v->block_n);
     if (v->q_fp8 && (v->head_dim % 64 || !specialized(v) || v->paged))
         return fc_variant_fail(why, size, "the sm90 kernel's FP8 attention takes head_dim 64, 128, 192 or 256, the "
@@ -227,6 +234,27 @@ static void widen_key_tiles(const struct fc_problem *problem, struct fc_variant 
         v->block_n = 128;
 }
 
+/* NOTE: FP8 attention's wider key tiles (FlashAttention-3's: 224 keys at head_dim 128, 160 at 64),
+ * from `fcjit tune` on an H100 (PERF_NOTES v18): head_dim 128 without a mask 1.04x the 128-key tile
+ * at 4k keys, 1.07-1.09x at 8k-16k (192 keys; 224 within 1%); causal 1.04-1.06x at 8k-16k (224; 192
+ * 1-2% behind), none at 4k; below 4k slower (1k: 0.93x, causal 0.82-0.86x). Head_dim 64 (three
+ * consumers, taking turns): 1.03x at 4k, 1.05x at 16k, causal 1.07x. A window's rows see its span,
+ * not the sequence, and a softcap's tanh needs the registers (wide softcap variants spill up to 480
+ * bytes): both keep 128. These variants spill 12-28 bytes (loop counters, once a row block), so they
+ * are not precompiled (tuning_db/precompile.yaml). */
+static void widen_fp8_key_tiles(const struct fc_problem *problem, struct fc_variant *v)
+{
+    const int d = problem->head_dim, keys = problem->max_seqlen_k;
+    if (keys < (problem->mask.causal ? WIDE_KEYS_FP8_CAUSAL : WIDE_KEYS_FP8) || v->window || v->softcap)
+        return;
+    if (d == 128 && v->block_m == 128) {
+        v->block_n = problem->mask.causal ? 224 : 192;
+    } else if (d == 64 && v->block_m == 192) {
+        v->block_n = 160;
+        v->pingpong = 1;
+    }
+}
+
 static const char *select_for(const struct fc_problem *problem, const struct fc_target *target,
                               struct fc_variant *v, const char **why_not)
 {
@@ -259,6 +287,7 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
             v->warps = 12;
             v->pingpong = 1;
         }
+        widen_fp8_key_tiles(problem, v);
         if (fc_variant_check(v, NULL, 0))
             return NULL;
         if (v->varlen)
@@ -355,11 +384,12 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
 }
 
 /* A paged cache takes no plain-schedule winner: its thread 0 would look each box's page up as it
- * issues it (the selector's NOTE on head_dim 64). A window or a softcap takes no 192-key winner
- * (winners are measured without them): the selector keeps them off those tiles (widen_key_tiles). */
+ * issues it (the selector's NOTE on head_dim 64). A window or a softcap takes no winner wider than
+ * 128 keys (winners are measured without them): the selector keeps them off those tiles
+ * (widen_key_tiles, widen_fp8_key_tiles). */
 static int takes_winner(const struct fc_problem *problem, const struct fc_variant *winner)
 {
-    if (winner->block_n == 192 && (problem->mask.window || problem->softcap > 0.f))
+    if (winner->block_n > 128 && (problem->mask.window || problem->softcap > 0.f))
         return 0;
     return !problem->paged || specialized(winner);
 }

@@ -207,9 +207,20 @@ __device__ __forceinline__ void wgmma_m64n##N##k32_rs(float (&d)[COUNT], const u
                  : __VA_ARGS__                                                                                      \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));                            \
 }
-// S = Q K^T: 64 and 128 keys per tile. P V: head_dim 64, 128, 192 and 256.
+// S = Q K^T: 64 and 128 keys per tile, and FlashAttention-3's wider FP8 tiles (160 at head_dim 64,
+// 224 at 128; 192 between). P V: head_dim 64, 128, 192 and 256.
+#define FC_WGMMA_PLACES_80_ACC FC_WGMMA_PLACES_64_ACC ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, " \
+    "%75, %76, %77, %78, %79"
+#define FC_WGMMA_PLACES_112_ACC FC_WGMMA_PLACES_96_ACC ", %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, " \
+    "%106, %107, %108, %109, %110, %111"
 FC_WGMMA_SS_FP8(64, 32, FC_WGMMA_PLACES_0, "%32", "%33", "%34", FC_WGMMA_ACC32(0))
 FC_WGMMA_SS_FP8(128, 64, FC_WGMMA_PLACES_64_ACC, "%64", "%65", "%66", FC_WGMMA_ACC32(0), FC_WGMMA_ACC32(32))
+FC_WGMMA_SS_FP8(160, 80, FC_WGMMA_PLACES_80_ACC, "%80", "%81", "%82", FC_WGMMA_ACC32(0), FC_WGMMA_ACC32(32),
+                FC_WGMMA_ACC8(64), FC_WGMMA_ACC8(72))
+FC_WGMMA_SS_FP8(192, 96, FC_WGMMA_PLACES_96_ACC, "%96", "%97", "%98", FC_WGMMA_ACC32(0), FC_WGMMA_ACC32(32),
+                FC_WGMMA_ACC32(64))
+FC_WGMMA_SS_FP8(224, 112, FC_WGMMA_PLACES_112_ACC, "%112", "%113", "%114", FC_WGMMA_ACC32(0), FC_WGMMA_ACC32(32),
+                FC_WGMMA_ACC32(64), FC_WGMMA_ACC8(96), FC_WGMMA_ACC8(104))
 FC_WGMMA_RS_FP8(64, 32, FC_WGMMA_PLACES_0, "%32, %33, %34, %35", "%36", "%37", FC_WGMMA_ACC32(0))
 FC_WGMMA_RS_FP8(128, 64, FC_WGMMA_PLACES_64_ACC, "%64, %65, %66, %67", "%68", "%69", FC_WGMMA_ACC32(0),
                 FC_WGMMA_ACC32(32))
@@ -221,8 +232,10 @@ FC_WGMMA_RS_FP8(256, 128, FC_WGMMA_PLACES_128_ACC, "%128, %129, %130, %131", "%1
 #undef FC_WGMMA_SS_FP8
 
 #undef FC_WGMMA_PLACES_128_ACC
+#undef FC_WGMMA_PLACES_112_ACC
 #undef FC_WGMMA_PLACES_96_ACC
 #undef FC_WGMMA_PLACES_88_ACC
+#undef FC_WGMMA_PLACES_80_ACC
 #undef FC_WGMMA_PLACES_64_ACC
 #undef FC_WGMMA_PLACES_56_ACC
 #undef FC_WGMMA_PLACES_48_ACC
