@@ -1405,6 +1405,50 @@ static void test_fp8_kv_rules(void **state)
     assert_null(fresh.q_descale);
 }
 
+/* The heuristic's FP8 tile (a GPU without winners): FlashAttention-3's wider key tiles from 4k keys (8k
+ * causal; family_sm90.c's widen_fp8_key_tiles), 192 at head_dim 128 (224 causal), 160 on head_dim 64's
+ * three consumers taking turns; 128 below those lengths, at 256, and with a window or a softcap. */
+static const char *fp8_tile(struct fc_attention_params *p, int head_dim, int keys, int causal, char *name)
+{
+    struct fc_problem problem;
+    struct fc_plan plan;
+    char msg[512] = "";
+    p->head_dim = head_dim;
+    p->seqlen_q = p->seqlen_k = keys;
+    p->causal = causal;
+    assert_int_equal(fc_problem_from_params(p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_variant_check(&plan.variant, msg, sizeof msg), 0);
+    fc_variant_name(&plan.variant, name);
+    return name;
+}
+
+static void test_fp8_attention_wide_key_tiles(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();
+    p.dtype = FC_E4M3;
+    p.out_dtype = FC_BF16;
+    p.batch = 1;
+    p.heads_q = p.heads_kv = 16;
+    char name[FC_VARIANT_NAME_MAX];
+    assert_string_equal(fp8_tile(&p, 128, 16384, 0, name), "sm90_bf16_d128_kv8_q8_m128n192s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 128, 4096, 0, name), "sm90_bf16_d128_kv8_q8_m128n192s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 128, 2048, 0, name), "sm90_bf16_d128_kv8_q8_m128n128s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 128, 8192, 1, name), "sm90_bf16_d128_causal_kv8_q8_m128n224s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 128, 4096, 1, name), "sm90_bf16_d128_causal_kv8_q8_m128n128s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 64, 4096, 0, name), "sm90_bf16_d64_kv8_q8_m192n160s2w16p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 64, 8192, 1, name), "sm90_bf16_d64_causal_kv8_q8_m192n160s2w16p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 64, 4096, 1, name), "sm90_bf16_d64_causal_kv8_q8_m192n128s2w16_sm_90a");
+    assert_string_equal(fp8_tile(&p, 64, 2048, 0, name), "sm90_bf16_d64_kv8_q8_m192n128s2w16_sm_90a");
+    assert_string_equal(fp8_tile(&p, 256, 16384, 0, name), "sm90_bf16_d256_kv8_q8_m128n128s2w12p_sm_90a");
+    p.window_left = 1000;   /* a window's span, not the sequence, sets the tiles it crosses */
+    assert_string_equal(fp8_tile(&p, 128, 16384, 1, name), "sm90_bf16_d128_causal_win_kv8_q8_m128n128s2w12p_sm_90a");
+    p.window_left = -1;
+    p.softcap = 30.f;   /* the tanh needs the registers */
+    assert_string_equal(fp8_tile(&p, 128, 16384, 0, name), "sm90_bf16_d128_cap_kv8_q8_m128n128s2w12p_sm_90a");
+}
+
 /* FP8 attention (dtype FC_E4M3): q, k and v e4m3, out bf16 (the default) or f16, each rule with its
  * message; the Hopper kernel at head_dim 64-256 in steps of 64 on a dense batch, the reference kernel
  * elsewhere (and the plan says why); the variant's `_q8`, which parses back; tuned winners never
@@ -1622,6 +1666,7 @@ int main(void)
         cmocka_unit_test(test_fp8_kv_rules),
         cmocka_unit_test(test_fp8_kv_plans),
         cmocka_unit_test(test_fp8_attention),
+        cmocka_unit_test(test_fp8_attention_wide_key_tiles),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };
