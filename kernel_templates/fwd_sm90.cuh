@@ -81,59 +81,19 @@
 namespace fc {
 
 // S += A B^T over one 32-byte k-step, N = 64 or 128 columns (16-bit: also 80, 112, 176, 192; e4m3:
-// also 160, 192, 224).
+// also 160, 192, 224): the form of that width and input type (ptx/wgmma.cuh).
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long a, unsigned long long b, int accumulate)
 {
-    if constexpr (Same<T, e4m3_t>::value) {
-        if constexpr (N == 64)
-            wgmma_m64n64k32(d, a, b, accumulate, T{});
-        else if constexpr (N == 160)
-            wgmma_m64n160k32(d, a, b, accumulate, T{});
-        else if constexpr (N == 192)
-            wgmma_m64n192k32(d, a, b, accumulate, T{});
-        else if constexpr (N == 224)
-            wgmma_m64n224k32(d, a, b, accumulate, T{});
-        else
-            wgmma_m64n128k32(d, a, b, accumulate, T{});
-    } else if constexpr (N == 64)
-        wgmma_m64n64k16(d, a, b, accumulate, T{});
-    else if constexpr (N == 80)
-        wgmma_m64n80k16(d, a, b, accumulate, T{});
-    else if constexpr (N == 112)
-        wgmma_m64n112k16(d, a, b, accumulate, T{});
-    else if constexpr (N == 176)
-        wgmma_m64n176k16(d, a, b, accumulate, T{});
-    else if constexpr (N == 192)
-        wgmma_m64n192k16(d, a, b, accumulate, T{});
-    else
-        wgmma_m64n128k16(d, a, b, accumulate, T{});
+    wgmma_ss(WgmmaN<N>{}, d, a, b, accumulate, T{});
 }
 
-// O += P V over one k-step (16 keys; e4m3: 32), N = head_dim = 64, 96, 128, 192 or 256, P from
-// registers.
+// O += P V over one k-step (16 keys; e4m3: 32), N = head_dim = 64, 96 (16-bit), 128, 192 or 256, P
+// from registers.
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long b)
 {
-    if constexpr (Same<T, e4m3_t>::value) {
-        if constexpr (N == 64)
-            wgmma_m64n64k32_rs(d, a, b, 1, T{});
-        else if constexpr (N == 128)
-            wgmma_m64n128k32_rs(d, a, b, 1, T{});
-        else if constexpr (N == 192)
-            wgmma_m64n192k32_rs(d, a, b, 1, T{});
-        else
-            wgmma_m64n256k32_rs(d, a, b, 1, T{});
-    } else if constexpr (N == 64)
-        wgmma_m64n64k16_rs(d, a, b, 1, T{});
-    else if constexpr (N == 96)
-        wgmma_m64n96k16_rs(d, a, b, 1, T{});
-    else if constexpr (N == 128)
-        wgmma_m64n128k16_rs(d, a, b, 1, T{});
-    else if constexpr (N == 192)
-        wgmma_m64n192k16_rs(d, a, b, 1, T{});
-    else
-        wgmma_m64n256k16_rs(d, a, b, 1, T{});
+    wgmma_rs(WgmmaN<N>{}, d, a, b, 1, T{});
 }
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,

@@ -53,6 +53,11 @@ template <int N> __device__ __forceinline__ void wgmma_fence_registers(float (&d
         asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// The width N of a form as a type: each form below also defines wgmma_ss(WgmmaN<N>, ..., TAG) or
+// wgmma_rs(WgmmaN<N>, ..., TAG), so that a kernel names the form by (N, input type) and overload
+// resolution finds it (a shape a type lacks does not compile).
+template <int N> struct WgmmaN {};
+
 // The last argument selects the input type; accumulate = 0 overwrites d. Each form (A from a
 // descriptor, A from registers) is written once, as a macro over the shape N, the accumulator
 // count and the operand numbers, and defined for every shape in fp16 and bf16. Inline PTX names
@@ -80,6 +85,11 @@ __device__ __forceinline__ void wgmma_m64n##N##k16(float (&d)[COUNT], unsigned l
                  "{" PLACES "}, " A ", " B ", p, 1, 1, 0, 0;\n}\n"                                                  \
                  : __VA_ARGS__                                                                                      \
                  : "l"(a), "l"(b), "r"(accumulate));                                                                \
+}                                                                                                                   \
+__device__ __forceinline__ void wgmma_ss(WgmmaN<N>, float (&d)[COUNT], unsigned long long a, unsigned long long b,  \
+                                         int accumulate, TAG)                                                       \
+{                                                                                                                   \
+    wgmma_m64n##N##k16(d, a, b, accumulate, TAG{});                                                                 \
 }
 
 // MN-major operand (transposed B: rows of the tile run along K, 64 16-bit values of N per
@@ -144,6 +154,11 @@ __device__ __forceinline__ void wgmma_m64n##N##k16_rs(float (&d)[COUNT], const u
                  "{" PLACES "}, {" A "}, " B ", p, 1, 1, 1;\n}\n"                                                   \
                  : __VA_ARGS__                                                                                      \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));                            \
+}                                                                                                                   \
+__device__ __forceinline__ void wgmma_rs(WgmmaN<N>, float (&d)[COUNT], const unsigned (&a)[4], unsigned long long b, \
+                                         int accumulate, TAG)                                                       \
+{                                                                                                                   \
+    wgmma_m64n##N##k16_rs(d, a, b, accumulate, TAG{});                                                              \
 }
 
 #define FC_WGMMA_BOTH_TYPES(FORM, ...) FORM(half_t, "f16", __VA_ARGS__) FORM(bfloat16_t, "bf16", __VA_ARGS__)
@@ -196,6 +211,11 @@ __device__ __forceinline__ void wgmma_m64n##N##k32(float (&d)[COUNT], unsigned l
                  "{" PLACES "}, " A ", " B ", p, 1, 1;\n}\n"                                                          \
                  : __VA_ARGS__                                                                                      \
                  : "l"(a), "l"(b), "r"(accumulate));                                                                \
+}                                                                                                                   \
+__device__ __forceinline__ void wgmma_ss(WgmmaN<N>, float (&d)[COUNT], unsigned long long a, unsigned long long b,  \
+                                         int accumulate, e4m3_t)                                                    \
+{                                                                                                                   \
+    wgmma_m64n##N##k32(d, a, b, accumulate, e4m3_t{});                                                              \
 }
 #define FC_WGMMA_RS_FP8(N, COUNT, PLACES, A, B, PRED, ...)                                                          \
 __device__ __forceinline__ void wgmma_m64n##N##k32_rs(float (&d)[COUNT], const unsigned (&a)[4], unsigned long long b,\
@@ -206,6 +226,11 @@ __device__ __forceinline__ void wgmma_m64n##N##k32_rs(float (&d)[COUNT], const u
                  "{" PLACES "}, {" A "}, " B ", p, 1, 1;\n}\n"                                                        \
                  : __VA_ARGS__                                                                                      \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));                            \
+}                                                                                                                   \
+__device__ __forceinline__ void wgmma_rs(WgmmaN<N>, float (&d)[COUNT], const unsigned (&a)[4], unsigned long long b, \
+                                         int accumulate, e4m3_t)                                                    \
+{                                                                                                                   \
+    wgmma_m64n##N##k32_rs(d, a, b, accumulate, e4m3_t{});                                                           \
 }
 // S = Q K^T: 64 and 128 keys per tile, and FlashAttention-3's wider FP8 tiles (160 at head_dim 64,
 // 224 at 128; 192 between). P V: head_dim 64, 128, 192 and 256.
