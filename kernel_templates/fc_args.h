@@ -145,6 +145,11 @@ struct fc_sm90_varlen_args {
  * encodes its TMA map so. */
 #define FC_SM90_V_LINE_BYTES(head_dim) ((head_dim) == 96 ? 64 : 128)
 
+/* FP8 attention's V^T slot on the sm90 kernel: the keys of its lines, block_n up to 128 (one line a
+ * head dim), else whole 128-key lines (a column block each, the last one's keys past the tile unused).
+ * fwd_sm90.cuh's VT_BYTES; src/family_sm90.c's shared memory size. */
+#define FC_SM90_FP8_VT_KEYS(block_n) ((block_n) <= 128 ? (block_n) : ((block_n) + 127) / 128 * 128)
+
 /* The sm90 kernel's CTAs per SM as its __launch_bounds__ minimum (ptxas fits the registers for it):
  * two for one consumer warpgroup beside the producer up to head_dim 128, else one. fwd_sm90.cuh's
  * MIN_BLOCKS; src/family_sm90.c sizes the persistent grid from it. */

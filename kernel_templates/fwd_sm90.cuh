@@ -138,7 +138,7 @@ struct Sm90Forward {
     enum : int {
         VT_LINE = BLOCK_N < 128 ? BLOCK_N : 128,
         VT_BLOCK_BYTES = HEAD_DIM * VT_LINE,
-        VT_BYTES = FP8 ? (BLOCK_N + VT_LINE - 1) / VT_LINE * VT_BLOCK_BYTES : 0,
+        VT_BYTES = FP8 ? HEAD_DIM * FC_SM90_FP8_VT_KEYS(BLOCK_N) : 0,
         VS_STAGES = 2,
         P_STEPS = BLOCK_N / E::MMA_K,
         VT_LINE_STEPS = VT_LINE / E::MMA_K,   // FP8: P V's k-steps (32 keys) a line

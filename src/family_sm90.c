@@ -52,15 +52,13 @@ static int padded_dim(const struct fc_variant *v)
 #define FP8_V_STAGING 2   /* FP8: staged V tiles (fwd_sm90.cuh's VS_STAGES) */
 
 /* Q, then the stages of K and V, 128B-swizzled, plus 1 KB to align them. FP8: the V stages hold V^T
- * (head_dim rows of block_n keys, in lines of 128 keys past 128: fwd_sm90.cuh's VT_BYTES), and
- * FP8_V_STAGING V tiles as TMA writes them follow. */
+ * (head_dim rows of block_n keys, in lines of 128 keys past 128: fc_args.h's FC_SM90_FP8_VT_KEYS),
+ * and FP8_V_STAGING V tiles as TMA writes them follow. */
 static int smem_bytes(const struct fc_variant *v)
 {
-    if (v->q_fp8) {
-        const int vt_keys = v->block_n <= 128 ? v->block_n : (v->block_n + 127) / 128 * 128;
+    if (v->q_fp8)
         return 1024 + (v->block_m + v->stages * v->block_n + FP8_V_STAGING * v->block_n) * padded_dim(v) +
-               v->stages * v->head_dim * vt_keys;
-    }
+               v->stages * v->head_dim * FC_SM90_FP8_VT_KEYS(v->block_n);
     return 1024 + (v->block_m + 2 * v->stages * v->block_n) * padded_dim(v) * fc_dtype_bytes(v->dtype);
 }
 
