@@ -78,6 +78,24 @@ __device__ __forceinline__ BlockCoordinates tile_coordinates(const fc_kernel_arg
     return c;
 }
 
+// A scheduled persistent grid (FP8, causal: fwd_sm90.cuh's run_scheduled) takes the row blocks of
+// one list from a counter, each CTA its next block when it is free; this is the list. The (batch,
+// head)s in turn, each head's blocks heaviest, lightest, next heaviest, next lightest, ... (the
+// pairs of persistent_units, so that the CTAs running together share one or two heads' K and V);
+// but the last `tail` heads' blocks heaviest first across those heads, so that the last blocks any
+// CTA takes are light ones and the CTAs finish together. Position i of the list, as the block's
+// index in block_coordinates<false>' order ((batch * heads_q + head) * m_blocks + m).
+__device__ __forceinline__ int scheduled_block(const fc_kernel_args &args, int i, int tail)
+{
+    const int m_blocks = args.m_blocks, front = (args.heads_q * args.batch - tail) * m_blocks;
+    if (i < front) {
+        const int heads = i / m_blocks, r = i - heads * m_blocks, p = r / 2;
+        return heads * m_blocks + (r % 2 ? p : m_blocks - 1 - p);
+    }
+    const int j = i - front, k = j / tail;
+    return (front / m_blocks + (j - k * tail)) * m_blocks + m_blocks - 1 - k;
+}
+
 // Quad transpose: lane c of each quad of a warp holds words[j] = its two columns of tile j (of four
 // consecutive 8-column tiles of one row); after it, lane c holds the eight columns of tile c, in
 // order (lane j's pair of tile c in words[j]). Round `lanes` (1, then 2) swaps with lane c ^ lanes

@@ -125,6 +125,14 @@ struct fc_tensor_map {
 struct fc_sm90_args {
     struct fc_tensor_map q_map, k_map, v_map;
     struct fc_kernel_args base;
+    /* A scheduled persistent grid (FP8, causal: fwd_sm90.cuh's run_scheduled): a counter, zero at
+     * launch and zeroed again by the launch's last take (src/counters.c owns it), from which each CTA
+     * takes the blocks of attention_common.cuh's scheduled_block list after its first; NULL: each CTA
+     * takes its static units of two blocks (attention_common.cuh's persistent_units). Other variants
+     * read none of the three. */
+    int *next_block;
+    int tail_heads;   /* the list's last (batch, head)s, whose blocks come heaviest first across them */
+    int blocks;       /* the list's row blocks: m_blocks * heads_q * batch */
 };
 
 /* The Hopper kernel's argument with the VARLEN switch (varlen: the maps' batch dimension is 1 and

@@ -44,7 +44,8 @@
 //
 // With PERSISTENT (dense, warp-specialized), the grid is as many CTAs as fit on the GPU at once, each
 // looping over the problem's row blocks (units of one, or causal two of equal weight, blockIdx.x then
-// gridDim.x apart: attention_common.cuh's persistent_units): the producer loads the next block's Q
+// gridDim.x apart: attention_common.cuh's persistent_units; FP8 causal, the next free block of one
+// list, taken from a counter: run_scheduled): the producer loads the next block's Q
 // as soon as the consumers' last Q K^T of this one is done (the "Q empty" barrier) and its first
 // K/V tiles as the ring frees, so a block's prologue and its epilogue (O and the LSE out of the
 // consumers' registers) overlap the work of the blocks beside it; the K/V ring and its barriers'
@@ -214,6 +215,16 @@ struct Sm90Forward {
     static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
     static_assert(!PERSISTENT || (SPECIALIZED && !VARLEN), "a persistent grid: dense, warp-specialized");
     static constexpr int TURN_BARRIER = 1;   // named barriers TURN_BARRIER + consumer: "your turn"
+    // SCHEDULED (PERSISTENT, CAUSAL, FP8, head_dim up to 128): the CTAs take their row blocks from
+    // a counter (run_scheduled); its slots of scheduled blocks, and the threads that read each: the
+    // consumers, and the producer threads but the publisher. NOTE: not the 16-bit kernels nor FP8's
+    // head_dim 256, whose K/V rows are 256 bytes or more: they ran 0.89-0.98x their static pairs
+    // (src/family_sm90.c's scheduled; H100, PERF_NOTES v19). NOTE: enumerators (see PRODUCER_THREADS).
+    enum : int {
+        SCHEDULED = PERSISTENT && CAUSAL && FP8 && HEAD_DIM <= 128,
+        SCHED_SLOTS = 2,
+        SCHED_READERS = CONSUMER_THREADS + PRODUCER_THREADS - 1
+    };
     // FP8: P = 2^(S - (row max - 8)) <= 256 before its rounding to e4m3 (see the top comment)
     static constexpr float P_LOG2_SHIFT = 8.f;
 
@@ -241,6 +252,16 @@ struct Sm90Forward {
     __device__ __forceinline__ void set_tile(int unit, int part)
     {
         const BlockCoordinates c = tile_coordinates<CAUSAL>(base, BLOCK_M, unit, part);
+        batch = c.batch;
+        head = c.head;
+        kv_head = c.kv_head;
+        row0 = c.row0;
+    }
+
+    // SCHEDULED: row block `block` of block_coordinates' order, without its causal reversal.
+    __device__ __forceinline__ void set_block(int block)
+    {
+        const BlockCoordinates c = block_coordinates<false>(base, BLOCK_M, block);
         batch = c.batch;
         head = c.head;
         kv_head = c.kv_head;
@@ -655,11 +676,12 @@ struct Sm90Forward {
 
     // Barriers of the specialized schedule: Q, then per slot K full, V full, K empty, V empty;
     // PERSISTENT, then Q empty (every consumer thread done with Q K^T of the block); FP8, then per
-    // staging slot V staged (TMA's bytes), V unstaged (every producer thread done reading it). Slots
-    // are taken in ring order: the ring's i-th tile goes to slot i % STAGES, its round i / STAGES (the
+    // staging slot V staged (TMA's bytes), V unstaged (every producer thread done reading it);
+    // SCHEDULED, then per slot of the scheduled blocks (run_scheduled) published, read. Slots are
+    // taken in ring order: the ring's i-th tile goes to slot i % STAGES, its round i / STAGES (the
     // staging ring's: i % VS_STAGES, i / VS_STAGES).
     struct Barriers {
-        unsigned q, k_full, v_full, k_empty, v_empty, q_empty, vs_full, vs_empty;
+        unsigned q, k_full, v_full, k_empty, v_empty, q_empty, vs_full, vs_empty, sched_full, sched_empty;
         __device__ __forceinline__ unsigned slot(unsigned first, int i) const { return first + 8 * (i % STAGES); }
         __device__ __forceinline__ unsigned staging(unsigned first, int i) const { return first + 8 * (i % VS_STAGES); }
         // the stage and the full barriers' phase of the ring's i-th tile
@@ -986,7 +1008,8 @@ struct Sm90Forward {
 
     __device__ void run_specialized()
     {
-        __shared__ __align__(8) unsigned long long barriers[1 + 4 * STAGES + PERSISTENT + (FP8 ? 2 * VS_STAGES : 0)];
+        __shared__ __align__(8) unsigned long long
+            barriers[1 + 4 * STAGES + PERSISTENT + (FP8 ? 2 * VS_STAGES : 0) + (SCHEDULED ? 2 * SCHED_SLOTS : 0)];
         Barriers b;
         b.q = smem_address(barriers);
         b.k_full = b.q + 8;
@@ -996,6 +1019,8 @@ struct Sm90Forward {
         b.q_empty = b.v_empty + 8 * STAGES;   // PERSISTENT only
         b.vs_full = b.q_empty + 8 * PERSISTENT;   // FP8 only
         b.vs_empty = b.vs_full + 8 * VS_STAGES;
+        b.sched_full = b.vs_empty + 8 * VS_STAGES;   // SCHEDULED only
+        b.sched_empty = b.sched_full + 8 * SCHED_SLOTS;
         const int tiles = key_tiles();         // PERSISTENT: each block's, in run_persistent
         if (threadIdx.x == 0) {
             mbarrier_init(b.q, 1);
@@ -1011,6 +1036,11 @@ struct Sm90Forward {
                 for (int s = 0; s < VS_STAGES; s++) {
                     mbarrier_init(b.vs_full + 8 * s, 1);
                     mbarrier_init(b.vs_empty + 8 * s, PRODUCER_THREADS);
+                }
+            if constexpr (SCHEDULED)
+                for (int s = 0; s < SCHED_SLOTS; s++) {
+                    mbarrier_init(b.sched_full + 8 * s, 1);
+                    mbarrier_init(b.sched_empty + 8 * s, SCHED_READERS);
                 }
             mbarrier_init_fence();
         }
@@ -1053,6 +1083,10 @@ struct Sm90Forward {
     // run_specialized's barrier set-up.
     __device__ void run_persistent(const Barriers &b)
     {
+        if constexpr (SCHEDULED) {
+            run_scheduled(b);
+            return;
+        }
         const int units = persistent_units<CAUSAL>(base);   // the host checked the row blocks fit an int
         if (group == CONSUMERS) {   // the producer warpgroup: one thread issues, the rest leave
             registers_release<PRODUCER_REGISTERS>();
@@ -1090,6 +1124,99 @@ struct Sm90Forward {
                 consume(b, tiles, ring, block);
                 ring += tiles;
             }
+    }
+
+    // SCHEDULED (after run_specialized's barrier set-up): the CTAs take the row blocks of one list
+    // (attention_common.cuh's scheduled_block) from a counter (args.next_block, zero at launch), each
+    // its next block when it is free, so that blocks of many sizes even out across the CTAs where the
+    // static units of two blocks leave a round's worth idle. Each CTA's first block is position
+    // blockIdx.x, the later ones gridDim.x + the counter's value; there are as many takes as blocks,
+    // and the one past the list's end that took the counter's last value zeroes it for the next
+    // launch on the stream (src/counters.c). Without a counter, each CTA takes its units of two blocks
+    // (persistent_units' order). The producer thread publishes each block's coordinates in a ring of
+    // SCHED_SLOTS slots (its full barrier; free again when every reader has read it: its empty
+    // barrier) and takes the next position from the counter after it, its latency under the block's
+    // loads; a block of batch -1 ends every role's loop. NOTE: one loop for each role, as
+    // run_persistent's: a loop both roles ran, setmaxnreg's two register counts meeting in it,
+    // spilled 0.7-2.7 KB (PERF_NOTES v17).
+    __device__ void run_scheduled(const Barriers &b)
+    {
+        __shared__ int4 scheduled[SCHED_SLOTS];   // a block's (batch, head, kv_head, row0); batch -1: the list's end
+        // block `block` of this CTA: taken and published (the publisher), or read; its coordinates
+        // set. NOTE: the block count is the host's (args.blocks): computed here, ptxas kept the
+        // product in a register across the loops and spilled it. NOTE: a consumer warp reads the
+        // coordinates through warp reductions (the same values in every lane), whose results ptxas
+        // keeps in uniform registers, and decides its exit by a vote: read plainly, they and the
+        // loop's counters left the uniform registers for the consumers' own, and ptxas spilled 16-56
+        // bytes. The other producer threads read them plainly.
+        const auto take = [&](int block, bool publisher, bool consumer, int &next) {   // consumer: whole warps
+            const int slot = block % SCHED_SLOTS, round = block / SCHED_SLOTS;
+            if (publisher) {
+                const int m_blocks = base.m_blocks, pairs = (m_blocks + 1) / 2;
+                const int unit = next >> 1, part = next & 1, p = unit % pairs;   // without a counter
+                bool valid;
+                if (args.next_block) {
+                    valid = next < args.blocks;
+                    if (next == gridDim.x + args.blocks - 1)   // the launch's last take: zero for the next launch
+                        atomicExch(args.next_block, 0);
+                    if (valid)
+                        set_block(scheduled_block(base, next, args.tail_heads));
+                } else {
+                    valid = unit < pairs * base.heads_q * base.batch;
+                    if (valid)
+                        set_block(unit / pairs * m_blocks + (part ? p : m_blocks - 1 - p));
+                }
+                if (!valid)
+                    batch = -1;
+                if (round > 0)
+                    mbarrier_wait(b.sched_empty + 8 * slot, (round - 1) & 1);
+                scheduled[slot] = make_int4(batch, head, kv_head, row0);
+                mbarrier_arrive(b.sched_full + 8 * slot);   // release: the store is seen after the wait
+                if (valid) {   // the next take's: the counter's latency under this block's loads
+                    if (args.next_block)
+                        next = gridDim.x + atomicAdd(args.next_block, 1);
+                    else
+                        next = part == 0 && p != m_blocks - 1 - p ? next + 1 : (unit + gridDim.x) << 1;
+                }
+                return valid;
+            }
+            mbarrier_wait(b.sched_full + 8 * slot, round & 1);
+            const int4 c = scheduled[slot];
+            mbarrier_arrive(b.sched_empty + 8 * slot);
+            if (!consumer) {
+                batch = c.x;
+                head = c.y;
+                kv_head = c.z;
+                row0 = c.w;
+                return batch >= 0;
+            }
+            batch = static_cast<int>(__reduce_min_sync(FULL_WARP, static_cast<unsigned>(c.x)));
+            head = static_cast<int>(__reduce_min_sync(FULL_WARP, static_cast<unsigned>(c.y)));
+            kv_head = static_cast<int>(__reduce_min_sync(FULL_WARP, static_cast<unsigned>(c.z)));
+            row0 = static_cast<int>(__reduce_min_sync(FULL_WARP, static_cast<unsigned>(c.w)));
+            return __all_sync(FULL_WARP, batch >= 0) != 0;
+        };
+        int next = args.next_block ? blockIdx.x : blockIdx.x << 1;   // without a counter: unit * 2 + part
+        if (group == CONSUMERS) {   // the producer warpgroup: every thread transposes V, thread 0 publishes and issues
+            registers_release<PRODUCER_REGISTERS>();
+            const unsigned p = threadIdx.x - CONSUMER_THREADS;
+            for (int block = 0, ring = 0; take(block, p == 0, false, next); block++) {
+                const int tiles = key_tiles();
+                if (block > 0 && p == 0)
+                    mbarrier_wait(b.q_empty, (block - 1) & 1);
+                produce_fp8(b, tiles, ring, p);
+                ring += tiles;
+            }
+            return;
+        }
+        registers_claim<CONSUMER_REGISTERS>();
+        // NOTE: the count too through a warp reduction, for a uniform register (see take)
+        for (int block = 0, ring = 0; take(block, false, true, next);
+             block = static_cast<int>(__reduce_min_sync(FULL_WARP, static_cast<unsigned>(block + 1)))) {
+            const int tiles = key_tiles();
+            consume(b, tiles, ring, block);
+            ring += tiles;
+        }
     }
 };
 

@@ -20,7 +20,7 @@
     X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel) \
     X(cuMemAlloc) X(cuMemFree) X(cuMemAllocAsync) X(cuMemFreeAsync) \
     X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD16) X(cuMemsetD32) X(cuMemsetD32Async) \
-    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
+    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamGetId) X(cuStreamIsCapturing) \
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \
     X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuTensorMapEncodeTiled)

@@ -1,6 +1,7 @@
 /* The sm90 family: Hopper (sm_90a), TMA + WGMMA, kernel_templates/fwd_sm90.cuh. Its tiles, what it
  * takes, its shared memory, its source, and its argument (TMA maps of Q, K and V). */
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -350,6 +351,30 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
            "sweep)";
 }
 
+/* A persistent grid that takes its row blocks from a counter (fwd_sm90.cuh's SCHEDULED: FP8, causal,
+ * head_dim up to 128): 1.02-1.06x its static pairs from 8k keys. NOTE: not where a key's K row is 256
+ * bytes or more (16-bit from head_dim 128, FP8 at 256): there the CTAs, no longer in step, spread
+ * over more heads' K and V than L2 keeps, and the counter ran 0.89-0.98x the static pairs (H100,
+ * PERF_NOTES v19). */
+static int scheduled(const struct fc_variant *v)
+{
+    return persistent(v) && v->causal && v->q_fp8 && v->head_dim <= 128;
+}
+
+/* NOTE: a scheduled grid's last heads (attention_common.cuh's scheduled_block) give their blocks
+ * heaviest first, enough of them for TAIL_ROUNDS rounds of the grid's CTAs: those blocks even out
+ * where the CTAs finish. */
+#define TAIL_ROUNDS 2
+
+static int schedule_tail(const struct fc_problem *p, int m_blocks, unsigned grid)
+{
+    const int64_t all = (int64_t)p->heads_q * p->batch;
+    int64_t heads = ((int64_t)TAIL_ROUNDS * grid + m_blocks - 1) / m_blocks;
+    if (heads < 1)
+        heads = 1;
+    return (int)(heads < all ? heads : all);
+}
+
 /* The default grid; first, a forced plain schedule that cannot read the problem's pages is refused by
  * the plan (`fcjit plan` says so), before anything is compiled: the selector never plans one. */
 static enum fc_status launch_shape(const struct fc_problem *problem, const struct fc_target *target,
@@ -365,18 +390,26 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
     }
     const enum fc_status status = fc_plan_row_block_grid(problem, plan, msg, size);
     if (status == FC_OK && persistent(&plan->variant)) {
-        /* the kernel's units (attention_common.cuh's persistent_units): causal, row blocks in pairs */
-        const unsigned units = plan->grid / (unsigned)plan->m_blocks *
-                               (unsigned)FC_PERSISTENT_HEAD_UNITS(plan->m_blocks, plan->variant.causal);
+        /* the kernel's units: a scheduled grid's row blocks, else attention_common.cuh's
+         * persistent_units (causal: row blocks in pairs) */
+        const int list = scheduled(&plan->variant);
+        const unsigned units = list ? plan->grid
+                                    : plan->grid / (unsigned)plan->m_blocks *
+                                          (unsigned)FC_PERSISTENT_HEAD_UNITS(plan->m_blocks, plan->variant.causal);
         const unsigned fit = (unsigned)(target->sm_count > 0 ? target->sm_count : H100_SMS) *
                              (unsigned)ctas_per_sm(&plan->variant);
-        if (units > (unsigned)INT_MAX - fit) {   /* the kernel's int unit counter steps past units by gridDim.x */
-            snprintf(msg, size, "%u units of row blocks are more than a persistent grid of %u CTAs counts (%d)",
-                     units, fit, INT_MAX - (int)fit);
+        /* the kernel's int counters step past units by gridDim.x (a scheduled grid without a counter
+         * counts twice its units of two blocks, up to its row blocks plus twice the grid) */
+        const unsigned limit = (unsigned)INT_MAX - (list ? 2 : 1) * fit;
+        if (units > limit) {
+            snprintf(msg, size, "%u units of row blocks are more than a persistent grid of %u CTAs counts (%u)",
+                     units, fit, limit);
             return FC_ERR_UNSUPPORTED;
         }
         plan->grid = units < fit ? units : fit;
         plan->units = units;
+        if (list)
+            plan->tail_heads = schedule_tail(problem, plan->m_blocks, plan->grid);
     }
     return status;
 }
@@ -499,8 +532,33 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
     }
     if (status != FC_OK)
         return status;
+    a->next_block = NULL;   /* launch() gives a scheduled grid its counter */
+    a->tail_heads = l->plan->tail_heads;
+    a->blocks = (int)l->plan->units;   /* launch_shape checked it fits an int */
     args->params[0] = a;
     return FC_OK;
+}
+
+/* A scheduled grid takes its blocks from a counter of the context's (src/counters.c: its stream's,
+ * zero when the kernel starts, zeroed again by the kernel's last take); without one (none left, or
+ * fcjit's host-time loop, which launches kernel_args alone) the kernel takes its static units of two
+ * blocks. */
+static enum fc_status launch(const struct fc_launch *l)
+{
+    const struct fc_plan *plan = l->plan;
+    struct fc_launch_args args;
+    enum fc_status status = kernel_args(l, &args);
+    if (status != FC_OK)
+        return status;
+    struct fc_sm90_args *a = (struct fc_sm90_args *)args.bytes;   /* the prefix of every form's argument */
+    if (plan->tail_heads && l->counters) {
+        CUdeviceptr counter;
+        if ((status = fc_counters_take(l->counters, l->cuda, l->stream, &counter, l->msg, l->msg_size)) != FC_OK)
+            return status;
+        a->next_block = (int *)(uintptr_t)counter;
+    }
+    return fc_launch_kernel(l, l->kernel->function, plan->grid, plan->threads, plan->smem_bytes, args.params,
+                            "cuLaunchKernel");
 }
 
 const struct fc_family fc_family_sm90 = {
@@ -523,4 +581,5 @@ const struct fc_family fc_family_sm90 = {
     .fit_forced = fit_forced,
     .kernel_type = kernel_type,
     .kernel_args = kernel_args,
+    .launch = launch,
 };

@@ -248,7 +248,11 @@ FC_API enum fc_status fc_context_create(int device, const struct fc_options *opt
  *
  * Asynchronous like any kernel launch; on an in-memory hit it does no file I/O, no allocation and
  * no synchronization, so it can be captured in a CUDA graph. Nothing is launched unless every
- * parameter is valid.
+ * parameter is valid. Exception: the first launch on the context of a kernel that schedules its
+ * tiles from a device counter (FP8 causal attention on Hopper; then after every 4096 new streams
+ * and captures) allocates 16 KB of counters and waits for its stream to zero them; during a capture
+ * it allocates nothing, and a launch without a counter runs a static schedule instead. Two graph
+ * executables instantiated from one capture share its counters: do not run them at the same time.
  * @param stream  a CUstream / cudaStream_t of the context's device; NULL = the legacy stream
  * @return FC_OK, FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED, FC_ERR_NO_DEVICE, FC_ERR_COMPILE, ...
  */

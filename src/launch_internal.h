@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "counters_internal.h"
 #include "cuda_api_internal.h"
 #include "fc_args.h"
 #include "problem_internal.h"
@@ -38,6 +39,7 @@ struct fc_launch {
     CUstream stream;
     char *msg;
     size_t msg_size;
+    struct fc_counters *counters;     /* the context's tile scheduler counters; NULL: none (static orders) */
 };
 
 /** The fields every kernel argument starts from, from a validated problem and its plan. */

@@ -39,6 +39,7 @@ struct fc_plan {
     int splits, split_keys; /* CTAs per (batch, K/V head) along the keys and keys each; else 1, 0 */
     int requested_splits;   /* the splits forced (fewer if there are too few tiles); 0: chosen */
     unsigned units;         /* a persistent grid's units of row blocks, which its CTAs take in turn; 0: none */
+    int tail_heads;         /* a causal persistent grid: its list's last (batch, head)s (fc_sm90_args); 0: none */
     const char *reason;     /* a constant sentence: why this kernel */
     const char *declined;   /* why the family before it in the table did not take the problem, or NULL */
     struct fc_variant heuristic;   /* the selector's own choice: the variant, unless a winner replaced it */

@@ -404,9 +404,13 @@ static void test_misuse_on_a_real_context_launches_nothing(void **state)
     fc_check_release(&run);
 }
 
-static void capture_and_replay(int shape)
+static struct fc_check_case fp8_attention_case(struct fc_check_case c, int n);
+
+static void capture_and_replay(int shape, int fp8)
 {
     struct fc_check_case c = make_case(shape, 128, FC_BF16, 1);
+    if (fp8)
+        c = fp8_attention_case(c, 0);
     struct fc_check_run run;
     char msg[FC_MESSAGE_MAX] = "";
     const struct fc_cuda_api *cu;
@@ -423,26 +427,31 @@ static void capture_and_replay(int shape)
     assert_int_equal(cu->cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
     assert_int_equal(status, FC_OK);
     assert_int_equal(cu->cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
-    assert_int_equal(fc_check_poison(&run, msg, sizeof msg), FC_OK);
-    assert_int_equal(cu->cuGraphLaunch(exec, stream), CUDA_SUCCESS);
-    assert_int_equal(cu->cuStreamSynchronize(stream), CUDA_SUCCESS);
-    assert_int_equal(fc_check_download(&run, msg, sizeof msg), FC_OK);
-    struct fc_error_stats e;
-    assert_true(fc_check_verify(&run, &e));
+    for (int replay = 0; replay < 3; replay++) {   /* a scheduled grid's counter is zero again for each */
+        assert_int_equal(fc_check_poison(&run, msg, sizeof msg), FC_OK);
+        assert_int_equal(cu->cuGraphLaunch(exec, stream), CUDA_SUCCESS);
+        assert_int_equal(cu->cuStreamSynchronize(stream), CUDA_SUCCESS);
+        assert_int_equal(fc_check_download(&run, msg, sizeof msg), FC_OK);
+        struct fc_error_stats e;
+        assert_true(fc_check_verify(&run, &e));
+    }
     cu->cuGraphExecDestroy(exec);
     cu->cuGraphDestroy(graph);
     cu->cuStreamDestroy(stream);
     fc_check_release(&run);
 }
 
-/* On an in-memory hit the forward call can be captured into a CUDA graph, and the replay computes
- * the right answer on a non-default stream: one launch, and the split-KV pair of launches with its
- * stream-ordered scratch buffer. */
+/* On an in-memory hit the forward call can be captured into a CUDA graph, and its replays compute
+ * the right answer on a non-default stream: one launch, the split-KV pair of launches with its
+ * stream-ordered scratch buffer, and FP8 attention's causal grid with the counter it was captured
+ * with (src/counters.c: zero again for each replay). */
 static void test_forward_is_graph_capturable(void **state)
 {
     (void)state;
-    capture_and_replay(3);
-    capture_and_replay(11);   /* 20000 keys, Sq 1: split-KV where the decode kernel is selected */
+    capture_and_replay(3, 0);
+    capture_and_replay(11, 0);   /* 20000 keys, Sq 1: split-KV where the decode kernel is selected */
+    if (ctx->target.arch == 90)
+        capture_and_replay(3, 1);
 }
 
 static int create(struct fc_context **out, const char *forced)
@@ -918,6 +927,79 @@ static struct fc_check_case fp8_attention_case(struct fc_check_case c, int n)
     return c;
 }
 
+/* FP8 causal persistent grids take their row blocks from a counter of the context's, one per stream,
+ * which each launch's last take zeroes for the next (src/counters.c): launches of two problems on two
+ * streams, back to back and never synchronized, each into its own output, planned for one SM (the
+ * CTA takes every block from the counter), give every output the bits of the problem's launch
+ * alone. A counter shared by the streams, or one left unzeroed, skips or repeats blocks: poison or
+ * other bits. */
+static void test_sm90_scheduled_grids_on_concurrent_streams(void **state)
+{
+    (void)state;
+    if (!sm90_ctx[0])
+        skip();
+    enum { PROBLEMS = 2, LAUNCHES = 12 };
+    struct fc_context *forced = sm90_ctx[0];   /* FP8 attention: warp-specialized, persistent */
+    const int sm_count = forced->target.sm_count;
+    forced->target.sm_count = 1;
+    struct fc_check_run runs[PROBLEMS];
+    uint16_t *alone[PROBLEMS];
+    size_t bytes[PROBLEMS], packed[PROBLEMS];   /* out's device buffer (BHSD: padded rows), its packed download */
+    char msg[FC_MESSAGE_MAX] = "";
+    const int shapes[PROBLEMS] = {3, 7};   /* 1000 x 1000 keys; 129 rows against 1000, BHSD, GQA 4 */
+    for (int p = 0; p < PROBLEMS; p++) {
+        struct fc_check_case c = fp8_attention_case(make_case(shapes[p], 128, FC_BF16, 1), p);
+        assert_int_equal(fc_check_prepare(forced, &c, &runs[p], msg, sizeof msg), FC_OK);
+        struct fc_plan_info info;
+        assert_int_equal(fc_attention_plan(forced, &runs[p].params, &info), FC_OK);
+        print_message("problem %d: %s\n", p, info.kernel);
+        assert_int_equal(fc_attention_forward(forced, &runs[p].params, NULL), FC_OK);
+        assert_int_equal(fc_check_download(&runs[p], msg, sizeof msg), FC_OK);
+        struct fc_error_stats e;
+        assert_true(fc_check_verify(&runs[p], &e));
+        bytes[p] = runs[p].o_elements * 2;
+        packed[p] = (size_t)c.shape.batch * c.shape.seqlen_q * c.shape.heads_q * c.shape.head_dim * 2;
+        alone[p] = malloc(packed[p]);
+        assert_non_null(alone[p]);
+        memcpy(alone[p], runs[p].host_out, packed[p]);
+    }
+    const struct fc_cuda_api *cu = runs[0].cuda;
+    CUstream streams[PROBLEMS];
+    CUdeviceptr outs[LAUNCHES];
+    for (int p = 0; p < PROBLEMS; p++)
+        assert_int_equal(cu->cuStreamCreate(&streams[p], CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    for (int i = 0; i < LAUNCHES; i++) {
+        const int p = i % PROBLEMS;
+        assert_int_equal(cu->cuMemAlloc(&outs[i], bytes[p]), CUDA_SUCCESS);
+        assert_int_equal(cu->cuMemsetD16(outs[i], 0x7fff, bytes[p] / 2), CUDA_SUCCESS);   /* NaN */
+    }
+    assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
+    for (int i = 0; i < LAUNCHES; i++) {
+        const int p = i % PROBLEMS;
+        struct fc_attention_params params = runs[p].params;
+        params.out = (void *)(uintptr_t)outs[i];
+        assert_int_equal(fc_attention_forward(forced, &params, streams[p]), FC_OK);
+    }
+    assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
+    int differing = 0;
+    for (int i = 0; i < LAUNCHES; i++) {
+        const int p = i % PROBLEMS;
+        const CUdeviceptr own = runs[p].out;
+        runs[p].out = outs[i];
+        assert_int_equal(fc_check_download(&runs[p], msg, sizeof msg), FC_OK);
+        runs[p].out = own;
+        differing += memcmp(alone[p], runs[p].host_out, packed[p]) != 0;
+        cu->cuMemFree(outs[i]);
+    }
+    for (int p = 0; p < PROBLEMS; p++) {
+        cu->cuStreamDestroy(streams[p]);
+        free(alone[p]);
+        fc_check_release(&runs[p]);
+    }
+    forced->target.sm_count = sm_count;
+    assert_int_equal(differing, 0);
+}
+
 static int run_fp8_attention_on(struct fc_context *context, int per_sequence)
 {
     static const int DIMS[] = {64, 128, 192, 256};
@@ -1113,6 +1195,7 @@ int main(void)
         cmocka_unit_test(test_reference_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_sm90_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_sm90_persistent_grid_loops_over_row_blocks),
+        cmocka_unit_test(test_sm90_scheduled_grids_on_concurrent_streams),
         cmocka_unit_test(test_sm80_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_decode_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_bit_identical_over_repeated_runs),

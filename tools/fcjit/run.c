@@ -440,7 +440,11 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
         printf("  why:       %s\n", reason);
         printf("  grid:      %u CTAs of %u threads, %u bytes of dynamic shared memory", plan.grid, plan.threads,
                plan.smem_bytes);
-        if (plan.units)   /* a persistent grid (fwd_sm90.cuh) */
+        if (plan.units && plan.tail_heads)   /* a scheduled persistent grid (fwd_sm90.cuh's run_scheduled) */
+            printf(" (persistent: %u row blocks in one list, each head's in pairs of equal work, the last %d "
+                   "(batch, head)s' heaviest first; each CTA takes the next block when it is free)",
+                   plan.units, plan.tail_heads);
+        else if (plan.units)   /* a persistent grid (fwd_sm90.cuh) */
             printf(" (persistent: %u units of %s, CTA i taking units i, i + %u, ...)", plan.units,
                    plan.variant.causal ? "two row blocks of equal work, blocks p and last - p of a head"
                                        : "one row block", plan.grid);
@@ -537,7 +541,7 @@ static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const
         fc_context_kernel(ctx, &plan, &problem, &kernel))
         return FCJIT_EXIT_ERROR;
     struct fc_launch_args launch;
-    const struct fc_launch call = {cu, &plan, &problem, &kernel, NULL, msg, sizeof msg};
+    const struct fc_launch call = {cu, &plan, &problem, &kernel, NULL, msg, sizeof msg, NULL};
     if (fc_problem_tensors(&o->params, &problem, msg, sizeof msg) || fc_launch_args_build(&call, &launch))
         return FCJIT_EXIT_ERROR;
     double *api = calloc((size_t)o->host_calls, sizeof *api), *raw = calloc((size_t)o->host_calls, sizeof *raw);
