@@ -138,6 +138,7 @@ enum fc_status fc_context_create(int device, const struct fc_options *options, s
     const struct fc_options *o = options ? options : &defaults;
     pthread_mutex_init(&ctx->kernels_lock, NULL);
     fc_counters_init(&ctx->counters);
+    fc_scratch_init(&ctx->scratch);
     ctx->serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
     ctx->device = device;
     ctx->target.arch = 90;            /* what a device-less context plans for */
@@ -181,6 +182,7 @@ void fc_context_destroy(struct fc_context *ctx)
                 if (ctx->kernels[i].occupied)
                     ctx->cuda->cuModuleUnload(ctx->kernels[i].module);
             fc_counters_free(&ctx->counters, ctx->cuda);
+            fc_scratch_free(&ctx->scratch, ctx->cuda);
             fc_context_leave(ctx, pushed);
         }
         ctx->cuda->cuDevicePrimaryCtxRelease(ctx->cu_device);
@@ -191,6 +193,7 @@ void fc_context_destroy(struct fc_context *ctx)
     fc_cache_close(ctx->cache);
     pthread_mutex_destroy(&ctx->kernels_lock);
     fc_counters_destroy(&ctx->counters);
+    fc_scratch_destroy(&ctx->scratch);
     free(ctx);
 }
 

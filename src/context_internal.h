@@ -6,6 +6,7 @@
 
 #include "cache_internal.h"
 #include "counters_internal.h"
+#include "scratch_internal.h"
 #include "cuda_api_internal.h"
 #include "jit_internal.h"
 #include "launch_internal.h"
@@ -35,6 +36,7 @@ struct fc_context {
     struct fc_kernel *kernels;        /* open addressing on the variant's hash */
     unsigned kernel_capacity, kernel_count;
     struct fc_counters counters;      /* the tile schedulers' (fwd_sm90.cuh's run_scheduled) */
+    struct fc_scratch scratch;        /* launches' stream-ordered buffers (split-KV, quantize) */
 
     struct fc_tuning_identity tuning_id;   /* this GPU, driver and kernel set */
     struct fc_tuned_table tuned;           /* winners that apply here (empty: FC_TUNED=0, no GPU) */

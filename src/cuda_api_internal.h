@@ -19,6 +19,7 @@
     X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
     X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel) \
     X(cuMemAlloc) X(cuMemFree) X(cuMemAllocAsync) X(cuMemFreeAsync) \
+    X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync) \
     X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD16) X(cuMemsetD32) X(cuMemsetD32Async) \
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamGetId) X(cuStreamIsCapturing) \
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \

@@ -313,9 +313,9 @@ static int second_source(const struct fc_variant *v, char *out, size_t size)
 }
 
 /* One split: the kernel writes out and lse itself. Several: the splits' fp32 partial O and LSE go
- * to a stream-ordered scratch buffer (from the device's memory pool: no synchronization, and
- * legal inside a CUDA graph capture), then the combine kernel merges them, and the buffer goes
- * back to the pool. */
+ * to a stream-ordered scratch buffer (src/scratch.c: the context's pool, or while capturing the
+ * device's; no synchronization), then the combine kernel merges them, and the buffer goes back to
+ * the pool. */
 static enum fc_status launch(const struct fc_launch *l)
 {
     const struct fc_plan *plan = l->plan;
@@ -337,9 +337,9 @@ static enum fc_status launch(const struct fc_launch *l)
     const size_t bytes = o_bytes + (size_t)plan->splits * rows * sizeof(float);
     const struct fc_cuda_api *cu = l->cuda;
     CUdeviceptr scratch;
-    CUresult r = cu->cuMemAllocAsync(&scratch, bytes, l->stream);
+    CUresult r = fc_scratch_alloc(l->scratch, cu, l->device, &scratch, bytes, l->stream);
     if (r != CUDA_SUCCESS)
-        return fc_cuda_fail(cu, r, "cuMemAllocAsync (split-KV scratch)", l->msg, l->msg_size);
+        return fc_cuda_fail(cu, r, "allocating the split-KV scratch", l->msg, l->msg_size);
     a->o_partial = (float *)(uintptr_t)scratch;
     a->lse_partial = (float *)(uintptr_t)(scratch + o_bytes);
     enum fc_status status = fc_launch_kernel(l, l->kernel->function, plan->grid, plan->threads, plan->smem_bytes,

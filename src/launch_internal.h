@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "counters_internal.h"
+#include "scratch_internal.h"
 #include "cuda_api_internal.h"
 #include "fc_args.h"
 #include "problem_internal.h"
@@ -40,6 +41,8 @@ struct fc_launch {
     char *msg;
     size_t msg_size;
     struct fc_counters *counters;     /* the context's tile scheduler counters; NULL: none (static orders) */
+    struct fc_scratch *scratch;       /* the context's scratch pool; NULL: the device's default pool */
+    int device;                       /* the CUDA ordinal (for the scratch pool) */
 };
 
 /** The fields every kernel argument starts from, from a validated problem and its plan. */
