@@ -1000,6 +1000,37 @@ static void test_sm90_scheduled_grids_on_concurrent_streams(void **state)
     assert_int_equal(differing, 0);
 }
 
+/* Without a counter to give (src/counters.c: none left, or a capture that would need a new chunk), an
+ * FP8 causal grid takes its static units of two blocks through the same handshake: planned for one
+ * SM, the counters made to look spent, every case still matches the reference. */
+static void test_sm90_scheduled_grids_without_a_counter(void **state)
+{
+    (void)state;
+    if (!sm90_ctx[0])
+        skip();
+    struct fc_context *forced = sm90_ctx[0];
+    struct fc_counters *counters = &forced->counters;
+    const int sm_count = forced->target.sm_count, chunk_count = counters->chunk_count, next = counters->next;
+    struct fc_stream_counter streams[FC_COUNTER_STREAMS];
+    memcpy(streams, counters->streams, sizeof streams);
+    forced->target.sm_count = 1;
+    counters->chunk_count = FC_COUNTER_CHUNKS;   /* spent: no chunk may be added, no stream has one */
+    counters->next = FC_COUNTER_CHUNK;
+    memset(counters->streams, 0, sizeof counters->streams);
+    static const int SHAPES_USED[] = {0, 2, 3, 5, 7};
+    int failures = 0;
+    for (int d = 64; d <= 128; d += 64)
+        for (size_t s = 0; s < sizeof SHAPES_USED / sizeof SHAPES_USED[0]; s++) {
+            struct fc_check_case c = fp8_attention_case(make_case(SHAPES_USED[s], d, FC_BF16, 1), (int)s);
+            failures += run_and_report(forced, &c);
+        }
+    counters->chunk_count = chunk_count;
+    counters->next = next;
+    memcpy(counters->streams, streams, sizeof streams);
+    forced->target.sm_count = sm_count;
+    assert_int_equal(failures, 0);
+}
+
 static int run_fp8_attention_on(struct fc_context *context, int per_sequence)
 {
     static const int DIMS[] = {64, 128, 192, 256};
@@ -1196,6 +1227,7 @@ int main(void)
         cmocka_unit_test(test_sm90_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_sm90_persistent_grid_loops_over_row_blocks),
         cmocka_unit_test(test_sm90_scheduled_grids_on_concurrent_streams),
+        cmocka_unit_test(test_sm90_scheduled_grids_without_a_counter),
         cmocka_unit_test(test_sm80_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_decode_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_bit_identical_over_repeated_runs),
