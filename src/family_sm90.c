@@ -363,8 +363,9 @@ static int scheduled(const struct fc_variant *v)
 
 /* NOTE: a scheduled grid's last heads (attention_common.cuh's scheduled_block) give their blocks
  * heaviest first, enough of them for TAIL_ROUNDS rounds of the grid's CTAs: those blocks even out
- * where the CTAs finish. */
-#define TAIL_ROUNDS 2
+ * where the CTAs finish. 4: 1.006-1.022x the time of 2, 8 the same as 4, 16 or every head 0.97-1.0x,
+ * a single head 0.93-0.96x (FP8 causal, H100, PERF_NOTES v19). */
+#define TAIL_ROUNDS 4
 
 static int schedule_tail(const struct fc_problem *p, int m_blocks, unsigned grid)
 {

@@ -1129,7 +1129,7 @@ static void test_persistent_grid(void **state)
     assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_int_equal(plan.grid, 8 * 16);
     /* FP8 causal up to head_dim 128: every row block in one list, taken from a counter (the grid's
-     * last heads' blocks heaviest first, for two rounds of the grid); not at 256, nor 16-bit */
+     * last heads' blocks heaviest first, for four rounds of the grid); not at 256, nor 16-bit */
     p.seqlen_q = p.seqlen_k = 8192;
     p.dtype = FC_E4M3;
     p.out_dtype = FC_BF16;
@@ -1137,7 +1137,7 @@ static void test_persistent_grid(void **state)
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_int_equal(plan.units, (unsigned)plan.m_blocks * 16);
     assert_int_equal(plan.grid, 132);
-    assert_int_equal(plan.tail_heads, (2 * 132 + plan.m_blocks - 1) / plan.m_blocks);
+    assert_int_equal(plan.tail_heads, (4 * 132 + plan.m_blocks - 1) / plan.m_blocks);
     p.head_dim = 256;
     assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
