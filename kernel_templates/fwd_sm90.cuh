@@ -248,25 +248,17 @@ struct Sm90Forward {
         group = threadIdx.x / 128;
     }
 
-    // PERSISTENT: row block `part` of unit `unit` (attention_common.cuh's tile_coordinates).
-    __device__ __forceinline__ void set_tile(int unit, int part)
+    // PERSISTENT: the row block this CTA computes next.
+    __device__ __forceinline__ void set_block(const BlockCoordinates &c)
     {
-        const BlockCoordinates c = tile_coordinates<CAUSAL>(base, BLOCK_M, unit, part);
         batch = c.batch;
         head = c.head;
         kv_head = c.kv_head;
         row0 = c.row0;
     }
 
-    // SCHEDULED: row block `block` of block_coordinates' order, without its causal reversal.
-    __device__ __forceinline__ void set_block(int block)
-    {
-        const BlockCoordinates c = block_coordinates<false>(base, BLOCK_M, block);
-        batch = c.batch;
-        head = c.head;
-        kv_head = c.kv_head;
-        row0 = c.row0;
-    }
+    // PERSISTENT: row block `part` of unit `unit` (attention_common.cuh's tile_coordinates).
+    __device__ __forceinline__ void set_tile(int unit, int part) { set_block(tile_coordinates<CAUSAL>(base, BLOCK_M, unit, part)); }
 
     // VARLEN: the same argument followed by the per-sequence lengths (fc_args.h).
     __device__ Sm90Forward(const fc_sm90_varlen_args &a, char *shared) : Sm90Forward(a.sm90, shared) {}
@@ -1076,6 +1068,21 @@ struct Sm90Forward {
         consume(b, tiles);
     }
 
+    // PERSISTENT, the producer warpgroup's threads that take part (p: 0 for the issuing thread), on
+    // the CTA's block-th row block, its coordinates set: its key tiles continue the ring at `ring`
+    // once the consumers are done with the last block's Q; returns the ring's position after them.
+    __device__ __forceinline__ int produce_block(const Barriers &b, int block, int ring, unsigned p)
+    {
+        const int tiles = key_tiles();
+        if (block > 0 && p == 0)
+            mbarrier_wait(b.q_empty, (block - 1) & 1);
+        if constexpr (FP8)
+            produce_fp8(b, tiles, ring, p);
+        else
+            produce(b, tiles, ring);
+        return ring + tiles;
+    }
+
     // PERSISTENT: the producer thread and the consumers walk the same row blocks (those of units
     // blockIdx.x, then gridDim.x apart: attention_common.cuh's persistent_units), each block's key
     // tiles continuing the ring where the last block's ended; the producer loads a block's Q once
@@ -1095,11 +1102,7 @@ struct Sm90Forward {
                 for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
                     for (int part = 0; part < unit_parts<CAUSAL>(base, unit); part++, block++) {
                         set_tile(unit, part);
-                        const int tiles = key_tiles();
-                        if (block > 0 && p == 0)
-                            mbarrier_wait(b.q_empty, (block - 1) & 1);
-                        produce_fp8(b, tiles, ring, p);
-                        ring += tiles;
+                        ring = produce_block(b, block, ring, p);
                     }
                 return;
             }
@@ -1108,11 +1111,7 @@ struct Sm90Forward {
             for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
                 for (int part = 0; part < unit_parts<CAUSAL>(base, unit); part++, block++) {
                     set_tile(unit, part);
-                    const int tiles = key_tiles();
-                    if (block > 0)
-                        mbarrier_wait(b.q_empty, (block - 1) & 1);
-                    produce(b, tiles, ring);
-                    ring += tiles;
+                    ring = produce_block(b, block, ring, 0);
                 }
             return;
         }
@@ -1152,19 +1151,18 @@ struct Sm90Forward {
         const auto take = [&](int block, bool publisher, bool consumer, int &next) {   // consumer: whole warps
             const int slot = block % SCHED_SLOTS, round = block / SCHED_SLOTS;
             if (publisher) {
-                const int m_blocks = base.m_blocks, pairs = (m_blocks + 1) / 2;
-                const int unit = next >> 1, part = next & 1, p = unit % pairs;   // without a counter
+                const int unit = next >> 1, part = next & 1;   // without a counter
                 bool valid;
                 if (args.next_block) {
                     valid = next < args.blocks;
                     if (next == gridDim.x + args.blocks - 1)   // the launch's last take: zero for the next launch
                         atomicExch(args.next_block, 0);
                     if (valid)
-                        set_block(scheduled_block(base, next, args.tail_heads));
+                        set_block(block_coordinates<false>(base, BLOCK_M, scheduled_block(base, next, args.tail_heads)));
                 } else {
-                    valid = unit < pairs * base.heads_q * base.batch;
+                    valid = unit < persistent_units<CAUSAL>(base);
                     if (valid)
-                        set_block(unit / pairs * m_blocks + (part ? p : m_blocks - 1 - p));
+                        set_tile(unit, part);
                 }
                 if (!valid)
                     batch = -1;
@@ -1176,7 +1174,7 @@ struct Sm90Forward {
                     if (args.next_block)
                         next = gridDim.x + atomicAdd(args.next_block, 1);
                     else
-                        next = part == 0 && p != m_blocks - 1 - p ? next + 1 : (unit + gridDim.x) << 1;
+                        next = part + 1 < unit_parts<CAUSAL>(base, unit) ? next + 1 : (unit + gridDim.x) << 1;
                 }
                 return valid;
             }
@@ -1200,13 +1198,8 @@ struct Sm90Forward {
         if (group == CONSUMERS) {   // the producer warpgroup: every thread transposes V, thread 0 publishes and issues
             registers_release<PRODUCER_REGISTERS>();
             const unsigned p = threadIdx.x - CONSUMER_THREADS;
-            for (int block = 0, ring = 0; take(block, p == 0, false, next); block++) {
-                const int tiles = key_tiles();
-                if (block > 0 && p == 0)
-                    mbarrier_wait(b.q_empty, (block - 1) & 1);
-                produce_fp8(b, tiles, ring, p);
-                ring += tiles;
-            }
+            for (int block = 0, ring = 0; take(block, p == 0, false, next); block++)
+                ring = produce_block(b, block, ring, p);
             return;
         }
         registers_claim<CONSUMER_REGISTERS>();

@@ -91,7 +91,7 @@ enum fc_status fc_attention_forward(struct fc_context *ctx, const struct fc_atte
     if ((status = fc_context_begin_launch(ctx, &plan, &problem, &kernel, &pushed, msg)) != FC_OK)
         return status;
     const struct fc_launch launch = {ctx->cuda, &plan, &problem, &kernel, (CUstream)stream, msg, FC_MESSAGE_MAX,
-                                     &ctx->counters, &ctx->scratch, ctx->device};
+                                     &ctx->counters, &ctx->scratch};
     status = fc_launch_run(&launch);
     fc_context_leave(ctx, pushed);
     return status;

@@ -138,7 +138,7 @@ enum fc_status fc_context_create(int device, const struct fc_options *options, s
     const struct fc_options *o = options ? options : &defaults;
     pthread_mutex_init(&ctx->kernels_lock, NULL);
     fc_counters_init(&ctx->counters);
-    fc_scratch_init(&ctx->scratch);
+    fc_scratch_init(&ctx->scratch, device);
     ctx->serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
     ctx->device = device;
     ctx->target.arch = 90;            /* what a device-less context plans for */

@@ -337,7 +337,7 @@ static enum fc_status launch(const struct fc_launch *l)
     const size_t bytes = o_bytes + (size_t)plan->splits * rows * sizeof(float);
     const struct fc_cuda_api *cu = l->cuda;
     CUdeviceptr scratch;
-    CUresult r = fc_scratch_alloc(l->scratch, cu, l->device, &scratch, bytes, l->stream);
+    CUresult r = fc_scratch_alloc(l->scratch, cu, &scratch, bytes, l->stream);
     if (r != CUDA_SUCCESS)
         return fc_cuda_fail(cu, r, "allocating the split-KV scratch", l->msg, l->msg_size);
     a->o_partial = (float *)(uintptr_t)scratch;

@@ -156,7 +156,7 @@ enum fc_status fc_attention_merge(struct fc_context *ctx, const struct fc_merge_
     struct fc_merge_args args;
     merge_args(&p, &args);
     void *launch_params[1] = {&args};
-    const struct fc_launch launch = {ctx->cuda, &plan, NULL, &kernel, (CUstream)stream, msg, FC_MESSAGE_MAX, NULL, NULL, 0};
+    const struct fc_launch launch = {ctx->cuda, &plan, NULL, &kernel, (CUstream)stream, msg, FC_MESSAGE_MAX, NULL, NULL};
     status = fc_launch_kernel(&launch, kernel.function, plan.grid, plan.threads, 0, launch_params,
                               "cuLaunchKernel (merge)");
     fc_context_leave(ctx, pushed);

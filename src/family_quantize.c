@@ -222,8 +222,7 @@ static enum fc_status launch(struct fc_context *ctx, const struct fc_quantize_pa
     CUdeviceptr scratch = 0;
     CUresult r;
     if (amax_pass) {
-        if ((r = fc_scratch_alloc(&ctx->scratch, cu, ctx->device, &scratch, amax_count * sizeof(unsigned), stream)) !=
-            CUDA_SUCCESS)
+        if ((r = fc_scratch_alloc(&ctx->scratch, cu, &scratch, amax_count * sizeof(unsigned), stream)) != CUDA_SUCCESS)
             return fc_cuda_fail(cu, r, "allocating quantize's amax", msg, FC_MESSAGE_MAX);
         if ((r = cu->cuMemsetD32Async(scratch, 0, amax_count, stream)) != CUDA_SUCCESS) {
             cu->cuMemFreeAsync(scratch, stream);

@@ -42,7 +42,6 @@ struct fc_launch {
     size_t msg_size;
     struct fc_counters *counters;     /* the context's tile scheduler counters; NULL: none (static orders) */
     struct fc_scratch *scratch;       /* the context's scratch pool; NULL: the device's default pool */
-    int device;                       /* the CUDA ordinal (for the scratch pool) */
 };
 
 /** The fields every kernel argument starts from, from a validated problem and its plan. */

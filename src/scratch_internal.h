@@ -22,9 +22,10 @@ struct fc_scratch {
     pthread_mutex_t lock;
     CUmemoryPool pool;   /* NULL until the first allocation, or if it could not be made */
     int tried;
+    int device;          /* the CUDA ordinal the pool's memory lives on */
 };
 
-void fc_scratch_init(struct fc_scratch *s);
+void fc_scratch_init(struct fc_scratch *s, int device);
 
 /** Destroys the pool (the caller has made the context current); memory still in use by queued
  *  work is released when that work is done. */
@@ -35,7 +36,7 @@ void fc_scratch_destroy(struct fc_scratch *s);
 
 /** A stream-ordered buffer for `stream` (free it with cuMemFreeAsync on the same stream); s NULL:
  *  the device's default pool. */
-CUresult fc_scratch_alloc(struct fc_scratch *s, const struct fc_cuda_api *cuda, int device, CUdeviceptr *ptr,
-                          size_t bytes, CUstream stream);
+CUresult fc_scratch_alloc(struct fc_scratch *s, const struct fc_cuda_api *cuda, CUdeviceptr *ptr, size_t bytes,
+                          CUstream stream);
 
 #endif

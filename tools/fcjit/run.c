@@ -543,7 +543,7 @@ static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const
         fc_context_kernel(ctx, &plan, &problem, &kernel))
         return FCJIT_EXIT_ERROR;
     struct fc_launch_args launch;
-    const struct fc_launch call = {cu, &plan, &problem, &kernel, NULL, msg, sizeof msg, NULL, NULL, 0};
+    const struct fc_launch call = {cu, &plan, &problem, &kernel, NULL, msg, sizeof msg, NULL, NULL};
     if (fc_problem_tensors(&o->params, &problem, msg, sizeof msg) || fc_launch_args_build(&call, &launch))
         return FCJIT_EXIT_ERROR;
     double *api = calloc((size_t)o->host_calls, sizeof *api), *raw = calloc((size_t)o->host_calls, sizeof *raw);
