@@ -20,6 +20,8 @@
 #                              on the baseline commit, its .carry/ renamed): both precompiled, then
 #                              BENCH.md's sweep with the baseline timed on the same tensors
 #   tools/gpu-host.sh merge    fc_attention_merge's tests, ring attention simulated on one GPU
+#   tools/gpu-host.sh ring     ring attention on every GPU of the host (torchrun, NCCL): checked, and timed
+#                              against one GPU at $RING_SEQLENS causal tokens (default 128k, 64k, 256k)
 #   tools/gpu-host.sh report   BENCH.md's sweep with bench.py --report into $OUT/report
 #   tools/gpu-host.sh gpu-suite-split  the gpu suite, one process per test (FC_GPU_TESTS), side by side
 #   tools/gpu-host.sh checks   gpu suite, the package's GPU pytest suite and memcheck side by side
@@ -594,6 +596,16 @@ merge)   # fc_attention_merge: the package's merge tests, then ring attention si
         --seqlen 8192 \$c || exit 1; done; FC_TUNING_DB=\$DB python3 tools/ring_attention.py --simulate 2 \
         --seqlen 65536 --causal --dtype f16"
     ;;
+ring)   # context-parallel (ring) attention over every GPU of the host (issue 17): torchrun, one process a
+        # GPU, NCCL; each run checks sampled rows against the fp64 reference and times the ring against
+        # one GPU on the whole sequence ($RING_SEQLENS tokens, causal; the JSON line is in each log)
+    export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1   # never NVLink multicast
+    gpus=$(python3 -c 'import torch; print(torch.cuda.device_count())')
+    step topology 30 "nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvidia-smi topo -m"
+    for s in ${RING_SEQLENS:-131072 65536 262144}; do
+        step ring-$s ${RING_LIMIT:-150} "FC_TUNING_DB=\$DB python3 -m torch.distributed.run --nproc-per-node $gpus tools/ring_attention.py --seqlen $s --causal"
+    done
+    ;;
 report)   # BENCH.md's sweep with tools/bench.py --report: JSON, plots, report.md, power per result
     step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
     step report 500 "FC_TUNING_DB=\$DB python3 tools/bench.py --power-seconds \${POWER_SECONDS:-0.3} \
@@ -623,7 +635,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|masks|masks-checks|gpu-suite-split|merge|report|validate|final|python|fp8kv|fp8|quantize" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|masks|masks-checks|gpu-suite-split|merge|ring|report|validate|final|python|fp8kv|fp8|quantize" >&2
     exit 2
     ;;
 esac
