@@ -598,10 +598,13 @@ merge)   # fc_attention_merge: the package's merge tests, then ring attention si
     ;;
 ring)   # context-parallel (ring) attention over every GPU of the host (issue 17): torchrun, one process a
         # GPU, NCCL; each run checks sampled rows against the fp64 reference and times the ring against
-        # one GPU on the whole sequence ($RING_SEQLENS tokens, causal; the JSON line is in each log)
+        # one GPU on the whole sequence ($RING_SEQLENS tokens, causal; the JSON line is in each log),
+        # after the ring simulated on one GPU with 3 and 4 ranks (the layout's arithmetic, checked)
     export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1   # never NVLink multicast
     gpus=$(python3 -c 'import torch; print(torch.cuda.device_count())')
     step topology 30 "nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvidia-smi topo -m"
+    step ring-sim 120 "for p in 4 3; do for c in --causal ''; do FC_TUNING_DB=\$DB python3 tools/ring_attention.py \
+        --simulate \$p --seqlen 12288 \$c || exit 1; done; done"
     for s in ${RING_SEQLENS:-131072 65536 262144}; do
         step ring-$s ${RING_LIMIT:-150} "FC_TUNING_DB=\$DB python3 -m torch.distributed.run --nproc-per-node $gpus tools/ring_attention.py --seqlen $s --causal"
     done

@@ -1,12 +1,22 @@
 """Context-parallel (ring) attention over torch.distributed, with flashcore.attention and
 flashcore.merge: a long sequence split across P GPUs, K/V passed around the ring.
 
-Rank r holds chunk r of the sequence's queries, keys and values ([B, S/P, H, D] each). At step t it
-attends its queries to the K/V chunk of rank (r - t) mod P, which its left neighbour sent it while
-the step before ran, and merges that partial result into its running (out, lse) through their
-log-sum-exps (flashcore.merge). Causal (S_q = S_k, bottom-right = top-left): an earlier rank's
-chunk is fully visible, its own chunk is the causal diagonal, a later rank's is not visible and is
-skipped. The ring itself is torch.distributed's (NCCL send/recv), not the library's.
+The sequence is cut into 2P chunks and rank r holds two of them, r and 2P - 1 - r (the "zigzag"
+layout), as its local queries, keys and values ([B, S/P, H, D] each, chunk r then chunk 2P-1-r):
+under a causal mask every rank then has the same work at every step. At step t it attends its
+queries to the K/V of rank s = (r - t) mod P, which its left neighbour sent it while the step before
+ran, and merges that partial result into its running (out, lse) through their log-sum-exps
+(flashcore.merge). Causal, by chunk order (S_q = S_k, so bottom-right = top-left):
+  - s = r: the local sequence's own causal attention (chunk r sees itself causally and nothing of
+    chunk 2P-1-r; chunk 2P-1-r sees all of chunk r and itself causally): one causal call;
+  - s < r: chunk s precedes both of rank r's chunks and chunk 2P-1-s follows both: all local
+    queries against s's first half, no mask;
+  - s > r: both of s's chunks lie between rank r's two: its second chunk's queries against all of
+    s's keys, no mask; its first chunk sees nothing.
+Each step is one call over 2 (S/2P)^2 query-key pairs on every rank. Split contiguously instead
+(rank r holding chunk r of P), the last rank did (2P - 1) / P^2 of the work and the ring could not
+go past P^2 / (2P - 1) times one GPU's speed (1.33x on 2 GPUs; docs/PERF_NOTES.md v20). The ring
+itself is torch.distributed's (NCCL send/recv), not the library's.
 
     torchrun --nproc-per-node 2 tools/ring_attention.py --seqlen 65536 --causal   # P GPUs, timed
     python3 tools/ring_attention.py --simulate 4 --seqlen 8192 --causal          # P ranks in turn
@@ -34,47 +44,94 @@ import check  # noqa: E402  (the fp64 reference and BENCH.md's constants)
 CHECK_ROWS = 256   # sampled query rows judged against the fp64 reference
 
 
-def ring_step_part(q, k, v, source, rank, causal):
-    """The partial attention of rank's queries to rank `source`'s K/V chunk, or None (skipped)."""
-    if causal and source > rank:
-        return None
-    return flashcore.attention(q, k, v, causal=causal and source == rank, return_lse=True)
+def rank_chunks(rank, ranks):
+    """The two of the sequence's 2P chunks rank holds, in its local order (the zigzag layout)."""
+    return rank, 2 * ranks - 1 - rank
 
 
-def accumulate(running, part):
-    """running (out, lse) merged with part, either may be None."""
-    if part is None:
-        return running
-    return part if running is None else flashcore.merge(*running, *part)
+def local_part(x, rank, ranks):
+    """Rank's local copy of x [B, S, ...]: its two chunks along dim 1, one after the other."""
+    import torch
+
+    chunks = x.chunk(2 * ranks, dim=1)
+    return torch.cat([chunks[c] for c in rank_chunks(rank, ranks)], dim=1).contiguous()
+
+
+def whole_sequence(parts, ranks, dim):
+    """The inverse of local_part over every rank's part (each rank's result, rank order)."""
+    import torch
+
+    chunks = [None] * (2 * ranks)
+    for rank, part in enumerate(parts):
+        first, second = part.chunk(2, dim=dim)
+        chunks[rank_chunks(rank, ranks)[0]], chunks[rank_chunks(rank, ranks)[1]] = first, second
+    return torch.cat(chunks, dim=dim)
+
+
+def halves(result):
+    """(out, lse) of both local chunks' queries as [first chunk's, second chunk's]."""
+    out, lse = result
+    half = out.shape[1] // 2
+    return [(out[:, :half], lse[..., :half].contiguous()), (out[:, half:], lse[..., half:].contiguous())]
+
+
+def ring_step_parts(q, k, v, source, rank, causal):
+    """The partial results of rank's local queries against rank `source`'s local K/V (the
+    module's docstring says which chunk sees which): [first chunk's, second chunk's], each an
+    (out, lse) or None (sees none of those keys)."""
+    if not causal or source == rank:
+        return halves(flashcore.attention(q, k, v, causal=causal, return_lse=True))
+    half = q.shape[1] // 2
+    if source < rank:
+        return halves(flashcore.attention(q, k[:, :half], v[:, :half], return_lse=True))
+    return [None, flashcore.attention(q[:, half:], k, v, return_lse=True)]
+
+
+def accumulate(running, parts):
+    """running [(out, lse) or None, ...] of the local chunks, each merged with its part."""
+    merged = []
+    for mine, part in zip(running, parts):
+        if part is None:
+            merged.append(mine)
+        else:
+            merged.append(part if mine is None else flashcore.merge(*mine, *part))
+    return merged
+
+
+def joined(running):
+    """This rank's (out, lse) over its local queries, from its chunks' results."""
+    import torch
+
+    return torch.cat([r[0] for r in running], dim=1), torch.cat([r[1] for r in running], dim=2)
 
 
 def simulate(q, k, v, ranks, causal):
     """Every rank's loop, rank after rank, on one device: the ring's arithmetic without NCCL."""
-    import torch
-
-    chunks = [x.chunk(ranks, dim=1) for x in (q, k, v)]
+    local = [[local_part(x, rank, ranks) for x in (q, k, v)] for rank in range(ranks)]
     outputs, lses = [], []
     for rank in range(ranks):
-        running = None
+        running = [None, None]
         for step in range(ranks):
             source = (rank - step) % ranks
-            running = accumulate(running, ring_step_part(chunks[0][rank], chunks[1][source],
-                                                         chunks[2][source], source, rank, causal))
-        outputs.append(running[0])
-        lses.append(running[1])
-    return torch.cat(outputs, dim=1), torch.cat(lses, dim=2)
+            running = accumulate(running, ring_step_parts(local[rank][0], local[source][1],
+                                                          local[source][2], source, rank, causal))
+        out, lse = joined(running)
+        outputs.append(out)
+        lses.append(lse)
+    return whole_sequence(outputs, ranks, 1), whole_sequence(lses, ranks, 2)
 
 
 def ring(q, k, v, causal):
-    """This rank's (out, lse) over the whole sequence: its chunk q, k, v, K/V passed around the
-    ring with NCCL while each step computes (the send of the next chunk overlaps this attention)."""
+    """This rank's (out, lse) over the whole sequence: its local q, k, v (local_part), K/V passed
+    around the ring with NCCL while each step computes (the send of the next K/V overlaps this
+    attention)."""
     import torch
     import torch.distributed as dist
 
     rank, ranks, group = dist.get_rank(), dist.get_world_size(), None
     send_to, receive_from = (rank + 1) % ranks, (rank - 1) % ranks
     current = torch.stack([k, v])   # one buffer: one send and one receive per step
-    running = None
+    running = [None, None]
     for step in range(ranks):
         pending = None
         if step + 1 < ranks:
@@ -83,13 +140,12 @@ def ring(q, k, v, causal):
                 dist.P2POp(dist.isend, current, send_to, group),
                 dist.P2POp(dist.irecv, incoming, receive_from, group)])
         source = (rank - step) % ranks
-        part = ring_step_part(q, current[0], current[1], source, rank, causal)
-        running = accumulate(running, part)
+        running = accumulate(running, ring_step_parts(q, current[0], current[1], source, rank, causal))
         if pending is not None:
             for request in pending:
                 request.wait()
             current = incoming
-    return running
+    return joined(running)
 
 
 def judge(q, k, v, out, lse, causal, scale, seed):
@@ -161,8 +217,8 @@ def main(argv=None):
         rank, ranks = dist.get_rank(), dist.get_world_size()
     else:
         rank, ranks = 0, args.simulate
-    if args.seqlen % ranks:
-        parser.error(f"--seqlen {args.seqlen} is not a multiple of the {ranks} ranks")
+    if args.seqlen % (2 * ranks):
+        parser.error(f"--seqlen {args.seqlen} is not a multiple of 2 x {ranks} ranks (each holds two chunks)")
     torch.manual_seed(args.seed)   # every rank draws the same whole tensors, then keeps its chunk
     shape_q = (args.batch, args.seqlen, args.heads, args.head_dim)
     shape_kv = (args.batch, args.seqlen, heads_kv, args.head_dim)
@@ -172,18 +228,17 @@ def main(argv=None):
     result = {"seqlen": args.seqlen, "ranks": ranks, "causal": args.causal, "dtype": args.dtype,
               "batch": args.batch, "heads": args.heads, "heads_kv": heads_kv,
               "head_dim": args.head_dim, "gpu": torch.cuda.get_device_name(),
-              "mode": "simulated" if not distributed else "nccl"}
+              "mode": "simulated" if not distributed else "nccl", "layout": "zigzag"}
     if not distributed:
         out, lse = simulate(q, k, v, ranks, args.causal)
     else:
-        chunk = slice(rank * args.seqlen // ranks, (rank + 1) * args.seqlen // ranks)
-        mine = [x[:, chunk].contiguous() for x in (q, k, v)]
+        mine = [local_part(x, rank, ranks) for x in (q, k, v)]
         out_mine, lse_mine = ring(*mine, args.causal)
         outs = [torch.empty_like(out_mine) for _ in range(ranks)]
         lses = [torch.empty_like(lse_mine) for _ in range(ranks)]
-        dist.all_gather(outs, out_mine)
+        dist.all_gather(outs, out_mine.contiguous())
         dist.all_gather(lses, lse_mine.contiguous())
-        out, lse = torch.cat(outs, dim=1), torch.cat(lses, dim=2)
+        out, lse = whole_sequence(outs, ranks, 1), whole_sequence(lses, ranks, 2)
     passed, checked = judge(q, k, v, out, lse, args.causal, scale, args.seed)
     result.update(checked)
     if distributed:
