@@ -63,8 +63,8 @@ def whole_sequence(parts, ranks, dim):
 
     chunks = [None] * (2 * ranks)
     for rank, part in enumerate(parts):
-        first, second = part.chunk(2, dim=dim)
-        chunks[rank_chunks(rank, ranks)[0]], chunks[rank_chunks(rank, ranks)[1]] = first, second
+        for chunk, piece in zip(rank_chunks(rank, ranks), part.chunk(2, dim=dim)):
+            chunks[chunk] = piece
     return torch.cat(chunks, dim=dim)
 
 
