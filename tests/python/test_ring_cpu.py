@@ -1,7 +1,7 @@
 """tools/ring_attention.py's arithmetic without a GPU: flashcore.attention and flashcore.merge are
-replaced by float64 PyTorch stand-ins, and the ring's zigzag layout, simulated on P = 1 to 4 ranks,
-must give attention over the whole sequence (causal and not), with the same work on every rank at
-every step under a causal mask."""
+replaced by float64 stand-ins (tools/check.py's reference, and the merge rule), and the ring's
+zigzag layout, simulated on P = 1 to 4 ranks, must give attention over the whole sequence (causal
+and not), with the same work on every rank at every step under a causal mask."""
 import math
 import sys
 from pathlib import Path
@@ -13,18 +13,14 @@ torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
+import check  # noqa: E402
 import ring_attention  # noqa: E402
 
 
 def attention64(q, k, v, causal=False, return_lse=False):
-    """Float64 attention, [B, S, H, D] in and out, LSE [B, H, Sq]; causal bottom-right aligned."""
-    seqlen_q, seqlen_k = q.shape[1], k.shape[1]
-    scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(q.shape[-1])
-    if causal:
-        rows = torch.arange(seqlen_q)[:, None] + (seqlen_k - seqlen_q)
-        scores = scores.masked_fill(torch.arange(seqlen_k)[None, :] > rows, float("-inf"))
-    lse = torch.logsumexp(scores, dim=-1)
-    out = torch.einsum("bhqk,bkhd->bqhd", torch.exp(scores - lse[..., None]), v)
+    """tools/check.py's float64 reference ([B, S, H, D] in and out, LSE [B, H, Sq]; causal
+    bottom-right aligned) as the library's attention."""
+    out, lse, _, _ = check.reference(q, k, v, causal, 1.0 / math.sqrt(q.shape[-1]))
     return (out, lse) if return_lse else out
 
 
