@@ -1,11 +1,13 @@
-"""Decode-kernel configurations on BENCH.md's decode shapes, against cuDNN and FlashAttention-2.
+"""Kernel configurations on BENCH.md's decode shapes (or others: few query rows against many keys),
+against cuDNN, FlashAttention-2 and FlashAttention-3 (where installed).
 
 Every configuration runs in this one process on the same tensors as the peers (BENCH.md), is
-checked against cuDNN's output before it is timed, and is reported as GB/s of K+V read, its share
-of the copy bandwidth, and cuDNN's time over ours (above 1: ours is faster).
+checked against the peers' output before it is timed, and is reported as GB/s of K+V read, its share
+of the copy bandwidth, and each peer's time over ours (above 1: ours is faster).
 
     python3 tools/decode_sweep.py                           # the default kernel on both shapes
     python3 tools/decode_sweep.py decode:k2 decode:n64s2w4  # FC_FORCE_VARIANT values to compare
+    python3 tools/decode_sweep.py --shapes 8,64,8,16,16000,causal default sm90:g1   # B,Hq,Hkv,Sq,Sk[,causal]
     python3 tools/decode_sweep.py --once CONFIG...          # one launch each and cuDNN's (for ncu)
 
 A configuration is `VARIANT` or `VARIANT@DIR` (templates from DIR, FC_TEMPLATE_DIR); `default`
@@ -21,7 +23,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
 import flashcore  # noqa: E402
 
-SHAPES = ((64, 8192), (8, 32768))   # (batch, seqlen_k); Hq 32, Hkv 8, Sq 1, D 128
+SHAPES = ((64, 32, 8, 1, 8192, False), (8, 32, 8, 1, 32768, False))   # (B, Hq, Hkv, Sq, Sk, causal), D 128
+
+
+def shape_arg(text):
+    """`B,Hq,Hkv,Sq,Sk[,causal]` as a SHAPES entry."""
+    parts = text.split(",")
+    if len(parts) not in (5, 6) or (len(parts) == 6 and parts[5] != "causal"):
+        raise argparse.ArgumentTypeError(f"{text!r}: B,Hq,Hkv,Sq,Sk or B,Hq,Hkv,Sq,Sk,causal")
+    try:
+        numbers = [int(p) for p in parts[:5]]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: {error}") from error
+    if min(numbers) < 1 or numbers[1] % numbers[2]:
+        raise argparse.ArgumentTypeError(f"{text!r}: positive sizes, Hq a multiple of Hkv")
+    return (*numbers, len(parts) == 6)
 
 
 def context_for(config):
@@ -44,25 +60,30 @@ def context_for(config):
                 os.environ[name] = value
 
 
-def decode_inputs(batch, seqlen_k, dtype):
-    """Fresh random q [B, 1, 32, 128], k and v [B, Sk, 8, 128] on the GPU."""
+def decode_inputs(shape, dtype):
+    """Fresh random q [B, Sq, Hq, 128], k and v [B, Sk, Hkv, 128] on the GPU."""
     import torch
 
-    q = torch.randn(batch, 1, 32, 128, dtype=dtype, device="cuda")
-    k = torch.randn(batch, seqlen_k, 8, 128, dtype=dtype, device="cuda")
+    batch, heads_q, heads_kv, seqlen_q, seqlen_k, _ = shape
+    q = torch.randn(batch, seqlen_q, heads_q, 128, dtype=dtype, device="cuda")
+    k = torch.randn(batch, seqlen_k, heads_kv, 128, dtype=dtype, device="cuda")
     return q, k, torch.randn_like(k)
+
+
+def problem_of(shape, dtype):
+    batch, heads_q, heads_kv, seqlen_q, seqlen_k, causal = shape
+    return bench.Problem("decode", dtype, batch, heads_q, heads_kv, seqlen_q, seqlen_k, 128, causal, "us", True)
 
 
 def launch_once(configs):
     """One launch of each configuration and of cuDNN on the first shape: for a profiler."""
     import torch
 
-    batch, seqlen_k = SHAPES[0]
-    q, k, v = decode_inputs(batch, seqlen_k, torch.float16)
+    q, k, v = decode_inputs(SHAPES[0], torch.float16)
+    problem = problem_of(SHAPES[0], "f16")
     for config in configs:
         with context_for(config) as context:
-            context.attention(q, k, v)
-    problem = bench.Problem("decode", "f16", batch, 32, 8, 1, seqlen_k, 128, False, "us", True)
+            context.attention(q, k, v, causal=problem.causal)
     bench.run_peer("cudnn", q, k, v, problem)
     torch.cuda.synchronize()
 
@@ -71,6 +92,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("configs", nargs="*", default=["default"])
     parser.add_argument("--dtype", default="f16", choices=bench.DTYPE_NAMES)
+    parser.add_argument("--shapes", nargs="+", type=shape_arg, default=list(SHAPES), metavar="B,Hq,Hkv,Sq,Sk[,causal]",
+                        help="head_dim 128; default: BENCH.md's two decode shapes")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--once", action="store_true",
                         help="launch each configuration and cuDNN once on the first shape, untimed")
@@ -83,9 +106,9 @@ def main(argv=None):
     copy = bench.copy_gbps()
     print(f"copy {copy:.0f} GB/s (read + write)", flush=True)
     rows = []
-    for batch, seqlen_k in SHAPES:
-        problem = bench.Problem("decode", args.dtype, batch, 32, 8, 1, seqlen_k, 128, False, "us", True)
-        q, k, v = decode_inputs(batch, seqlen_k, {"f16": torch.float16, "bf16": torch.bfloat16}[args.dtype])
+    for shape in args.shapes:
+        problem = problem_of(shape, args.dtype)
+        q, k, v = decode_inputs(shape, {"f16": torch.float16, "bf16": torch.bfloat16}[args.dtype])
         peers = {}
         results = {}
         for name in bench.PEERS:
@@ -95,18 +118,20 @@ def main(argv=None):
                 check, relative, results[config] = bench.run_ours(context, q, k, v, problem, peers)
                 results[config]["check"] = check
                 results[config]["relative_diff"] = relative   # run_ours also gives the kernel's name
-        cudnn_ms = results["cudnn"].get("ms")
-        print(f"\nB{batch} Hq32 Hkv8 Sq1 Sk{seqlen_k} D128 {args.dtype}: K+V {problem.kv_bytes() / 1e9:.2f} GB")
+        peer_ms = {name: results[name].get("ms") for name in bench.PEERS if name in results}
+        print(f"\n{problem.describe()}: K+V {problem.kv_bytes() / 1e9:.2f} GB")
         for name, entry in results.items():
             if "ms" not in entry:
                 print(f"  {name:32s} n/a: {entry.get('error')}")
                 continue
             gbps = problem.kv_bytes() / entry["ms"] / 1e6
             entry["gbps"] = gbps
-            ratio = cudnn_ms / entry["ms"] if cudnn_ms else None
+            ratios = "  ".join(f"{peer}/this {ms / entry['ms']:.3f}" for peer, ms in peer_ms.items() if ms)
             print(f"  {name:32s} {entry['ms'] * 1e3:8.1f} us  {gbps:6.0f} GB/s  {gbps / copy:5.1%} of copy  "
-                  f"cuDNN/this {ratio:.3f}  {entry.get('check', '')} {entry.get('kernel', '')}")
-        rows.append({"batch": batch, "seqlen_k": seqlen_k, "dtype": args.dtype, "copy_gbps": copy,
+                  f"{ratios}  {entry.get('check', '')} {entry.get('kernel', '')}", flush=True)
+        batch, heads_q, heads_kv, seqlen_q, seqlen_k, causal = shape
+        rows.append({"batch": batch, "heads_q": heads_q, "heads_kv": heads_kv, "seqlen_q": seqlen_q,
+                     "seqlen_k": seqlen_k, "causal": causal, "dtype": args.dtype, "copy_gbps": copy,
                      "results": results})
         del q, k, v, peers
         torch.cuda.empty_cache()

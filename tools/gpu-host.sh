@@ -7,9 +7,12 @@
 #   tools/gpu-host.sh shapes   fcjit run over BENCH.md's shapes (checked, timed)
 #   tools/gpu-host.sh perf     gpu suite, sanitizer, ncu on ours and FlashAttention-2, tile sweep,
 #                              quick bench
-#   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN
+#   tools/gpu-host.sh bench    tools/bench.py, BENCH.md's sweep against SDPA flash and cuDNN ($BENCH_ARGS: e.g. --labels fewq)
 #   tools/gpu-host.sh decode   decode-kernel tiles on BENCH.md's decode shapes
 #   tools/gpu-host.sh decode-sweep  gpu suite, decode sanitizer, tools/decode_sweep.py $DECODE_CONFIGS, ncu
+#   tools/gpu-host.sh pack     the Hopper kernel's GQA-packed rows (issue 16): the gpu suite's packed schedules
+#                              and selected kernels, sanitizers on them, side by side; then few query rows
+#                              against many keys ($PACK_SHAPES) with $PACK_CONFIGS against the peers
 #   tools/gpu-host.sh tune     `fcjit tune` from an empty database, or resumed from $TUNING_RESULTS, cut
 #                              after $TUNE_CUT s; results exported to $OUT (run again to go on)
 #   tools/gpu-host.sh tune-resume  the same, interrupted (SIGINT) after $TUNE_CUT s and resumed
@@ -557,6 +560,20 @@ decode-quick)   # decode sanitizer, decode configurations vs the peers, ncu
     step decode-sweep 300 "python3 tools/decode_sweep.py \${DECODE_CONFIGS:-} --json $OUT/decode-sweep.json"
     step decode-profile 200 decode_profile
     ;;
+pack)   # GQA-packed rows on the Hopper kernel: correctness side by side, then the few-query shapes alone
+    step precompile 120 "\$FCJIT --db \$DB precompile --arch sm_90a"
+    export FC_TUNING_DB=$DB
+    for i in $(sed -n '/SM90_FORCED\[\] = {/,/^};/p' tests/test_gpu.c | grep '{"sm90' | grep -n 'g1"' | cut -d: -f1); do
+        step "sm90-schedule-$((i - 1))" 300 "FC_GPU_TESTS=test_sm90_kernel_matches_reference_over_awkward_shapes \
+            FC_GPU_SM90_SCHEDULE=$((i - 1)) .carry/bin/test_gpu" &
+    done
+    step selected 300 "FC_GPU_TESTS=test_selected_kernels_match_reference_over_awkward_shapes .carry/bin/test_gpu" &
+    step sanitize-pack 300 "SANITIZE_VARIANT=sm90:g1 SANITIZE_DIMS='64 128' sanitize && SANITIZE_VARIANT=sm90:m64w8g1 \
+        SANITIZE_DIMS='128 256' SANITIZE_FLAGS='--heads-q 6' sanitize" &
+    wait
+    step pack-sweep 300 "python3 tools/decode_sweep.py --dtype bf16 --shapes \${PACK_SHAPES:-8,32,8,16,16000,causal \
+        8,64,8,16,16000,causal} --json \$OUT/pack-sweep.json \${PACK_CONFIGS:-default decode sm90 sm90:g1 sm90:m64w8g1}"
+    ;;
 tune)   # the default sweep from an empty database (compiles included), or resumed from the results of
         # an earlier call ($TUNING_RESULTS), cut with SIGINT after $TUNE_CUT s (one device call is 10
         # min; the whole sweep takes about 20 on an H100), then its results out ($TUNE_ARGS: e.g.
@@ -582,7 +599,7 @@ tuned-bench)   # BENCH.md's sweep: tuned winners vs the heuristic (FC_TUNED=0) v
     step bench 580 "FC_TUNING_DB=\$DB python3 tools/bench.py --untuned --json $OUT/bench-tuned.json"
     ;;
 bench)
-    step bench 580 python3 tools/bench.py --json "$OUT/bench.json"
+    step bench 580 "python3 tools/bench.py \${BENCH_ARGS:-} --json \$OUT/bench.json"
     ;;
 ab)   # a change that must not move speed: both builds precompiled, then timed in one process
     step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a && .carry-base/bin/fcjit --db \$DB precompile --arch sm_90a"
