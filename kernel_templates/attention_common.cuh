@@ -40,6 +40,24 @@ __device__ __forceinline__ BlockCoordinates block_coordinates(const fc_kernel_ar
     return block_coordinates<CAUSAL>(args, block_m, blockIdx.x);
 }
 
+// A CTA whose rows are the query heads of one K/V head (the sm90 kernel's PACK_GQA): blockIdx.x runs
+// over blocks of `positions` query rows fastest (causal: the heaviest first), then K/V heads, then
+// batches; head is the K/V head's first query head, row0 the block's first query row.
+template <bool CAUSAL>
+__device__ __forceinline__ BlockCoordinates packed_block_coordinates(const fc_kernel_args &args, int positions)
+{
+    int block = blockIdx.x, m_block = block % args.m_blocks;
+    if (CAUSAL)
+        m_block = args.m_blocks - 1 - m_block;
+    block /= args.m_blocks;
+    BlockCoordinates c;
+    c.kv_head = block % args.heads_kv;
+    c.batch = block / args.heads_kv;
+    c.head = c.kv_head * args.q_per_kv;
+    c.row0 = m_block * positions;
+    return c;
+}
+
 // A persistent grid's units of work: its CTAs take units blockIdx.x, then gridDim.x apart, in turn,
 // each unit one row block (block_coordinates' order) or, causal, two of one (batch, head): row
 // blocks p and m_blocks - 1 - p, whose keys add up to the same count for every p, so that every
@@ -187,6 +205,30 @@ __device__ __forceinline__ void store_output(const fc_kernel_args &args, int bat
                 args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] =
                     OnlineSoftmax<M_TILES, N_TILES>::log_sum_exp(row_max, sum);
         }
+}
+
+// store_output for GQA-packed rows (the sm90 kernel's PACK_GQA), one m-tile: this thread's row h
+// (lane / 4 + 8 h of its warp's 16) is query row row[h] of head head[h], written if inside[h]; each
+// row's sink is its head's.
+template <typename T, int D_TILES, int N_TILES>
+__device__ __forceinline__ void store_head_rows(const fc_kernel_args &args, int batch, const int (&head)[2],
+                                                const int (&row)[2], const bool (&inside)[2],
+                                                const float (&o)[1][D_TILES][4], const OnlineSoftmax<1, N_TILES> &softmax)
+{
+    const int lane = threadIdx.x % WARP_SIZE;
+    T *out = static_cast<T *>(args.o) + batch * args.o_stride[0];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float row_max = softmax.row_max[0][h], sum = softmax.row_sum[0][h], scale = 1.f;
+        if (args.sinks)
+            scale = fold_sink(row_max, sum, args.sinks[head[h]] * LOG2E);
+        const float inverse = sum > 0.f ? scale / sum : 0.f;   // no key: 0
+        store_row<T, false>(out + row[h] * args.o_stride[1] + head[h] * args.o_stride[2], o[0], h, inverse, lane,
+                            inside[h]);
+        if (inside[h] && args.lse && lane % 4 == 0)
+            args.lse[(static_cast<long long>(batch) * args.heads_q + head[h]) * args.seqlen_q + row[h]] =
+                OnlineSoftmax<1, N_TILES>::log_sum_exp(row_max, sum);
+    }
 }
 
 // store_output for one sequence (VARLEN variants): its rows start at seq.q_row0 in out, only its

@@ -62,6 +62,15 @@
 // normal range; the shift cancels in O / sum and the LSE, FA3's Max_offset); the descales join the
 // softmax scale (q and k) and O's scale (v).
 //
+// With PACK_GQA (dense, 16-bit, warp-specialized, one CTA a row block), a CTA's rows are the query
+// heads of one K/V head (FlashAttention-3's pack_gqa): each consumer warpgroup's 64 rows are
+// 64 / q_per_kv query rows x the q_per_kv heads sharing the K/V head (row = position x q_per_kv +
+// head; 64 mod q_per_kv rows unused), so that each K/V tile read serves every head of the group: a
+// few query rows against many keys then fill the tile. Q arrives by one 5-D TMA box a column block
+// (src/family_sm90.c's q map: head_dim, heads of the group, K/V head, query row, batch), whose lines
+// are the rows in that order; the mask and the stores take each row's query row and head
+// (packed_row); row0 is the block's first query row.
+//
 // Not yet: TMA stores of O.
 #pragma once
 
@@ -99,7 +108,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
           bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false,
-          bool PERSISTENT = false, bool FP8 = false>
+          bool PERSISTENT = false, bool FP8 = false, bool PACK_GQA = false>
 struct Sm90Forward {
     using In = typename KvElement<T, FP8>::type;   // Q, K and V storage: T, or e4m3 (FP8); O is T
     using E = Element<In>;
@@ -214,6 +223,8 @@ struct Sm90Forward {
     static_assert(!PINGPONG || (SPECIALIZED && CONSUMERS >= 2), "ping-pong takes turns between consumers");
     static_assert(!PAGED || VARLEN, "a paged cache takes the per-sequence form");
     static_assert(!PERSISTENT || (SPECIALIZED && !VARLEN), "a persistent grid: dense, warp-specialized");
+    static_assert(!PACK_GQA || (SPECIALIZED && !VARLEN && !PERSISTENT && !FP8),
+                  "GQA-packed rows: dense, 16-bit, warp-specialized, a CTA a row block");
     static constexpr int TURN_BARRIER = 1;   // named barriers TURN_BARRIER + consumer: "your turn"
     // SCHEDULED (PERSISTENT, CAUSAL, FP8, head_dim up to 128): the CTAs take their row blocks from
     // a counter (run_scheduled); its slots of scheduled blocks, and the threads that read each: the
@@ -239,7 +250,11 @@ struct Sm90Forward {
     {
         const unsigned address = smem_address(shared);
         smem = shared + (SWIZZLE_ALIGN - address % SWIZZLE_ALIGN) % SWIZZLE_ALIGN;
-        const BlockCoordinates c = block_coordinates<CAUSAL>(base, BLOCK_M);
+        BlockCoordinates c;
+        if constexpr (PACK_GQA)
+            c = packed_block_coordinates<CAUSAL>(base, block_rows());
+        else
+            c = block_coordinates<CAUSAL>(base, BLOCK_M);
         batch = c.batch;
         head = c.head;
         kv_head = c.kv_head;
@@ -302,6 +317,25 @@ struct Sm90Forward {
     using VtTile = SmemTile<VT_LINE, VT_BLOCK_BYTES, 8 * VT_LINE>;
     __device__ __forceinline__ VtTile vt_smem(int stage) const { return {v_tile(stage)}; }
 
+    // PACK_GQA: the query rows a consumer warpgroup's 64 rows hold (each with its q_per_kv heads), and
+    // the CTA's block's, from row0 (else BLOCK_M). NOTE: the other variants use BLOCK_M as they did:
+    // through a function, its sums were reassociated in their PTX.
+    __device__ __forceinline__ int group_rows() const { return 64 / base.q_per_kv; }
+    __device__ __forceinline__ int block_rows() const { return CONSUMERS * group_rows(); }
+
+    // PACK_GQA: this thread's row h (lane / 4 + 8 h of its warp's 16) as a query row and head, and
+    // whether it is one (not one of the 64 mod q_per_kv unused rows, nor past seqlen_q).
+    struct PackedRow {
+        int row, head;
+        bool inside;
+    };
+    __device__ __forceinline__ PackedRow packed_row(int h) const
+    {
+        const int r = base.q_per_kv, line = warp % 4 * 16 + threadIdx.x % WARP_SIZE / 4 + 8 * h;
+        const int row = row0 + group * group_rows() + line / r;
+        return {row, kv_head * r + line % r, line < group_rows() * r && row < base.seqlen_q};
+    }
+
     // The first tile of keys this CTA sees (0 without a window): its loops count tiles from it.
     __device__ __forceinline__ int first_tile() const { return mask.key_begin(row0) / BLOCK_N; }
     // The first key of the loops' tile t is (first_tile() + t) * BLOCK_N. NOTE: written out where
@@ -311,7 +345,11 @@ struct Sm90Forward {
     // Keys this CTA sees, in tiles from first_tile(): whole tiles outside a window are skipped.
     __device__ __forceinline__ int key_tiles() const
     {
-        const int key_end = mask.key_end(row0 + BLOCK_M);
+        int key_end;
+        if constexpr (PACK_GQA)
+            key_end = mask.key_end(row0 + block_rows());
+        else
+            key_end = mask.key_end(row0 + BLOCK_M);
         const int end_tile = key_end > 0 ? (key_end + BLOCK_N - 1) / BLOCK_N : 0;
         if constexpr (WINDOW)
             return max(0, end_tile - first_tile());
@@ -324,6 +362,14 @@ struct Sm90Forward {
     // of O are never written.
     __device__ __forceinline__ void load_q(unsigned bar, const SequenceTmaOrigin &origin = {})
     {
+        if constexpr (PACK_GQA) {   // each warpgroup's group_rows() x q_per_kv lines, a box a column block
+            mbarrier_arrive_expect_tx(bar, CONSUMERS * COLUMN_BLOCKS * group_rows() * base.q_per_kv * SWIZZLE_BYTES);
+            for (int g = 0; g < CONSUMERS; g++)
+                for (int j = 0; j < COLUMN_BLOCKS; j++)
+                    tma_load_5d(q_tile(g) + j * Q_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.q_map),
+                                COLUMNS * j, 0, kv_head, row0 + g * group_rows(), batch, bar);
+            return;
+        }
         mbarrier_arrive_expect_tx(bar, Q_BYTES);
         for (int g = 0; g < CONSUMERS; g++)
             for (int j = 0; j < COLUMN_BLOCKS; j++)
@@ -477,7 +523,10 @@ struct Sm90Forward {
     __device__ __forceinline__ void store(const float (&padded)[1][D_TILES][4], const OnlineSoftmax<1, N_TILES> &softmax)
     {
         const float(&o)[1][OUT_TILES][4] = reinterpret_cast<const float(&)[1][OUT_TILES][4]>(padded);
-        if constexpr (VARLEN && FP8)   // O times v_descale (the sequence's)
+        if constexpr (PACK_GQA) {
+            const PackedRow r0 = packed_row(0), r1 = packed_row(1);
+            store_head_rows<T>(base, batch, {r0.head, r1.head}, {r0.row, r1.row}, {r0.inside, r1.inside}, o, softmax);
+        } else if constexpr (VARLEN && FP8)   // O times v_descale (the sequence's)
             store_sequence_output<T, 1, OUT_TILES, N_TILES, false, true>(
                 base, sequence_of<PAGED>(base, seqlens(), batch), batch, head, row0 + warp * 16, o, softmax,
                 kv_descale(base.v_descale, base, batch, kv_head));
@@ -578,11 +627,21 @@ struct Sm90Forward {
         const float factor = SOFTCAP ? base.softcap_log2 : fold_scale ? scale_log2 : 1.f;
         const float prescale = fold_scale ? 1.f : scale_log2;
         const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
-        const bool masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
+        bool masked;
+        if constexpr (PACK_GQA)
+            masked = mask.partial(row0, row0 + block_rows() - 1, key0, BLOCK_N);
+        else
+            masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
         if constexpr (SOFTCAP)
             soft_cap(s, softcap_scale);
-        if (masked || !fold_scale)
-            mask_scores(s, mask, row0 + warp * 16, key0, masked, prescale);
+        if (masked || !fold_scale) {
+            if constexpr (PACK_GQA) {
+                const int rows[1][2] = {{packed_row(0).row, packed_row(1).row}};
+                mask_row_scores(s, mask, rows, key0, masked, prescale);
+            } else {
+                mask_scores(s, mask, row0 + warp * 16, key0, masked, prescale);
+            }
+        }
         softmax.update(s, correction, factor, FP8 ? P_LOG2_SHIFT : 0.f);
     }
 

@@ -20,6 +20,7 @@ struct fc_family {
     int tuned;                   /* a tuned winner may replace the heuristic's choice of it */
     int splits_option;           /* FC_FORCE_VARIANT's `k` (CTAs along the keys) applies */
     int pingpong_option;         /* a variant's pingpong (consumers taking turns) may be 1 */
+    int pack_gqa_option;         /* a variant's pack_gqa (rows of a K/V head's query heads) may be 1 */
     int fp8_kv;                  /* takes e4m3 K/V (kv_fp8 variants: an FP8 KV cache) */
     const char *fp8_kv_why_not;  /* without fp8_kv: why not, for the selector's record (NULL: nothing to say) */
     int fp8_q;                   /* takes an e4m3 q too (q_fp8 variants: FP8 attention) */
@@ -61,6 +62,10 @@ struct fc_family {
     /** Launches a call; NULL: the kernel once, with plan->grid CTAs. */
     enum fc_status (*launch)(const struct fc_launch *launch);
 };
+
+/** Whether the sm90 family packs the problem's GQA rows on the target (dense, 16-bit, few query rows)
+ *  with CTAs enough to fill it without splitting the keys: the decode family then leaves it to it. */
+int fc_sm90_packs_filling(const struct fc_problem *problem, const struct fc_target *target);
 
 /** The families, in the selector's order of preference; NULL-terminated. */
 extern const struct fc_family *const fc_families[];

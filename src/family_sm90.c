@@ -36,10 +36,20 @@ static int in_bytes(const struct fc_variant *v)
 
 /* A dense problem's warp-specialized kernel runs a persistent grid (fwd_sm90.cuh's PERSISTENT): as many
  * CTAs as fit on the GPU, each looping over row blocks, so that one block's prologue and epilogue
- * overlap the work of the others (PERF_NOTES v10). Varlen and paged variants keep a CTA per block. */
+ * overlap the work of the others (PERF_NOTES v10). Varlen, paged and GQA-packed variants keep a CTA
+ * per block (packed: few row blocks, each long). */
 static int persistent(const struct fc_variant *v)
 {
-    return specialized(v) && !v->varlen && !v->paged;
+    return specialized(v) && !v->varlen && !v->paged && !v->pack_gqa;
+}
+
+/* GQA-packed rows (fwd_sm90.cuh's PACK_GQA): each consumer warpgroup's 64 rows are 64 / q_per_kv query
+ * rows x the q_per_kv query heads of one K/V head, so a problem's rows per K/V head are seqlen_q x
+ * q_per_kv, in blocks of this many query rows. */
+#define PACK_GQA_MAX 64   /* query heads per K/V head: at least one query row a warpgroup */
+static int packed_block_rows(const struct fc_variant *v, int q_per_kv)
+{
+    return v->block_m / 64 * (64 / q_per_kv);
 }
 
 /* The head_dim the kernel computes: whole 128-byte column blocks (fwd_sm90.cuh's PADDED_DIM; an odd
@@ -92,9 +102,9 @@ static void defaults(struct fc_variant *v)
         v->pingpong = v->block_m == 128;
         return;
     }
-    if (v->head_dim <= 64) {
+    if (v->head_dim <= 64) {   /* GQA-packed rows take the warp-specialized schedule */
         v->block_m = 64;
-        v->warps = 4;
+        v->warps = v->pack_gqa ? 8 : 4;
         v->block_n = 128;
         return;
     }
@@ -134,6 +144,10 @@ static int check(const struct fc_variant *v, char *why, size_t size)
         return fc_variant_fail(why, size, "the sm90 kernel's FP8 attention takes head_dim 64, 128, 192 or 256, the "
                                "warp-specialized schedule (its producer warpgroup transposes V) and no paged cache; not "
                                "head_dim %d, %d warps%s", v->head_dim, v->warps, v->paged ? ", a paged cache" : "");
+    if (v->pack_gqa && (!specialized(v) || v->q_fp8 || v->varlen))
+        return fc_variant_fail(why, size, "the sm90 kernel packs the query heads of a K/V head (pack_gqa) with the "
+                               "warp-specialized schedule, 16-bit inputs and dense batches only; not %d warps%s%s",
+                               v->warps, v->q_fp8 ? ", FP8 attention" : "", v->varlen ? ", per-sequence lengths" : "");
     if (v->block_m != 64 && v->block_m != 128 && v->block_m != 192)
         return fc_variant_fail(why, size, "the sm90 kernel takes one to three warpgroups of 64 rows, not block_m %d",
                                v->block_m);
@@ -254,6 +268,51 @@ static void widen_fp8_key_tiles(const struct fc_problem *problem, struct fc_vari
     }
 }
 
+/* NOTE: FlashAttention-3's rule for packing a K/V head's query heads into a tile's rows: where the
+ * packed rows fill the tiles better than the query rows of one head do (by PACK_FILL: 0.9, FA3's
+ * should_pack_gqa), i.e. few query rows (speculative decoding, chunked-prefill tails) with GQA. Dense
+ * 16-bit problems only (the kernel's PACK_GQA). 0, or the packed tile's block_m: 64 (one consumer
+ * warpgroup, so one or two CTAs per (batch, K/V head), each reading all its K/V) up to
+ * PACK_ONE_CONSUMER_ROWS rows of a K/V head, else 128. NOTE: B8 Hkv8 Sk16000 head_dim 128 causal,
+ * H200: 64 rows (Hq32 Sq16) 155.8 us with 64 rows a CTA against 194.0 with 128; 128 rows (Hq64 Sq16)
+ * 166.5 against 197.3 (183.9 with 192-key tiles; FA3 183.1); 256 rows (Hq32 Sq64), four CTAs a K/V
+ * head, 304.3 against 226.0 (192-key tiles), where four reads of each K/V tile bound it (PERF_NOTES v21). */
+#define PACK_FILL 0.9
+#define UNPACKED_ROWS 128           /* the tile of one head's query rows it is compared with */
+#define PACK_ONE_CONSUMER_ROWS 128  /* packed rows of a K/V head up to which each CTA takes 64 */
+static int packed_block_m(const struct fc_problem *p)
+{
+    const int r = p->heads_q / p->heads_kv;
+    if (r < 2 || r > PACK_GQA_MAX || fc_problem_per_sequence(p) || p->paged || p->q_fp8 || p->kv_fp8)
+        return 0;
+    const long long rows = (long long)p->seqlen_q * r;
+    const int block_m = rows <= PACK_ONE_CONSUMER_ROWS ? 64 : 128, positions = block_m / 64 * (64 / r);
+    const double unpacked = (double)p->seqlen_q / (double)(((long long)p->seqlen_q + UNPACKED_ROWS - 1) /
+                                                           UNPACKED_ROWS * UNPACKED_ROWS);
+    const double packed = (double)rows / (double)(((long long)p->seqlen_q + positions - 1) / positions * block_m);
+    return unpacked < PACK_FILL * packed ? block_m : 0;
+}
+
+/* NOTE: the decode kernel (first in the table) leaves a problem to the packed rows here where their CTAs
+ * (batch x K/V heads x row blocks) are at least PACK_SM_SHARE (2/5) of the SMs: each CTA then reads its
+ * K/V head once at 50-60 GB/s, with no split and no combine. Head_dim 128, Hq32 Hkv8 Sq16 Sk16000
+ * causal, H100 (H200): B8, 64 CTAs, 184 us against the decode kernel's 208 (156 against 195); B4, 32
+ * CTAs, 154 against 124, where the decode kernel's splits fill the SMs these leave idle. Sq1 Sk8192
+ * B64: 712 against 703 (491 against 618; cuDNN 707 and 494); B8 Sk32768: 356 against 365 (PERF_NOTES
+ * v21). */
+#define PACK_SM_SHARE_NUM 2
+#define PACK_SM_SHARE_DEN 5
+int fc_sm90_packs_filling(const struct fc_problem *problem, const struct fc_target *target)
+{
+    const int d = problem->head_dim, block_m = packed_block_m(problem);
+    if (target->arch != 90 || !target->arch_specific || d % 32 || d > 256 || !block_m)
+        return 0;
+    const int r = problem->heads_q / problem->heads_kv, positions = block_m / 64 * (64 / r);
+    const long long ctas = (long long)problem->batch * problem->heads_kv * ((problem->seqlen_q + positions - 1) / positions);
+    const long long sms = target->sm_count > 0 ? target->sm_count : H100_SMS;
+    return ctas * PACK_SM_SHARE_DEN >= sms * PACK_SM_SHARE_NUM;
+}
+
 static const char *select_for(const struct fc_problem *problem, const struct fc_target *target,
                               struct fc_variant *v, const char **why_not)
 {
@@ -297,6 +356,18 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
                "warp-specialized, persistent grid";
     }
     defaults(v);
+    const int packed = packed_block_m(problem);
+    if (packed) {   /* the warp-specialized schedule: one consumer warpgroup where its rows hold them all */
+        v->pack_gqa = 1;
+        v->block_m = packed;
+        v->warps = packed / 16 + 4;
+        v->pingpong = packed >= 128;
+        widen_key_tiles(problem, v);
+        if (fc_variant_check(v, NULL, 0))
+            return NULL;
+        /* NOTE: short: fc_plan_info's 256 characters also hold the decode kernel's reason */
+        return "sm90 kernel: TMA + WGMMA, a K/V head's query heads packed into each CTA's rows";
+    }
     /* varlen: the longest sequence's lengths, as a dense batch of them (the tiles' reasons hold
      * per sequence); dense: max_seqlen_q/_k are seqlen_q/_k */
     if (check(v, NULL, 0) == 0 && d == 128 && problem->mask.causal && problem->max_seqlen_k <= SHORT_KEYS &&
@@ -376,6 +447,35 @@ static int schedule_tail(const struct fc_problem *p, int m_blocks, unsigned grid
     return (int)(heads < all ? heads : all);
 }
 
+/* GQA-packed rows: a CTA per block of packed_block_rows query rows of each (batch, K/V head), the
+ * blocks fastest (fwd_sm90.cuh's packed_block_coordinates). */
+static enum fc_status packed_grid(const struct fc_problem *problem, struct fc_plan *plan, char *msg, size_t size)
+{
+    const int q_per_kv = problem->heads_q / problem->heads_kv;
+    if (q_per_kv > PACK_GQA_MAX || fc_problem_per_sequence(problem)) {
+        snprintf(msg, size, "the sm90 kernel packs up to %d query heads per K/V head of a dense batch into its rows "
+                 "(pack_gqa), not %d%s", PACK_GQA_MAX, q_per_kv,
+                 fc_problem_per_sequence(problem) ? " with per-sequence lengths" : "");
+        return FC_ERR_UNSUPPORTED;
+    }
+    const int64_t rows = packed_block_rows(&plan->variant, q_per_kv);
+    const int64_t m_blocks = ((int64_t)problem->seqlen_q + rows - 1) / rows;
+    int64_t grid;
+    if (__builtin_mul_overflow(m_blocks, (int64_t)problem->heads_kv, &grid) ||
+        __builtin_mul_overflow(grid, (int64_t)problem->batch, &grid) || grid > INT_MAX) {
+        snprintf(msg, size, "batch * heads_kv * ceil(seqlen_q / %lld) blocks (%d * %d * %lld) is more than one launch "
+                 "takes (%d)", (long long)rows, problem->batch, problem->heads_kv, (long long)m_blocks, INT_MAX);
+        return FC_ERR_UNSUPPORTED;
+    }
+    plan->m_blocks = (int)m_blocks;
+    plan->grid = (unsigned)grid;
+    plan->splits = 1;
+    plan->split_keys = 0;
+    plan->units = 0;
+    plan->tail_heads = 0;
+    return FC_OK;
+}
+
 /* The default grid; first, a forced plain schedule that cannot read the problem's pages is refused by
  * the plan (`fcjit plan` says so), before anything is compiled: the selector never plans one. */
 static enum fc_status launch_shape(const struct fc_problem *problem, const struct fc_target *target,
@@ -389,6 +489,8 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
                  (long long)problem->v_stride[2], problem->head_dim);
         return FC_ERR_UNSUPPORTED;
     }
+    if (plan->variant.pack_gqa)
+        return packed_grid(problem, plan, msg, size);
     const enum fc_status status = fc_plan_row_block_grid(problem, plan, msg, size);
     if (status == FC_OK && persistent(&plan->variant)) {
         /* the kernel's units: a scheduled grid's row blocks, else attention_common.cuh's
@@ -421,6 +523,8 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
  * (widen_key_tiles, widen_fp8_key_tiles). */
 static int takes_winner(const struct fc_problem *problem, const struct fc_variant *winner)
 {
+    if (packed_block_m(problem))   /* winners are measured on unpacked rows */
+        return 0;
     if (winner->block_n > 128 && (problem->mask.window || problem->softcap > 0.f))
         return 0;
     return !problem->paged || specialized(winner);
@@ -441,11 +545,12 @@ static int kernel_type(const struct fc_variant *v, char *out, size_t size)
                         fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                         v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
                         v->softcap ? "true" : "false", v->varlen ? "true" : "false", persistent(v) ? "true" : "false");
-    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s>",
+    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
                     v->softcap ? "true" : "false", v->varlen ? ", true" : "", v->paged ? ", true" : "",
-                    persistent(v) ? ", false, false, true" : "");
+                    persistent(v) ? ", false, false, true" : "",
+                    v->pack_gqa ? ", false, false, false, false, true" : "");
 }
 
 /* A 4-D view (head_dim, seq, head, batch) of one tensor, boxes of one swizzled line (line_bytes: the
@@ -493,6 +598,24 @@ static enum fc_status encode_pages(const struct fc_launch *l, struct fc_tensor_m
     return fc_tma_encode(l->cuda, (CUtensorMap *)map, base, p->dtype, &desc, l->msg, l->msg_size);
 }
 
+/* GQA-packed rows: Q as a 5-D view (head_dim, query head of the group, K/V head, query row, batch),
+ * boxes of (one swizzled line, the group's q_per_kv heads, 1, 64 / q_per_kv query rows, 1): a box's
+ * lines are a consumer warpgroup's rows in fwd_sm90.cuh's order (query row x q_per_kv + head). */
+static enum fc_status encode_packed_q(const struct fc_launch *l, struct fc_tensor_map *map)
+{
+    const struct fc_problem *p = l->problem;
+    const uint64_t bytes = (uint64_t)fc_dtype_bytes(p->dtype), r = (uint64_t)(p->heads_q / p->heads_kv);
+    const uint64_t head = (uint64_t)p->q_stride[2] * bytes;
+    struct fc_tma_desc desc = {
+        5,
+        {(uint64_t)p->head_dim, r, (uint64_t)p->heads_kv, (uint64_t)p->seqlen_q, (uint64_t)p->batch},
+        {head, r * head, (uint64_t)p->q_stride[1] * bytes, (uint64_t)p->q_stride[0] * bytes},
+        {(uint32_t)(SWIZZLE_BYTES / bytes), (uint32_t)r, 1, (uint32_t)(Q_BOX_ROWS / r), 1},
+        SWIZZLE_BYTES,
+    };
+    return fc_tma_encode(l->cuda, (CUtensorMap *)map, p->q, p->dtype, &desc, l->msg, l->msg_size);
+}
+
 _Static_assert(sizeof(struct fc_sm90_paged_args) <= FC_LAUNCH_ARGS_BYTES,
                "fc_launch_args holds fc_sm90_paged_args");
 
@@ -515,7 +638,10 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
         paged->v_box_rows = paths.v;
     }
     const int v_line = FC_SM90_V_LINE_BYTES(p->head_dim);   /* 64 at head_dim 96: P V at its exact width */
-    enum fc_status status = encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS, SWIZZLE_BYTES);
+    enum fc_status status = l->plan->variant.pack_gqa
+                                ? encode_packed_q(l, &a->q_map)
+                                : encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS,
+                                         SWIZZLE_BYTES);
     if (status == FC_OK && !l->plan->variant.paged &&
         ((status = encode(l, &a->k_map, p->k, p->k_stride, p->seqlen_k, p->heads_kv, block_n, SWIZZLE_BYTES)) == FC_OK))
         status = encode(l, &a->v_map, p->v, p->v_stride, p->seqlen_k, p->heads_kv, block_n, v_line);
@@ -571,6 +697,7 @@ const struct fc_family fc_family_sm90 = {
     .paged_args_type = "fc_sm90_paged_args",
     .tuned = 1,
     .pingpong_option = 1,
+    .pack_gqa_option = 1,
     .fp8_kv_why_not = "the Hopper kernel's WGMMA reads K and V in q's 16-bit type; FP8 K/V go to the decode or sm80 kernel (sm_89 and later)",
     .fp8_q = 1,
     .defaults = defaults,

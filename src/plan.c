@@ -28,7 +28,7 @@ int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
     for (const char *p = colon ? colon + 1 : ""; *p;) {
         char *end;
         long value = strtol(p + 1, &end, 10);
-        if (end == p + 1 || value < 0 || value > OVERRIDE_VALUE_MAX || (value == 0 && *p != 'p'))
+        if (end == p + 1 || value < 0 || value > OVERRIDE_VALUE_MAX || (value == 0 && *p != 'p' && *p != 'g'))
             return -1;
         if (*p == 'm')
             out->block_m = (int)value;
@@ -40,6 +40,8 @@ int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
             out->stages = (int)value;
         else if (*p == 'p' && value <= 1)
             out->pingpong = (int)value + 1;
+        else if (*p == 'g' && value <= 1 && family->pack_gqa_option)
+            out->pack_gqa = (int)value + 1;
         else if (*p == 'k' && family->splits_option)
             out->splits = (int)value;
         else
@@ -110,6 +112,7 @@ static void apply_override(const struct fc_problem *problem, const struct fc_pla
     const struct fc_family *family = fc_family_of(v->family);
     /* a family whose tiles follow block_m (decode's rows) sees it first */
     v->block_m = o->block_m ? o->block_m : family && family->forced_block_m ? family->forced_block_m(problem) : 0;
+    v->pack_gqa = o->pack_gqa ? o->pack_gqa - 1 : 0;   /* before the defaults, whose tiles follow it */
     fc_variant_defaults(v);
     v->block_m = o->block_m ? o->block_m : v->block_m;
     v->block_n = o->block_n ? o->block_n : v->block_n;

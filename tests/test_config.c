@@ -304,6 +304,24 @@ static void test_pingpong_is_an_sm90_schedule_choice(void **state)
     fc_variant_list_free(&list);
 }
 
+/* `pack_gqa` is the sm90 kernel's switch (GQA-packed rows): its warp-specialized schedule at every
+ * head_dim (64: one consumer, not the plain default), a "_gqa" name; other families prune it. */
+static void test_pack_gqa_is_an_sm90_switch(void **state)
+{
+    (void)state;
+    struct fc_variant_list list;
+    parse_good(HEAD "  - kernel: [sm90, sm80]\n    arch: sm_90a\n    dtype: bf16\n    head_dim: [64, 128]\n"
+               "    causal: true\n    pack_gqa: true\n", &list);
+    assert_int_equal(list.count, 2);
+    assert_int_equal(list.pruned, 2);
+    char name[FC_VARIANT_NAME_MAX];
+    fc_variant_name(&list.items[0], name);
+    assert_string_equal(name, "sm90_bf16_d64_causal_gqa_m64n128s2w8_sm_90a");
+    fc_variant_name(&list.items[1], name);
+    assert_string_equal(name, "sm90_bf16_d128_causal_gqa_m128n128s2w12p_sm_90a");
+    fc_variant_list_free(&list);
+}
+
 /* `window` is the mask's compile-time switch: the same default tiles, a "_win" name; merge has no
  * mask, so its window variants are pruned. */
 static void test_window_is_a_switch_on_the_default_tiles(void **state)
@@ -761,6 +779,7 @@ static const struct CMUnitTest GOOD_TESTS[] = {
     cmocka_unit_test(test_yaml_styles),
     cmocka_unit_test(test_optional_keys_override_defaults),
     cmocka_unit_test(test_pingpong_is_an_sm90_schedule_choice),
+    cmocka_unit_test(test_pack_gqa_is_an_sm90_switch),
     cmocka_unit_test(test_window_is_a_switch_on_the_default_tiles),
     cmocka_unit_test(test_softcap_is_a_switch_and_may_change_tiles),
     cmocka_unit_test(test_duplicates_collapse),

@@ -298,9 +298,10 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_bf16_d64_causal_m16n128s2w8_sm_90a");
     assert_non_null(strstr(info.reason, "query heads per K/V head x query rows, at most 128"));
-    p.seqlen_q = 5;   /* 20 rows: at head_dim 64 the Hopper kernel, and why */
+    p.seqlen_q = 5;   /* 20 rows: at head_dim 64 the Hopper kernel, its rows packed as well, and why */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d64_causal_gqa_m64n128s2w8_sm_90a");
+    assert_non_null(strstr(info.reason, "packed into each CTA's rows"));
     assert_non_null(strstr(info.reason, "more than 16 packed rows"));
     p.head_dim = 128;   /* ... at 128 a 32-row tile, four warps of 32 keys per 16 rows */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
@@ -312,21 +313,21 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_bf16_d256_causal_m64n32s4w8_sm_90a");
     p.head_dim = 128;
-    p.seqlen_q = 17;   /* 68 rows of 17 query rows: not any more */
+    p.seqlen_q = 17;   /* 68 rows of 17 query rows: not any more; the Hopper kernel packs them, 64 a CTA */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_gqa_m64n128s2w8_sm_90a");
     assert_non_null(strstr(info.reason, "more than 64 packed rows only for at most 16 query rows"));
     const int heads_q = p.heads_q;
     p.heads_q = 2 * p.heads_q;   /* 8 query heads per K/V head */
     p.seqlen_q = 16;   /* 128 rows of 16 query rows: a 128-row tile, eight warps of 64 keys of 64-key tiles */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_bf16_d128_causal_m128n64s4w8_sm_90a");
-    p.head_dim = 256;   /* ... at head_dim 128 only */
+    p.head_dim = 256;   /* ... at head_dim 128 only; the Hopper kernel packs them, 64 a CTA */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d256_causal_m128n80s2w12p_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d256_causal_gqa_m64n80s2w8_sm_90a");
     p.head_dim = 128;
     p.heads_q = heads_q;
-    p.seqlen_q = 17;
+    p.seqlen_q = 256;   /* whole 128-row tiles of one head: nothing to pack */
     p.seqlen_k = 300;
     p.head_dim = 96;   /* the Hopper kernel, its last 128-byte column block half zeros */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
@@ -406,13 +407,15 @@ static void test_forced_variants_keep_the_defaults_they_do_not_name(void **state
     assert_int_equal(fc_plan_override_parse("nope", &override), -1);
 }
 
-/* The decode family's splits on an H100/H200 (132 SMs, one 132 KB CTA per SM at head_dim 128). */
+/* The decode family's splits on an H100/H200 (132 SMs, one 132 KB CTA per SM at head_dim 128), one
+ * query head per K/V head (with GQA, the Hopper kernel's packed rows take these shapes:
+ * test_hopper_packs_few_query_rows). */
 static void test_decode_splits_fill_the_gpu(void **state)
 {
     (void)state;
     struct fc_attention_params p = valid_params();
     p.seqlen_q = 1;
-    p.heads_q = 32;
+    p.heads_q = 8;
     p.heads_kv = 8;
     p.head_dim = 128;
     const struct { int batch, seqlen_k, sm_count, splits, split_keys; } CASES[] = {
@@ -435,6 +438,118 @@ static void test_decode_splits_fill_the_gpu(void **state)
         assert_int_equal(plan.grid, CASES[i].splits * 8 * CASES[i].batch);
         assert_true((long long)plan.splits * plan.split_keys >= CASES[i].seqlen_k);
     }
+}
+
+/* The plan of p on target (FC_OK expected), forced by `forced` if not NULL. */
+static struct fc_plan plan_of(const struct fc_attention_params *p, struct fc_target target, const char *forced)
+{
+    struct fc_problem problem;
+    struct fc_plan_override override;
+    struct fc_plan plan;
+    char msg[512] = "";
+    assert_int_equal(fc_problem_from_params(p, &problem, msg, sizeof msg), FC_OK);
+    if (forced)
+        assert_int_equal(fc_plan_override_parse(forced, &override), 0);
+    assert_int_equal(fc_plan_make(&problem, &target, forced ? &override : NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    return plan;
+}
+
+/* Few query rows with GQA on Hopper: the sm90 kernel packs a K/V head's query heads into each CTA's
+ * rows (FlashAttention-3's fill rule), 64 a CTA up to 128 rows of a K/V head, and the decode kernel
+ * leaves them to it where the CTAs are 2/5 of the SMs or more. */
+static void test_hopper_packs_few_query_rows(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();
+    p.dtype = FC_BF16;
+    p.causal = 1;
+    p.batch = 8;
+    p.heads_q = 32;
+    p.heads_kv = 8;
+    p.seqlen_q = 16;
+    p.seqlen_k = 16000;
+    p.head_dim = 128;
+    char name[FC_VARIANT_NAME_MAX];
+    struct fc_plan plan = plan_of(&p, H100, NULL);   /* 64 rows a K/V head: one CTA each, 64 CTAs */
+    fc_variant_name(&plan.variant, name);
+    assert_string_equal(name, "sm90_bf16_d128_causal_gqa_m64n128s2w8_sm_90a");
+    assert_int_equal(plan.grid, 64);
+    assert_int_equal(plan.m_blocks, 1);
+    assert_int_equal(plan.units, 0);   /* a CTA a row block, not the persistent grid */
+    assert_non_null(strstr(plan.declined, "leaves GQA-packed rows"));
+    p.heads_q = 64;   /* 128 rows: two CTAs of 8 query rows x 8 heads */
+    plan = plan_of(&p, H100, NULL);
+    fc_variant_name(&plan.variant, name);
+    assert_string_equal(name, "sm90_bf16_d128_causal_gqa_m64n128s2w8_sm_90a");
+    assert_int_equal(plan.grid, 128);
+    assert_int_equal(plan.m_blocks, 2);
+    p.heads_q = 32;
+    p.seqlen_q = 64;   /* 256 rows: two consumers, 32 query rows a CTA, wider key tiles from 4k keys */
+    plan = plan_of(&p, H100, NULL);
+    fc_variant_name(&plan.variant, name);
+    assert_string_equal(name, "sm90_bf16_d128_causal_gqa_m128n192s2w12p_sm_90a");
+    assert_int_equal(plan.grid, 128);
+    p.heads_q = 12;   /* 3 heads a K/V head: 21 query rows a 64-row tile (one row unused), 2 blocks */
+    p.heads_kv = 4;
+    p.seqlen_q = 30;
+    plan = plan_of(&p, H100, NULL);
+    fc_variant_name(&plan.variant, name);
+    assert_string_equal(name, "sm90_bf16_d128_causal_gqa_m64n128s2w8_sm_90a");
+    assert_int_equal(plan.m_blocks, 2);
+    assert_int_equal(plan.grid, 8 * 4 * 2);
+    p.heads_q = 32;
+    p.heads_kv = 8;
+    p.seqlen_q = 16;
+    p.batch = 4;   /* 32 CTAs: the decode kernel's splits fill the GPU better */
+    plan = plan_of(&p, H100, NULL);
+    assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
+    plan = plan_of(&p, (struct fc_target){90, 1, 64}, NULL);   /* ... but 2/5 of a GPU of 64 SMs */
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
+    assert_int_equal(plan.variant.pack_gqa, 1);
+    p.batch = 8;
+    plan = plan_of(&p, (struct fc_target){80, 0, 108}, NULL);   /* no Hopper kernel: decode */
+    assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
+    p.kv_dtype = FC_E4M3;   /* an FP8 cache: decode (the Hopper kernel reads 16-bit K/V) */
+    plan = plan_of(&p, H100, NULL);
+    assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
+    p.kv_dtype = p.dtype;
+    p.heads_q = p.heads_kv = 8;   /* no GQA: nothing to pack */
+    p.seqlen_q = 64;
+    plan = plan_of(&p, H100, NULL);
+    assert_int_equal(plan.variant.pack_gqa, 0);
+    /* forced: g1 packs (head_dim 64: the warp-specialized schedule, one consumer), g0 does not */
+    p.heads_q = 32;
+    p.head_dim = 64;
+    plan = plan_of(&p, H100, "sm90:g1");
+    fc_variant_name(&plan.variant, name);
+    assert_string_equal(name, "sm90_bf16_d64_causal_gqa_m64n128s2w8_sm_90a");
+    plan = plan_of(&p, H100, "sm90:m128w12g0");
+    assert_int_equal(plan.variant.pack_gqa, 0);
+    struct fc_plan_override override;
+    assert_int_equal(fc_plan_override_parse("sm80:g1", &override), -1);   /* a choice of the sm90 kernel */
+    assert_int_equal(fc_plan_override_parse("sm90:g2", &override), -1);
+    struct fc_variant parsed;   /* the name's "_gqa" reads back */
+    assert_int_equal(fc_variant_parse_name("sm90_bf16_d64_causal_win_gqa_m64n128s2w8_sm_90a", &parsed), 0);
+    assert_int_equal(parsed.pack_gqa, 1);
+    assert_int_equal(parsed.window, 1);
+    parsed.family = FC_KERNEL_SM80;   /* only the sm90 kernel packs */
+    char why[256];
+    assert_int_equal(fc_variant_check(&parsed, why, sizeof why), -1);
+    assert_non_null(strstr(why, "pack_gqa"));
+    /* a forced packing the kernel cannot take: a plain-schedule tile, more than 64 heads a K/V head */
+    struct fc_problem problem;
+    struct fc_plan forced_plan;
+    char msg[512];
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_override_parse("sm90:m64w4g1", &override), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &override, NULL, &forced_plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "warp-specialized"));
+    p.heads_q = 128;
+    p.heads_kv = 1;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_override_parse("sm90:g1", &override), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &override, NULL, &forced_plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "up to 64 query heads per K/V head"));
 }
 
 /* With a window, the decode family splits only the keys its rows see (src/mask.c): the tiles of
@@ -1667,6 +1782,7 @@ int main(void)
         cmocka_unit_test(test_plan_names_the_kernel_and_why),
         cmocka_unit_test(test_forced_variants_keep_the_defaults_they_do_not_name),
         cmocka_unit_test(test_decode_splits_fill_the_gpu),
+        cmocka_unit_test(test_hopper_packs_few_query_rows),
         cmocka_unit_test(test_decode_splits_can_be_forced),
         cmocka_unit_test(test_decode_splits_only_the_window),
         cmocka_unit_test(test_tuned_winner_replaces_the_heuristic),
