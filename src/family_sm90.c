@@ -302,15 +302,21 @@ static int packed_block_m(const struct fc_problem *p)
  * v21). */
 #define PACK_SM_SHARE_NUM 2
 #define PACK_SM_SHARE_DEN 5
+static long long packed_ctas(const struct fc_problem *problem, int block_m)
+{
+    const int positions = block_m / 64 * (64 / (problem->heads_q / problem->heads_kv));
+    return (long long)problem->batch * problem->heads_kv * ((problem->seqlen_q + positions - 1) / positions);
+}
+static long long sms_of(const struct fc_target *target)
+{
+    return target->sm_count > 0 ? target->sm_count : H100_SMS;
+}
 int fc_sm90_packs_filling(const struct fc_problem *problem, const struct fc_target *target)
 {
     const int d = problem->head_dim, block_m = packed_block_m(problem);
     if (target->arch != 90 || !target->arch_specific || d % 32 || d > 256 || !block_m)
         return 0;
-    const int r = problem->heads_q / problem->heads_kv, positions = block_m / 64 * (64 / r);
-    const long long ctas = (long long)problem->batch * problem->heads_kv * ((problem->seqlen_q + positions - 1) / positions);
-    const long long sms = target->sm_count > 0 ? target->sm_count : H100_SMS;
-    return ctas * PACK_SM_SHARE_DEN >= sms * PACK_SM_SHARE_NUM;
+    return packed_ctas(problem, block_m) * PACK_SM_SHARE_DEN >= sms_of(target) * PACK_SM_SHARE_NUM;
 }
 
 static const char *select_for(const struct fc_problem *problem, const struct fc_target *target,
@@ -362,6 +368,11 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         v->block_m = packed;
         v->warps = packed / 16 + 4;
         v->pingpong = packed >= 128;
+        /* NOTE: one consumer's CTAs past one a SM take 64-key tiles, so that two fit an SM (82 KB at
+         * head_dim 128): Hq32 Hkv8 Sq1 Sk8192 B64 (512 CTAs) 705 us against 712 with 128 keys (cuDNN
+         * 706), Hq28 Hkv4 362 against 364 (H100, PERF_NOTES v21) */
+        if (packed == 64 && packed_ctas(problem, packed) > sms_of(target) && problem->head_dim <= 128)
+            v->block_n = 64;
         widen_key_tiles(problem, v);
         if (fc_variant_check(v, NULL, 0))
             return NULL;

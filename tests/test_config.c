@@ -27,7 +27,9 @@
  * 2 dtype x 4 head_dim x 2 causal */
 #define PRECOMPILE_REFERENCE 40
 #define PRECOMPILE_SM80 80
-#define PRECOMPILE_SM90 (20 + 2 + 8 + 4)   /* + causal short-sequence tiles at 128, 192-key tiles at 96 and 128, long at 64 */
+/* + causal short-sequence tiles at 128, 192-key tiles at 96 and 128, long at 64, GQA-packed rows
+ * (one consumer, 64- and 128-key tiles at 64 and 128; two consumers of 192 keys at 128) */
+#define PRECOMPILE_SM90 (20 + 2 + 8 + 4 + 16 + 4)
 /* the 32- and 64-row tiles (two archs, two dtypes, three head dims), then the 128-row one (head_dim 128) */
 #define PRECOMPILE_DECODE_ROWS (48 + 8)
 #define PRECOMPILE_DECODE (80 + PRECOMPILE_DECODE_ROWS)   /* as sm80, then those */
@@ -151,9 +153,9 @@ static void test_precompile_spec(void **state)
     struct fc_variant second = expected_variant(FC_F16, 64, 1, 90, 1);
     struct fc_variant last_reference = expected_variant(FC_BF16, 256, 1, 80, 0);
     struct fc_variant last_sm80 = expected_family_variant(FC_KERNEL_SM80, FC_BF16, 256, 1, 89, 0);
-    struct fc_variant last_sm90 = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 64, 1, 90, 1);
-    last_sm90.block_m = 192;
-    last_sm90.warps = 16;
+    struct fc_variant last_sm90 = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 128, 1, 90, 1);
+    last_sm90.pack_gqa = 1;
+    last_sm90.block_n = 192;
     struct fc_variant last_merge = expected_family_variant(FC_KERNEL_MERGE, FC_BF16, 256, 0, 89, 0);
     struct fc_variant first_window = expected_family_variant(FC_KERNEL_SM90, FC_F16, 64, 1, 90, 1);
     first_window.window = 1;

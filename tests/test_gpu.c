@@ -33,6 +33,7 @@ static const struct { const char *variant; int max_head_dim; } SM90_FORCED[] = {
     {"sm90:m192n128w16p1", 64},  /* ... three consumers taking turns */
     {"sm90:g1", 256},            /* GQA-packed rows (a K/V head's query heads in each tile), two consumers */
     {"sm90:m64w8g1", 256},       /* ... one consumer */
+    {"sm90:m64n64w8g1", 128},    /* ... of 64-key tiles (two CTAs an SM: large-batch decode) */
 };
 #define SM90_FORCED_COUNT (sizeof SM90_FORCED / sizeof SM90_FORCED[0])
 static struct fc_context *sm90_ctx[SM90_FORCED_COUNT];

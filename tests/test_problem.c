@@ -484,6 +484,15 @@ static void test_hopper_packs_few_query_rows(void **state)
     assert_int_equal(plan.grid, 128);
     assert_int_equal(plan.m_blocks, 2);
     p.heads_q = 32;
+    p.seqlen_q = 1;   /* large-batch decode: 512 CTAs, 64-key tiles so that two share an SM */
+    p.batch = 64;
+    p.seqlen_k = 8192;
+    plan = plan_of(&p, H100, NULL);
+    fc_variant_name(&plan.variant, name);
+    assert_string_equal(name, "sm90_bf16_d128_causal_gqa_m64n64s2w8_sm_90a");
+    assert_int_equal(plan.grid, 512);
+    p.batch = 8;
+    p.seqlen_k = 16000;
     p.seqlen_q = 64;   /* 256 rows: two consumers, 32 query rows a CTA, wider key tiles from 4k keys */
     plan = plan_of(&p, H100, NULL);
     fc_variant_name(&plan.variant, name);

@@ -569,7 +569,8 @@ pack)   # GQA-packed rows on the Hopper kernel: correctness side by side, then t
     done
     step selected 300 "FC_GPU_TESTS=test_selected_kernels_match_reference_over_awkward_shapes .carry/bin/test_gpu" &
     step sanitize-pack 300 "SANITIZE_VARIANT=sm90:g1 SANITIZE_DIMS='64 128' sanitize && SANITIZE_VARIANT=sm90:m64w8g1 \
-        SANITIZE_DIMS='128 256' SANITIZE_FLAGS='--heads-q 6' sanitize" &
+        SANITIZE_DIMS='128 256' SANITIZE_FLAGS='--heads-q 6' sanitize && SANITIZE_VARIANT=sm90:m64n64w8g1 \
+        SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--heads-q 16' sanitize" &
     wait
     step pack-sweep 300 "python3 tools/decode_sweep.py --dtype bf16 --shapes \${PACK_SHAPES:-8,32,8,16,16000,causal \
         8,64,8,16,16000,causal} --json \$OUT/pack-sweep.json \${PACK_CONFIGS:-default decode sm90 sm90:g1 sm90:m64w8g1}"
