@@ -7,7 +7,7 @@ of the copy bandwidth, and each peer's time over ours (above 1: ours is faster).
 
     python3 tools/decode_sweep.py                           # the default kernel on both shapes
     python3 tools/decode_sweep.py decode:k2 decode:n64s2w4  # FC_FORCE_VARIANT values to compare
-    python3 tools/decode_sweep.py --shapes 8,64,8,16,16000,causal default sm90:g1   # B,Hq,Hkv,Sq,Sk[,causal]
+    python3 tools/decode_sweep.py default sm90:g1 --shapes 8,64,8,16,16000,causal   # B,Hq,Hkv,Sq,Sk[,causal]
     python3 tools/decode_sweep.py --once CONFIG...          # one launch each and cuDNN's (for ncu)
 
 A configuration is `VARIANT` or `VARIANT@DIR` (templates from DIR, FC_TEMPLATE_DIR); `default`

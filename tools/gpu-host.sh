@@ -572,8 +572,8 @@ pack)   # GQA-packed rows on the Hopper kernel: correctness side by side, then t
         SANITIZE_DIMS='128 256' SANITIZE_FLAGS='--heads-q 6' sanitize && SANITIZE_VARIANT=sm90:m64n64w8g1 \
         SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--heads-q 16' sanitize" &
     wait
-    step pack-sweep 300 "python3 tools/decode_sweep.py --dtype bf16 --shapes \${PACK_SHAPES:-8,32,8,16,16000,causal \
-        8,64,8,16,16000,causal} --json \$OUT/pack-sweep.json \${PACK_CONFIGS:-default decode sm90 sm90:g1 sm90:m64w8g1}"
+    step pack-sweep 300 "python3 tools/decode_sweep.py \${PACK_CONFIGS:-default decode sm90 sm90:g1 sm90:m64w8g1} \
+        --dtype bf16 --json \$OUT/pack-sweep.json --shapes \${PACK_SHAPES:-8,32,8,16,16000,causal 8,64,8,16,16000,causal}"
     ;;
 tune)   # the default sweep from an empty database (compiles included), or resumed from the results of
         # an earlier call ($TUNING_RESULTS), cut with SIGINT after $TUNE_CUT s (one device call is 10
