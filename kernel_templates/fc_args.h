@@ -29,7 +29,8 @@ struct fc_kernel_args {
     int batch, seqlen_q, seqlen_k, heads_q, heads_kv;
     int q_per_kv;                   /* heads_q / heads_kv */
     float scale_log2;               /* softmax_scale * log2(e): scores go straight into exp2 */
-    int m_blocks;                   /* query row blocks per (batch, head) */
+    int m_blocks;                   /* query row blocks per (batch, head); GQA-packed rows (the sm90
+                                       kernel's PACK_GQA): per (batch, K/V head) */
     /* split-KV (the decode family): splits CTAs per (batch, K/V head), split_keys keys each; with
      * more than one split, each writes fp32 O (divided by its sum) and LSE per (split, batch,
      * head, query row) for the combine kernel. */

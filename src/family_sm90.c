@@ -469,22 +469,8 @@ static enum fc_status packed_grid(const struct fc_problem *problem, struct fc_pl
                  fc_problem_per_sequence(problem) ? " with per-sequence lengths" : "");
         return FC_ERR_UNSUPPORTED;
     }
-    const int64_t rows = packed_block_rows(&plan->variant, q_per_kv);
-    const int64_t m_blocks = ((int64_t)problem->seqlen_q + rows - 1) / rows;
-    int64_t grid;
-    if (__builtin_mul_overflow(m_blocks, (int64_t)problem->heads_kv, &grid) ||
-        __builtin_mul_overflow(grid, (int64_t)problem->batch, &grid) || grid > INT_MAX) {
-        snprintf(msg, size, "batch * heads_kv * ceil(seqlen_q / %lld) blocks (%d * %d * %lld) is more than one launch "
-                 "takes (%d)", (long long)rows, problem->batch, problem->heads_kv, (long long)m_blocks, INT_MAX);
-        return FC_ERR_UNSUPPORTED;
-    }
-    plan->m_blocks = (int)m_blocks;
-    plan->grid = (unsigned)grid;
-    plan->splits = 1;
-    plan->split_keys = 0;
-    plan->units = 0;
-    plan->tail_heads = 0;
-    return FC_OK;
+    return fc_plan_block_grid(problem, plan, packed_block_rows(&plan->variant, q_per_kv), problem->heads_kv, "heads_kv",
+                              msg, size);
 }
 
 /* The default grid; first, a forced plain schedule that cannot read the problem's pages is refused by

@@ -129,15 +129,19 @@ static void apply_override(const struct fc_problem *problem, const struct fc_pla
 /* Default grid: one CTA per block_m query rows of each (batch, query head), 64-bit and checked. */
 enum fc_status fc_plan_row_block_grid(const struct fc_problem *problem, struct fc_plan *plan, char *msg, size_t size)
 {
-    const int64_t block_m = plan->variant.block_m;
+    return fc_plan_block_grid(problem, plan, plan->variant.block_m, problem->heads_q, "heads_q", msg, size);
+}
+
+enum fc_status fc_plan_block_grid(const struct fc_problem *problem, struct fc_plan *plan, int rows, int heads,
+                                  const char *heads_name, char *msg, size_t size)
+{
     /* varlen: blocks for the longest sequence; those past a shorter one's rows exit at once */
-    const int64_t m_blocks = ((int64_t)problem->max_seqlen_q + block_m - 1) / block_m;
+    const int64_t m_blocks = ((int64_t)problem->max_seqlen_q + rows - 1) / rows;
     int64_t grid;
-    if (m_blocks > INT_MAX || __builtin_mul_overflow(m_blocks, (int64_t)problem->heads_q, &grid) ||
+    if (m_blocks > INT_MAX || __builtin_mul_overflow(m_blocks, (int64_t)heads, &grid) ||
         __builtin_mul_overflow(grid, (int64_t)problem->batch, &grid) || grid > GRID_X_MAX) {
-        snprintf(msg, size, "batch * heads_q * ceil(max_seqlen_q / %d) blocks (%d * %d * %lld) is more than one launch "
-                 "takes (%d)", plan->variant.block_m, problem->batch, problem->heads_q, (long long)m_blocks,
-                 GRID_X_MAX);
+        snprintf(msg, size, "batch * %s * ceil(max_seqlen_q / %d) blocks (%d * %d * %lld) is more than one launch "
+                 "takes (%d)", heads_name, rows, problem->batch, heads, (long long)m_blocks, GRID_X_MAX);
         return FC_ERR_UNSUPPORTED;
     }
     plan->m_blocks = (int)m_blocks;

@@ -36,7 +36,7 @@ struct fc_plan {
     unsigned grid;          /* CTAs */
     unsigned threads;       /* per CTA */
     unsigned smem_bytes;    /* dynamic shared memory */
-    int m_blocks;           /* query row blocks per (batch, head) */
+    int m_blocks;           /* query row blocks per (batch, head); GQA-packed rows: per (batch, K/V head) */
     int splits, split_keys; /* CTAs per (batch, K/V head) along the keys and keys each; else 1, 0 */
     int requested_splits;   /* the splits forced (fewer if there are too few tiles); 0: chosen */
     unsigned units;         /* a persistent grid's units of row blocks, which its CTAs take in turn; 0: none */
@@ -71,5 +71,10 @@ void fc_plan_utility(struct fc_plan *plan, enum fc_kernel_family family, enum fc
  *  query rows of each (batch, query head), sized with overflow checks. */
 enum fc_status fc_plan_row_block_grid(const struct fc_problem *problem, struct fc_plan *plan, char *msg,
                                       size_t size);
+
+/** The same for `rows` query rows of each (batch, one of `heads`): a family whose blocks are other
+ *  rows than block_m of one query head's (sm90's GQA-packed rows: rows of each K/V head). */
+enum fc_status fc_plan_block_grid(const struct fc_problem *problem, struct fc_plan *plan, int rows, int heads,
+                                  const char *heads_name, char *msg, size_t size);
 
 #endif
