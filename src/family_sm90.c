@@ -47,9 +47,9 @@ static int persistent(const struct fc_variant *v)
  * rows x the q_per_kv query heads of one K/V head, so a problem's rows per K/V head are seqlen_q x
  * q_per_kv, in blocks of this many query rows. */
 #define PACK_GQA_MAX 64   /* query heads per K/V head: at least one query row a warpgroup */
-static int packed_block_rows(const struct fc_variant *v, int q_per_kv)
+static int packed_block_rows(int block_m, int q_per_kv)
 {
-    return v->block_m / 64 * (64 / q_per_kv);
+    return block_m / 64 * (64 / q_per_kv);
 }
 
 /* The head_dim the kernel computes: whole 128-byte column blocks (fwd_sm90.cuh's PADDED_DIM; an odd
@@ -283,10 +283,10 @@ static void widen_fp8_key_tiles(const struct fc_problem *problem, struct fc_vari
 static int packed_block_m(const struct fc_problem *p)
 {
     const int r = p->heads_q / p->heads_kv;
-    if (r < 2 || r > PACK_GQA_MAX || fc_problem_per_sequence(p) || p->paged || p->q_fp8 || p->kv_fp8)
+    if (r < 2 || r > PACK_GQA_MAX || fc_problem_per_sequence(p) || p->q_fp8 || p->kv_fp8)   /* paged: per sequence */
         return 0;
     const long long rows = (long long)p->seqlen_q * r;
-    const int block_m = rows <= PACK_ONE_CONSUMER_ROWS ? 64 : 128, positions = block_m / 64 * (64 / r);
+    const int block_m = rows <= PACK_ONE_CONSUMER_ROWS ? 64 : 128, positions = packed_block_rows(block_m, r);
     const double unpacked = (double)p->seqlen_q / (double)(((long long)p->seqlen_q + UNPACKED_ROWS - 1) /
                                                            UNPACKED_ROWS * UNPACKED_ROWS);
     const double packed = (double)rows / (double)(((long long)p->seqlen_q + positions - 1) / positions * block_m);
@@ -304,7 +304,7 @@ static int packed_block_m(const struct fc_problem *p)
 #define PACK_SM_SHARE_DEN 5
 static long long packed_ctas(const struct fc_problem *problem, int block_m)
 {
-    const int positions = block_m / 64 * (64 / (problem->heads_q / problem->heads_kv));
+    const int positions = packed_block_rows(block_m, problem->heads_q / problem->heads_kv);
     return (long long)problem->batch * problem->heads_kv * ((problem->seqlen_q + positions - 1) / positions);
 }
 static long long sms_of(const struct fc_target *target)
@@ -463,14 +463,13 @@ static int schedule_tail(const struct fc_problem *p, int m_blocks, unsigned grid
 static enum fc_status packed_grid(const struct fc_problem *problem, struct fc_plan *plan, char *msg, size_t size)
 {
     const int q_per_kv = problem->heads_q / problem->heads_kv;
-    if (q_per_kv > PACK_GQA_MAX || fc_problem_per_sequence(problem)) {
-        snprintf(msg, size, "the sm90 kernel packs up to %d query heads per K/V head of a dense batch into its rows "
-                 "(pack_gqa), not %d%s", PACK_GQA_MAX, q_per_kv,
-                 fc_problem_per_sequence(problem) ? " with per-sequence lengths" : "");
+    if (q_per_kv > PACK_GQA_MAX) {   /* per-sequence lengths: the variant's check refused them */
+        snprintf(msg, size, "the sm90 kernel packs up to %d query heads per K/V head into its rows (pack_gqa), not %d",
+                 PACK_GQA_MAX, q_per_kv);
         return FC_ERR_UNSUPPORTED;
     }
-    return fc_plan_block_grid(problem, plan, packed_block_rows(&plan->variant, q_per_kv), problem->heads_kv, "heads_kv",
-                              msg, size);
+    return fc_plan_block_grid(problem, plan, packed_block_rows(plan->variant.block_m, q_per_kv), problem->heads_kv,
+                              "heads_kv", msg, size);
 }
 
 /* The default grid; first, a forced plain schedule that cannot read the problem's pages is refused by

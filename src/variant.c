@@ -61,8 +61,8 @@ void fc_variant_name(const struct fc_variant *v, char out[FC_VARIANT_NAME_MAX])
     snprintf(out, FC_VARIANT_NAME_MAX, "%s_%s_d%d%s%s%s%s%s%s%s%s_m%dn%ds%dw%d%s_%s",
              fc_kernel_family_name(v->family), fc_dtype_name(v->dtype), v->head_dim, v->causal ? "_causal" : "",
              v->window ? "_win" : "", v->softcap ? "_cap" : "", v->varlen ? "_var" : "", v->paged ? "_pg" : "",
-             v->kv_fp8 ? "_kv8" : "", v->q_fp8 ? "_q8" : "", v->pack_gqa ? "_gqa" : "", v->block_m, v->block_n, v->stages, v->warps,
-             v->pingpong ? "p" : "", arch);
+             v->kv_fp8 ? "_kv8" : "", v->q_fp8 ? "_q8" : "", v->pack_gqa ? "_gqa" : "", v->block_m, v->block_n,
+             v->stages, v->warps, v->pingpong ? "p" : "", arch);
 }
 
 int fc_variant_parse_name(const char *name, struct fc_variant *v)
