@@ -21,7 +21,10 @@
 #                              benchmark (validate: all but the benchmark; bench: only that)
 #   tools/gpu-host.sh ab       this build against a baseline bundle in .carry-base/ (tools/gpu-bundle.sh
 #                              on the baseline commit, its .carry/ renamed): both precompiled, then
-#                              BENCH.md's sweep with the baseline timed on the same tensors
+#                              BENCH.md's sweep with the baseline timed on the same tensors ($AB_ARGS:
+#                              bench.py's rows, default --no-extra)
+#   tools/gpu-host.sh compile-time  NVRTC's time on four sm90 sources, with $CT_SETS of
+#                              tools/compile_time.py's option sets, then the host costs (cold first call)
 #   tools/gpu-host.sh merge    fc_attention_merge's tests, ring attention simulated on one GPU
 #   tools/gpu-host.sh ring     ring attention on every GPU of the host (torchrun, NCCL): checked, and timed
 #                              against one GPU at $RING_SEQLENS causal tokens (default 128k, 64k, 256k)
@@ -359,6 +362,14 @@ tiles)
 host)
     step host-costs 120 host_costs
     ;;
+compile-time)   # NVRTC's time on the sm90 sources a cold call compiles (tools/compile_time.py, $CT_SETS)
+    printf 'version: 1\nvariants:\n  - kernel: sm90\n    arch: sm_90a\n    dtype: f16\n    head_dim: [64, 128]\n    causal: [false, true]\n' \
+        > /tmp/flashcore-gpu-host/ct.yaml
+    step ct-sources 120 "rm -rf \$OUT/ct-src && mkdir -p \$OUT/ct-src && FC_DUMP_SOURCE=\$OUT/ct-src \$FCJIT --no-cache precompile \
+        --spec /tmp/flashcore-gpu-host/ct.yaml --jobs 1"
+    step compile-time 400 "python3 tools/compile_time.py --sets ${CT_SETS:-base,mid,max} \$OUT/ct-src/*.cu"
+    step host-costs 120 host_costs
+    ;;
 sm90)
     step gpu-suite 400 .carry/bin/test_gpu
     step hopper 120 .carry/bin/test_hopper
@@ -603,8 +614,9 @@ bench)
     step bench 580 "python3 tools/bench.py \${BENCH_ARGS:-} --json \$OUT/bench.json"
     ;;
 ab)   # a change that must not move speed: both builds precompiled, then timed in one process
+        # ($AB_ARGS: bench.py's row selection, default --no-extra)
     step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a && .carry-base/bin/fcjit --db \$DB precompile --arch sm_90a"
-    step bench-ab 500 "FC_TUNING_DB=\$DB python3 tools/bench.py --no-extra --baseline-lib $PWD/.carry-base/lib/libflashcore.so \
+    step bench-ab 500 "FC_TUNING_DB=\$DB python3 tools/bench.py ${AB_ARGS:---no-extra} --baseline-lib $PWD/.carry-base/lib/libflashcore.so \
         --json $OUT/bench-ab.json"
     ;;
 merge)   # fc_attention_merge: the package's merge tests, then ring attention simulated on one GPU
