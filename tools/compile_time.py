@@ -7,7 +7,9 @@
 Each source is compiled as the library compiles it (src/jit.c's options, the templates from
 kernel_templates/ by -I instead of NVRTC's in-memory headers), once to load NVRTC, then --repeats
 times per option set; the best and the median, the registers, spills and cubin size ptxas reports
-are printed. A measurement tool for PERF_NOTES (issue 16's cold-compile bar), not part of the build.
+are printed. NVRTC 12.9 and later keep compiled code in the driver's compute cache (~/.nv, where a
+driver is installed) and return it for the same source and options: the times here pass NVRTC's
+--no-cache, so that each is a whole compile, unless --nvrtc-cache. A measurement tool for PERF_NOTES (issue 16's cold-compile bar), not part of the build.
 """
 import argparse
 import ctypes
@@ -39,14 +41,14 @@ def load_nvrtc():
     sys.exit("compile_time.py: NVRTC not found (set FC_NVRTC_LIBRARY)")
 
 
-def compile_once(nvrtc, path, extra, arch):
+def compile_once(nvrtc, path, extra, arch, cache):
     program = ctypes.c_void_p()
     with open(path, "rb") as f:
         text = f.read()
     if nvrtc.nvrtcCreateProgram(ctypes.byref(program), text, os.path.basename(path).encode(), 0, None, None):
         sys.exit(f"compile_time.py: nvrtcCreateProgram failed on {path}")
     options = [o.replace("sm_90a", arch) for o in LIBRARY_OPTIONS]
-    options += ["-I" + os.path.join(ROOT, "kernel_templates")] + extra
+    options += ["-I" + os.path.join(ROOT, "kernel_templates")] + extra + ([] if cache else ["--no-cache"])
     array = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
     start = time.perf_counter()
     status = nvrtc.nvrtcCompileProgram(program, len(options), array)
@@ -73,6 +75,8 @@ def main():
     parser.add_argument("--sets", default="base", help="comma-separated: " + ", ".join(SETS))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--arch", default="sm_90a")
+    parser.add_argument("--nvrtc-cache", action="store_true",
+                        help="let NVRTC answer from its cache (the driver's compute cache)")
     args = parser.parse_args()
     nvrtc = load_nvrtc()
     names = args.sets.split(",")
@@ -80,11 +84,11 @@ def main():
         if name not in SETS:
             parser.error(f"unknown set {name!r}")
     start = time.perf_counter()
-    compile_once(nvrtc, args.sources[0], [], args.arch)
+    compile_once(nvrtc, args.sources[0], [], args.arch, args.nvrtc_cache)
     print(f"first compile (NVRTC loading): {(time.perf_counter() - start) * 1e3:.0f} ms", flush=True)
     for path in args.sources:
         for name in names:
-            runs = [compile_once(nvrtc, path, SETS[name], args.arch) for _ in range(args.repeats)]
+            runs = [compile_once(nvrtc, path, SETS[name], args.arch, args.nvrtc_cache) for _ in range(args.repeats)]
             times = sorted(r[0] * 1e3 for r in runs)
             _, regs, spills, cubin = runs[-1]
             print(f"{os.path.basename(path)[:-3]:52s} {name:9s} best {times[0]:6.0f} ms  median "

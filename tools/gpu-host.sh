@@ -23,6 +23,8 @@
 #                              on the baseline commit, its .carry/ renamed): both precompiled, then
 #                              BENCH.md's sweep with the baseline timed on the same tensors ($AB_ARGS:
 #                              bench.py's rows, default --no-extra)
+#   tools/gpu-host.sh ncu-pair Nsight Compute's full set on ours and FA3 over $NCU_SHAPES (ncu_pair),
+#                              reports, details and per-instruction SASS tables to $OUT
 #   tools/gpu-host.sh compile-time  NVRTC's time on four sm90 sources, with $CT_SETS of
 #                              tools/compile_time.py's option sets, then the host costs (cold first call)
 #   tools/gpu-host.sh merge    fc_attention_merge's tests, ring attention simulated on one GPU
@@ -111,7 +113,8 @@ run_shapes() {   # fcjit run over BENCH.md's shapes, one JSON line each
 host_costs() {   # cold (compile), warm (SQLite, new process), warm without NVRTC, hot per call
     rm -f "$DB" "$DB"-*
     local shape=(--batch 2 --heads 8 --seqlen 512 --head-dim ${HOST_HEAD_DIM:-64} --host-calls 2000)
-    echo "cold:"; "$FCJIT" --db "$DB" --json run "${shape[@]}"
+    # NVRTC 12.9+ answers a source it compiled before from the driver's compute cache: off here
+    echo "cold:"; CUDA_CACHE_DISABLE=1 "$FCJIT" --db "$DB" --json run "${shape[@]}"
     echo "warm:"; "$FCJIT" --db "$DB" --json run "${shape[@]}"
     echo "warm, NVRTC hidden:"; FC_NVRTC_LIBRARY=/nonexistent/libnvrtc.so "$FCJIT" --db "$DB" --json run "${shape[@]}"
 }
@@ -226,6 +229,28 @@ with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
 torch.cuda.synchronize()"
 }
 
+ncu_pair() {   # Nsight Compute's full set (per-instruction stall sampling too) on ours and FA3, one problem
+    # ($NCU_SHAPE: batch heads_q heads_kv seqlen head_dim causal(0/1), bf16); reports and their text to $OUT
+    local b hq hkv s d c
+    read -r b hq hkv s d c <<< "${NCU_SHAPE:-4 32 8 4096 128 1}"
+    local tag="b${b}h${hq}-${hkv}s${s}d${d}c${c}"
+    ncu --clock-control none --set full --import-source no -k regex:fc_attention_kernel -c 1 -f -o "$OUT/ncu-ours-$tag" \
+        "$FCJIT" --db "$DB" run --batch $b --heads-q $hq --heads-kv $hkv --seqlen $s --head-dim $d \
+        $([ "$c" = 1 ] && echo --causal) --dtype bf16 --iters 1 --warmup 0 --check-rows 2
+    ncu --clock-control none --set full --import-source no -k regex:FlashAttnFwd -c 1 -f -o "$OUT/ncu-fa3-$tag" python3 -c "
+import torch, fa3_fwd_interface
+q = torch.randn($b, $s, $hq, $d, device='cuda', dtype=torch.bfloat16)
+k, v = (torch.randn($b, $s, $hkv, $d, device='cuda', dtype=torch.bfloat16) for _ in range(2))
+fa3_fwd_interface.flash_attn_func(q, k, v, causal=bool($c))
+torch.cuda.synchronize()"
+    local who
+    for who in ours fa3; do
+        ncu --import "$OUT/ncu-$who-$tag.ncu-rep" --page details --print-details all > "$OUT/ncu-$who-$tag.txt"
+        ncu --import "$OUT/ncu-$who-$tag.ncu-rep" --page source --print-source sass --csv > "$OUT/ncu-$who-$tag-sass.csv"
+    done
+    ls -la "$OUT"/ncu-*-$tag*
+}
+
 paged_decode_profile() {   # Nsight Compute on paged decode (B64 Hq32 Hkv8 D128 Sk 8k bf16), pages of 1 and 16, and not paged
     local page sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
         --section SchedulerStats --section Occupancy"
@@ -330,7 +355,7 @@ export_tuning() {   # every measurement of $DB and its winners, to $OUT
 }
 
 export -f decode_tiles sanitize_decode decode_profile export_tuning
-export -f checked_run paged_decode_profile paged_runs varlen_runs python_matrix run_shapes host_costs sanitize tiles profile check_variants bench_variants
+export -f checked_run paged_decode_profile ncu_pair paged_runs varlen_runs python_matrix run_shapes host_costs sanitize tiles profile check_variants bench_variants
 
 case "${1:-check}" in
 check)
@@ -361,6 +386,13 @@ tiles)
     ;;
 host)
     step host-costs 120 host_costs
+    ;;
+ncu-pair)   # Nsight Compute's full set on ours and FA3 ($NCU_SHAPES: shapes for ncu_pair, ';'-separated)
+    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
+    IFS=';' read -ra shapes <<< "${NCU_SHAPES:-4 32 8 4096 128 1}"
+    for sh in "${shapes[@]}"; do
+        step "ncu-${sh// /-}" 300 "NCU_SHAPE='$sh' ncu_pair"
+    done
     ;;
 compile-time)   # NVRTC's time on the sm90 sources a cold call compiles (tools/compile_time.py, $CT_SETS)
     printf 'version: 1\nvariants:\n  - kernel: sm90\n    arch: sm_90a\n    dtype: f16\n    head_dim: [64, 128]\n    causal: [false, true]\n' \
