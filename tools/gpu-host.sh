@@ -237,7 +237,7 @@ ncu_pair() {   # Nsight Compute's full set (per-instruction stall sampling too) 
     ncu --clock-control none --set full --import-source no -k regex:fc_attention_kernel -c 1 -f -o "$OUT/ncu-ours-$tag" \
         "$FCJIT" --db "$DB" run --batch $b --heads-q $hq --heads-kv $hkv --seqlen $s --head-dim $d \
         $([ "$c" = 1 ] && echo --causal) --dtype bf16 --iters 1 --warmup 0 --check-rows 2
-    ncu --clock-control none --set full --import-source no -k regex:FlashAttnFwd -c 1 -f -o "$OUT/ncu-fa3-$tag" python3 -c "
+    ncu --clock-control none --set full --import-source no -k regex:device_kernel -c 1 -f -o "$OUT/ncu-fa3-$tag" python3 -c "
 import torch, fa3_fwd_interface
 q = torch.randn($b, $s, $hq, $d, device='cuda', dtype=torch.bfloat16)
 k, v = (torch.randn($b, $s, $hkv, $d, device='cuda', dtype=torch.bfloat16) for _ in range(2))
