@@ -247,8 +247,13 @@ torch.cuda.synchronize()"
     for who in ours fa3; do
         ncu --import "$OUT/ncu-$who-$tag.ncu-rep" --page details --print-details all > "$OUT/ncu-$who-$tag.txt"
         ncu --import "$OUT/ncu-$who-$tag.ncu-rep" --page source --print-source sass --csv > "$OUT/ncu-$who-$tag-sass.csv"
+        python3 tools/ncu_stalls.py --top 30 "$OUT/ncu-$who-$tag-sass.csv" > "$OUT/ncu-$who-$tag-stalls.txt"
     done
-    ls -la "$OUT"/ncu-*-$tag*
+    python3 tools/ncu_stalls.py --mix "$OUT/ncu-ours-$tag-sass.csv" "$OUT/ncu-fa3-$tag-sass.csv" > "$OUT/ncu-mix-$tag.txt"
+    # the device tool brings back a few files: the tables in one archive, the reports left out
+    (cd "$OUT" && tar czf "ncu-$tag.tgz" ncu-*-"$tag".txt ncu-*-"$tag"-sass.csv ncu-*-"$tag"-stalls.txt &&
+        rm -f ncu-*-"$tag".ncu-rep ncu-*-"$tag"-sass.csv ncu-ours-"$tag".txt ncu-fa3-"$tag".txt)
+    cat "$OUT/ncu-mix-$tag.txt"
 }
 
 paged_decode_profile() {   # Nsight Compute on paged decode (B64 Hq32 Hkv8 D128 Sk 8k bf16), pages of 1 and 16, and not paged

@@ -5,11 +5,15 @@
     ncu --import REPORT.ncu-rep --page source --print-source sass --csv > K-sass.csv
     python3 tools/ncu_stalls.py [--top 25] K-sass.csv [OTHER-sass.csv ...]
 
+    python3 tools/ncu_stalls.py --mix OURS-sass.csv PEER-sass.csv
+
 For each table: the share of the warp-state samples per stall reason, then the instructions with
 the most samples (share of all, executions, the instruction, its three largest reasons). ncu's CSV
-has no column for the GMMA stall, so an HGMMA's samples can exceed its listed reasons. A reading aid
-for PERF_NOTES (tools/gpu-host.sh ncu-pair writes these tables), not part of the build.
+has no column for the GMMA stall, so an HGMMA's samples can exceed its listed reasons. --mix: the
+executed instructions of two tables by opcode (its first word), the largest differences first. A
+reading aid for PERF_NOTES (tools/gpu-host.sh ncu-pair writes these tables), not part of the build.
 """
+import collections
 import argparse
 import csv
 
@@ -38,11 +42,41 @@ def summarize(path, top):
               f"{r['Source'].strip()[:64]:64s} " + " ".join(f"{n} {v / samples:.1%}" for v, n in largest if v))
 
 
+def opcodes(path):
+    with open(path, newline="") as f:
+        table = list(csv.reader(f))
+    header = table[1]
+    counts = collections.Counter()
+    for line in table[2:]:
+        if len(line) != len(header):
+            continue
+        row = dict(zip(header, line))
+        words = row["Source"].split()
+        if not words:
+            continue
+        op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+        counts[op.split(".")[0]] += number(row["Instructions Executed"])
+    return counts
+
+
+def mix(first, second, top):
+    a, b = opcodes(first), opcodes(second)
+    print(f"== executed instructions: {first} {sum(a.values()) / 1e6:.2f} M, {second} {sum(b.values()) / 1e6:.2f} M")
+    for op in sorted(set(a) | set(b), key=lambda k: -abs(a[k] - b[k]))[:top]:
+        print(f"   {op:12s} {a[op] / 1e6:8.2f} M {b[op] / 1e6:8.2f} M  {(a[op] - b[op]) / 1e6:+8.2f} M")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tables", nargs="+")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--mix", action="store_true", help="compare two tables' opcodes")
     args = parser.parse_args()
+    if args.mix:
+        if len(args.tables) != 2:
+            parser.error("--mix takes two tables")
+        mix(args.tables[0], args.tables[1], args.top)
+        return
     for path in args.tables:
         summarize(path, args.top)
 
