@@ -252,7 +252,7 @@ torch.cuda.synchronize()"
     python3 tools/ncu_stalls.py --mix "$OUT/ncu-ours-$tag-sass.csv" "$OUT/ncu-fa3-$tag-sass.csv" > "$OUT/ncu-mix-$tag.txt"
     # the device tool brings back a few files: the tables in one archive, the reports left out
     (cd "$OUT" && tar czf "ncu-$tag.tgz" ncu-*-"$tag".txt ncu-*-"$tag"-sass.csv ncu-*-"$tag"-stalls.txt &&
-        rm -f ncu-*-"$tag".ncu-rep ncu-*-"$tag"-sass.csv ncu-ours-"$tag".txt ncu-fa3-"$tag".txt)
+        rm -f ncu-*-"$tag".ncu-rep ncu-*-"$tag"-sass.csv ncu-*-"$tag"-stalls.txt ncu-ours-"$tag".txt ncu-fa3-"$tag".txt)
     cat "$OUT/ncu-mix-$tag.txt"
 }
 
