@@ -127,14 +127,17 @@ struct KeyMask : MaskLengths<VARLEN> {
     }
 };
 
-// mask_scores (below) for rows that are not consecutive query rows: the query row of the thread's row
-// h of m-tile m is rows[m][h], e.g. GQA-packed rows, several heads' rows in one tile (the sm90
-// kernel's PACK_GQA). NOTE: mask_scores is not written over this: its PTX then moved (the lane's
-// arithmetic reordered in the sm80 kernel).
-template <bool CAUSAL, bool WINDOW, bool VARLEN, int M_TILES, int N_TILES>
-__device__ __forceinline__ void mask_row_scores(float (&s)[M_TILES][N_TILES][4],
-                                                const KeyMask<CAUSAL, WINDOW, VARLEN> &mask,
-                                                const int (&rows)[M_TILES][2], int key0, bool masked, float prescale)
+// Masks scores held as mma C fragments: the thread's rows h = 0, 1 of m-tile m are query rows
+// row_of(m, h), and it holds two adjacent keys of every 8-key tile; hidden keys become -inf where
+// `masked`; with a negative softmax scale also scales (the softmax then gets factor 1, see
+// softmax.cuh). mask_scores and mask_row_scores (below) name the rows. NOTE: mask_scores' rows
+// from a lane of its own: given this function's (a third argument of row_of), the sm80 kernels'
+// PTX reordered its lane and block arithmetic; so, 56 sm90 kernels compute lane / 4 as
+// (tid & 28) >> 2 where they had (tid & 31) >> 2, their only change.
+template <bool CAUSAL, bool WINDOW, bool VARLEN, int M_TILES, int N_TILES, typename RowOf>
+__device__ __forceinline__ void mask_scores_of_rows(float (&s)[M_TILES][N_TILES][4],
+                                                    const KeyMask<CAUSAL, WINDOW, VARLEN> &mask, RowOf row_of,
+                                                    int key0, bool masked, float prescale)
 {
     const int lane = threadIdx.x % WARP_SIZE;
     if constexpr (WINDOW) {
@@ -144,7 +147,7 @@ __device__ __forceinline__ void mask_row_scores(float (&s)[M_TILES][N_TILES][4],
         for (int m = 0; m < M_TILES; m++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const auto span = mask.span(rows[m][h]);
+                const auto span = mask.span(row_of(m, h));
 #pragma unroll
                 for (int n = 0; n < N_TILES; n++)
 #pragma unroll
@@ -162,7 +165,7 @@ __device__ __forceinline__ void mask_row_scores(float (&s)[M_TILES][N_TILES][4],
         for (int n = 0; n < N_TILES; n++)
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const int row = rows[m][i / 2];
+                const int row = row_of(m, i / 2);
                 const int key = key0 + n * 8 + 2 * (lane % 4) + i % 2;
                 // NOTE: evaluated apart from `masked`: inside the condition it becomes a branch per
                 // element, and the sm90 kernel with three consumers then spills (476 bytes).
@@ -171,46 +174,24 @@ __device__ __forceinline__ void mask_row_scores(float (&s)[M_TILES][N_TILES][4],
             }
 }
 
-// Masks scores held as mma C fragments (a thread holds, per 16-row m-tile, rows first_row + lane / 4
-// (+ 8) and two adjacent keys of every 8-key tile): hidden keys become -inf where `masked`; with a
-// negative softmax scale also scales (the softmax then gets factor 1, see softmax.cuh).
+// The rows of a warp's m-tiles from first_row: m-tile m's rows h are first_row + 16 m + lane / 4 + 8 h.
 template <bool CAUSAL, bool WINDOW, bool VARLEN, int M_TILES, int N_TILES>
 __device__ __forceinline__ void mask_scores(float (&s)[M_TILES][N_TILES][4], const KeyMask<CAUSAL, WINDOW, VARLEN> &mask,
                                             int first_row, int key0, bool masked, float prescale)
 {
     const int lane = threadIdx.x % WARP_SIZE;
-    if constexpr (WINDOW) {
-        // NOTE: per row a span, per key a subtraction and a comparison: with hidden()'s three
-        // comparisons per key, the sm90 kernel with three consumers spilled (12 bytes).
-#pragma unroll
-        for (int m = 0; m < M_TILES; m++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const auto span = mask.span(first_row + m * 16 + lane / 4 + 8 * h);
-#pragma unroll
-                for (int n = 0; n < N_TILES; n++)
-#pragma unroll
-                    for (int j = 0; j < 2; j++) {
-                        const bool hidden = span.hides(key0 + n * 8 + 2 * (lane % 4) + j);
-                        float &score = s[m][n][2 * h + j];
-                        score = masked && hidden ? -infinity() : score * prescale;
-                    }
-            }
-        return;
-    }
-#pragma unroll
-    for (int m = 0; m < M_TILES; m++)
-#pragma unroll
-        for (int n = 0; n < N_TILES; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int row = first_row + m * 16 + lane / 4 + 8 * (i / 2);
-                const int key = key0 + n * 8 + 2 * (lane % 4) + i % 2;
-                // NOTE: evaluated apart from `masked`: inside the condition it becomes a branch per
-                // element, and the sm90 kernel with three consumers then spills (476 bytes).
-                const bool hidden = mask.hidden(row, key);
-                s[m][n][i] = masked && hidden ? -infinity() : s[m][n][i] * prescale;
-            }
+    mask_scores_of_rows(s, mask, [&](int m, int h) { return first_row + m * 16 + lane / 4 + 8 * h; }, key0, masked,
+                        prescale);
+}
+
+// Rows that are not consecutive query rows: m-tile m's rows h are rows[m][h], e.g. GQA-packed rows,
+// several heads' rows in one tile (the sm90 kernel's PACK_GQA).
+template <bool CAUSAL, bool WINDOW, bool VARLEN, int M_TILES, int N_TILES>
+__device__ __forceinline__ void mask_row_scores(float (&s)[M_TILES][N_TILES][4],
+                                                const KeyMask<CAUSAL, WINDOW, VARLEN> &mask,
+                                                const int (&rows)[M_TILES][2], int key0, bool masked, float prescale)
+{
+    mask_scores_of_rows(s, mask, [&](int m, int h) { return rows[m][h]; }, key0, masked, prescale);
 }
 
 }  // namespace fc
