@@ -557,6 +557,10 @@ def parse_args(argv):
     parser.add_argument("--baseline-lib", metavar="PATH",
                         help="also time another libflashcore.so (another build of the same API: 0.2 "
                              "or later) on the same tensors; ratio_baseline = its time / ours")
+    parser.add_argument("--baseline-db", metavar="PATH",
+                        help="also time a baseline (this library, or --baseline-lib) whose kernel cache "
+                             "is this file: e.g. an empty one, so that it runs the shipped tuned winners "
+                             "while ours runs the winners of FC_TUNING_DB's cache")
     parser.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
     return parser.parse_args(argv)
 
@@ -596,9 +600,13 @@ def main(argv=None):
             others["untuned"] = flashcore.Context(args.device)
         finally:
             del os.environ["FC_TUNED"]
-    if args.baseline_lib and context is not None:
-        others["baseline"] = flashcore.Context(args.device, library=args.baseline_lib)
-        meta["baseline_library"] = args.baseline_lib
+    if (args.baseline_lib or args.baseline_db) and context is not None:
+        options = {"library": args.baseline_lib} if args.baseline_lib else {}
+        if args.baseline_db:
+            options["cache_path"] = args.baseline_db
+            meta["baseline_cache"] = args.baseline_db
+        others["baseline"] = flashcore.Context(args.device, **options)
+        meta["baseline_library"] = args.baseline_lib or "(this library)"
     rows = []
     try:
         for index, problem in enumerate(problems):

@@ -23,6 +23,9 @@
 #                              on the baseline commit, its .carry/ renamed): both precompiled, then
 #                              BENCH.md's sweep with the baseline timed on the same tensors ($AB_ARGS:
 #                              bench.py's rows, default --no-extra)
+#   tools/gpu-host.sh tune-ab  `fcjit tune --spec $TUNE_SPEC` from an empty database, then bench.py ($AB_ARGS)
+#                              with those winners against the shipped ones (the same library on an
+#                              empty cache, bench.py --baseline-db), the peers in the same process
 #   tools/gpu-host.sh ncu-pair Nsight Compute's full set on ours and FA3 over $NCU_SHAPES (ncu_pair),
 #                              reports, details and per-instruction SASS tables to $OUT
 #   tools/gpu-host.sh compile-time  NVRTC's time on four sm90 sources, with $CT_SETS of
@@ -655,6 +658,13 @@ ab)   # a change that must not move speed: both builds precompiled, then timed i
     step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a && .carry-base/bin/fcjit --db \$DB precompile --arch sm_90a"
     step bench-ab 500 "FC_TUNING_DB=\$DB python3 tools/bench.py ${AB_ARGS:---no-extra} --baseline-lib $PWD/.carry-base/lib/libflashcore.so \
         --json $OUT/bench-ab.json"
+    ;;
+tune-ab)   # new candidates' winners against the shipped winners, same library, same process, same tensors
+    export DB=/tmp/flashcore-gpu-host/tune-ab.db
+    rm -f "$DB" "$DB"-* /tmp/flashcore-gpu-host/shipped.db*
+    step tune 420 "\$FCJIT --db \$DB tune --spec ${TUNE_SPEC:?TUNE_SPEC: a tuning spec} ${TUNE_ARGS:-}; export_tuning"
+    step bench-tune-ab 500 "FC_TUNING_DB=\$DB python3 tools/bench.py ${AB_ARGS:---no-extra} \
+        --baseline-db /tmp/flashcore-gpu-host/shipped.db --json $OUT/bench-tune-ab.json"
     ;;
 merge)   # fc_attention_merge: the package's merge tests, then ring attention simulated on one GPU
     step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
