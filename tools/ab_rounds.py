@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""A/B of two FlashCore builds (or kernel caches) on BENCH.md's rows, timed in alternation.
+
+    python3 tools/ab_rounds.py --baseline-lib OTHER/libflashcore.so [--rounds 5] [--labels sweep,gqa]
+    python3 tools/ab_rounds.py --baseline-db EMPTY.db ...       # this library on another cache
+
+bench.py --baseline-lib times ours, then the baseline, once each per row: the clock and temperature
+drift between the two timings of a row moved identical kernels by up to 5% on an H100 (PERF_NOTES
+v23.5). Here each row's tensors are made once, the two are checked against each other, then timed
+in turn (ours, baseline, ours, ...) for --rounds rounds with bench.py's measure_ms, and the row's
+ratio is the median of the rounds' (baseline time / ours): above 1, ours is faster. The summary is
+the geometric mean of the rows' ratios, overall and by head_dim, and the spread of the identical-
+kernel rows (the same kernel name with --baseline-db alone; with --baseline-lib, names matching
+--noise-kernels, whose code the change left as it was, e.g. by their PTX): the noise floor of the run.
+A measurement tool for PERF_NOTES, not part of the build; peers are not timed (bench.py does that).
+"""
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402  (its problems, measure_ms and comparisons; it imports flashcore)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline-lib", metavar="PATH", help="the other libflashcore.so")
+    parser.add_argument("--baseline-db", metavar="PATH", help="the baseline's kernel cache file")
+    parser.add_argument("--rounds", type=int, default=5, help="alternations per row (default 5)")
+    parser.add_argument("--labels", default="sweep", help="bench.py's row labels (default sweep)")
+    parser.add_argument("--dtypes", default="f16,bf16")
+    parser.add_argument("--dims", default="64,128,256")
+    parser.add_argument("--causal", choices=("both", "yes", "no"), default="both")
+    parser.add_argument("--noise-kernels", metavar="REGEX",
+                        help="kernels the two builds share unchanged (a regular expression on the name): "
+                             "their rows give the noise floor")
+    parser.add_argument("--json", metavar="PATH", help="write the rows here")
+    parser.add_argument("--device", type=int, default=0)
+    args = parser.parse_args(argv)
+    if not args.baseline_lib and not args.baseline_db:
+        parser.error("give --baseline-lib and/or --baseline-db: something to compare with")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import torch
+
+    import flashcore
+
+    torch.cuda.set_device(args.device)
+    device = torch.device("cuda", args.device)
+    causal_modes = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
+    problems = bench.build_problems([int(d) for d in args.dims.split(",")], args.dtypes.split(","),
+                                    causal_modes, bench.SWEEP_SEQLENS, True)
+    problems = [p for p in problems if p.label in args.labels.split(",")]
+    ours = flashcore.Context(args.device)
+    options = {"library": args.baseline_lib} if args.baseline_lib else {}
+    if args.baseline_db:
+        options["cache_path"] = args.baseline_db
+    base = flashcore.Context(args.device, **options)
+    rows = []
+    try:
+        for index, p in enumerate(problems):
+            dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[p.dtype]
+            q = torch.randn(p.batch, p.seqlen_q, p.heads_q, p.head_dim, dtype=dtype, device=device)
+            k = torch.randn(p.batch, p.seqlen_k, p.heads_kv, p.head_dim, dtype=dtype, device=device)
+            v = torch.randn_like(k)
+            launches = []
+            for context in (ours, base):
+                launch = context.prepare(q, k, v, causal=p.causal, out=torch.empty_like(q))
+                launch()
+                launches.append(launch)
+            torch.cuda.synchronize(device)
+            check = bench.match(launches[0].out, launches[1].out)
+            kernels = [context.plan(q, k, v, causal=p.causal)[0] for context in (ours, base)]
+            times = [[], []]
+            for _ in range(args.rounds):
+                for side in (0, 1):
+                    times[side].append(bench.measure_ms(launches[side]))
+            ratios = [b / o for o, b in zip(*times)]
+            row = {**p._asdict(), "kernels": kernels, "check": check, "ours_ms": times[0], "baseline_ms": times[1],
+                   "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+                   "identical": kernels[0] == kernels[1] and (
+                       bool(re.search(args.noise_kernels, kernels[0])) if args.noise_kernels else not args.baseline_lib)}
+            rows.append(row)
+            print(f"[{index + 1}/{len(problems)}] {p.describe()}: ours {statistics.median(times[0]):.4f} ms "
+                  f"baseline {statistics.median(times[1]):.4f} ms, baseline / ours {row['ratio']:.3f} "
+                  f"({row['ratio_min']:.3f}-{row['ratio_max']:.3f}), {kernels[0]}"
+                  f"{'' if kernels[0] == kernels[1] else ' vs ' + kernels[1]}, check {check['check']}", flush=True)
+            del q, k, v, launches
+            torch.cuda.empty_cache()
+    finally:
+        ours.close()
+        base.close()
+    ratio_geomean = bench.geomean(r["ratio"] for r in rows)
+    print(f"\nbaseline time / ours, median of {args.rounds} alternations a row: geometric mean "
+          f"{ratio_geomean:.4f} over {len(rows)} rows")
+    for head_dim in sorted({r["head_dim"] for r in rows}):
+        picked = [r["ratio"] for r in rows if r["head_dim"] == head_dim]
+        print(f"  head_dim {head_dim}: {bench.geomean(picked):.4f} ({len(picked)} rows, "
+              f"{min(picked):.3f}-{max(picked):.3f})")
+    same = [r["ratio"] for r in rows if r["identical"]]
+    if same:
+        print(f"  rows with the same kernel on both sides: {bench.geomean(same):.4f} ({len(same)} rows, "
+              f"{min(same):.3f}-{max(same):.3f}): the noise floor")
+    bad = [r for r in rows if r["check"]["check"] != "ok"]
+    if bad:
+        print(f"  {len(bad)} rows whose outputs differ beyond bench.py's tolerance")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rounds": args.rounds, "baseline_lib": args.baseline_lib,
+                                               "baseline_db": args.baseline_db, "geomean": ratio_geomean,
+                                               "rows": rows}, indent=1) + "\n")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
