@@ -9,7 +9,8 @@
 #include "tma_internal.h"
 
 #define SHORT_KEYS 1024      /* up to this many keys, causal head_dim 128 takes the small tiles */
-#define LONG_KEYS_D64 8192   /* from this many keys, head_dim 64 takes three consumer warpgroups */
+#define LONG_KEYS_D64 2048          /* from this many keys, head_dim 64 takes three consumer warpgroups ... */
+#define LONG_KEYS_D64_CAUSAL 4096   /* ... and from this many causal ones */
 #define LONG_KEYS_FP8_D64 4096   /* ... FP8 attention's, causal (without a mask: always) */
 #define WIDE_KEYS_FP8 4096          /* from this many keys, FP8 attention takes the wider key tiles ... */
 #define WIDE_KEYS_FP8_CAUSAL 8192   /* ... and from this many causal ones (widen_fp8_key_tiles) */
@@ -393,13 +394,17 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         v->warps = 8;
         v->block_n = 64;
         v->pingpong = 0;   /* one consumer: nobody to take turns with */
-    } else if (d == 64 && problem->max_seqlen_k >= LONG_KEYS_D64 && problem->max_seqlen_q >= 1024) {
-        /* NOTE: three consumer warpgroups sharing each K/V tile: faster from 8k keys on (H200,
-         * 16k: 520 vs 486 TF/s non-causal, 489 vs 463 causal), slower below (2k: 428 vs 455). */
+    } else if (d == 64 && problem->max_seqlen_k >= (problem->mask.causal ? LONG_KEYS_D64_CAUSAL : LONG_KEYS_D64) &&
+               problem->max_seqlen_q >= 1024) {
+        /* NOTE: three consumer warpgroups sharing each K/V tile, taking turns on the tensor cores
+         * (tools/ab_rounds.py, H100, PERF_NOTES v23.7: against the plain m64n128, 1.06-1.08x at 2k
+         * keys, 1.09-1.10x at 4k, causal 1.04-1.05x at 4k and 0.92x at 2k; the turns 1.02-1.04x
+         * causal at 4k-16k, 1.00-1.01x without a mask). H200 (v3, before the persistent grid):
+         * three consumers slower at 2k (428 vs 455 TF/s), faster at 16k. */
         v->block_m = 192;
         v->warps = 16;
         v->block_n = 128;
-        v->pingpong = 0;
+        v->pingpong = 1;
     }
     widen_key_tiles(problem, v);
     if (problem->paged && d == 64) {

@@ -290,10 +290,18 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d192_causal_m128n112s2w12p_sm_90a");
     p.head_dim = 128;
-    p.head_dim = 64;   /* long sequences: three consumer warpgroups */
+    p.head_dim = 64;   /* long sequences: three consumer warpgroups, taking turns */
     p.seqlen_q = p.seqlen_k = 8192;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m192n128s2w16_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m192n128s2w16p_sm_90a");
+    p.seqlen_q = p.seqlen_k = 2048;   /* ... from 4k causal keys; below, the plain warpgroup */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");
+    p.causal = 0;   /* ... from 2k keys without a mask */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d64_m192n128s2w16p_sm_90a");
+    p.causal = 1;
+    p.seqlen_q = p.seqlen_k = 8192;
     p.seqlen_q = 4;   /* 4 query heads per K/V head x 4 rows fit one 16-row tile: split-KV decode */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_bf16_d64_causal_m16n128s2w8_sm_90a");

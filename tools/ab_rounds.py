@@ -16,6 +16,7 @@ A measurement tool for PERF_NOTES, not part of the build; peers are not timed (b
 """
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -34,14 +35,18 @@ def parse_args(argv=None):
     parser.add_argument("--dtypes", default="f16,bf16")
     parser.add_argument("--dims", default="64,128,256")
     parser.add_argument("--causal", choices=("both", "yes", "no"), default="both")
+    parser.add_argument("--seqlens", default=",".join(str(s) for s in bench.SWEEP_SEQLENS),
+                        help="the sweep rows' sequence lengths (default all)")
+    parser.add_argument("--ours-variant", metavar="V", help="FC_FORCE_VARIANT for ours (e.g. sm90:m192n128s2w16p1)")
+    parser.add_argument("--baseline-variant", metavar="V", help="FC_FORCE_VARIANT for the baseline")
     parser.add_argument("--noise-kernels", metavar="REGEX",
                         help="kernels the two builds share unchanged (a regular expression on the name): "
                              "their rows give the noise floor")
     parser.add_argument("--json", metavar="PATH", help="write the rows here")
     parser.add_argument("--device", type=int, default=0)
     args = parser.parse_args(argv)
-    if not args.baseline_lib and not args.baseline_db:
-        parser.error("give --baseline-lib and/or --baseline-db: something to compare with")
+    if not (args.baseline_lib or args.baseline_db or args.ours_variant or args.baseline_variant):
+        parser.error("give --baseline-lib, --baseline-db or a forced variant: something to compare with")
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     return args
@@ -57,13 +62,25 @@ def main(argv=None):
     device = torch.device("cuda", args.device)
     causal_modes = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
     problems = bench.build_problems([int(d) for d in args.dims.split(",")], args.dtypes.split(","),
-                                    causal_modes, bench.SWEEP_SEQLENS, True)
+                                    causal_modes, [int(s) for s in args.seqlens.split(",")], True)
     problems = [p for p in problems if p.label in args.labels.split(",")]
-    ours = flashcore.Context(args.device)
+    def context(variant, **options):   # FC_FORCE_VARIANT is read when a context is made
+        before = os.environ.get("FC_FORCE_VARIANT")
+        if variant:
+            os.environ["FC_FORCE_VARIANT"] = variant
+        try:
+            return flashcore.Context(args.device, **options)
+        finally:
+            if before is None:
+                os.environ.pop("FC_FORCE_VARIANT", None)
+            else:
+                os.environ["FC_FORCE_VARIANT"] = before
+
+    ours = context(args.ours_variant)
     options = {"library": args.baseline_lib} if args.baseline_lib else {}
     if args.baseline_db:
         options["cache_path"] = args.baseline_db
-    base = flashcore.Context(args.device, **options)
+    base = context(args.baseline_variant, **options)
     rows = []
     try:
         for index, p in enumerate(problems):
@@ -86,7 +103,7 @@ def main(argv=None):
             ratios = [b / o for o, b in zip(*times)]
             row = {**p._asdict(), "kernels": kernels, "check": check, "ours_ms": times[0], "baseline_ms": times[1],
                    "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
-                   "identical": kernels[0] == kernels[1] and (
+                   "identical": kernels[0] == kernels[1] and not args.ours_variant and (
                        bool(re.search(args.noise_kernels, kernels[0])) if args.noise_kernels else not args.baseline_lib)}
             rows.append(row)
             print(f"[{index + 1}/{len(problems)}] {p.describe()}: ours {statistics.median(times[0]):.4f} ms "
