@@ -397,7 +397,7 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     } else if (d == 64 && problem->max_seqlen_k >= (problem->mask.causal ? LONG_KEYS_D64_CAUSAL : LONG_KEYS_D64) &&
                problem->max_seqlen_q >= 1024) {
         /* NOTE: three consumer warpgroups sharing each K/V tile, taking turns on the tensor cores
-         * (tools/ab_rounds.py, H100, PERF_NOTES v23.7: against the plain m64n128, 1.06-1.08x at 2k
+         * (tools/ab_rounds.py, H100, PERF_NOTES v23.9: against the plain m64n128, 1.06-1.08x at 2k
          * keys, 1.09-1.10x at 4k, causal 1.04-1.05x at 4k and 0.92x at 2k; the turns 1.02-1.04x
          * causal at 4k-16k, 1.00-1.01x without a mask). H200 (v3, before the persistent grid):
          * three consumers slower at 2k (428 vs 455 TF/s), faster at 16k. */

@@ -661,7 +661,7 @@ ab)   # a change that must not move speed: both builds precompiled, then timed i
     ;;
 tune-ab)   # new candidates' winners against the shipped winners, same library, same process, same tensors
     export DB=/tmp/flashcore-gpu-host/tune-ab.db
-    rm -f "$DB" "$DB"-* /tmp/flashcore-gpu-host/shipped.db*
+    rm -rf "$DB" "$DB"-* "$DB".locks /tmp/flashcore-gpu-host/shipped.db*
     step tune 420 "\$FCJIT --db \$DB tune --spec ${TUNE_SPEC:?TUNE_SPEC: a tuning spec} ${TUNE_ARGS:-}; export_tuning"
     step bench-tune-ab 500 "FC_TUNING_DB=\$DB python3 tools/bench.py ${AB_ARGS:---no-extra} \
         --baseline-db /tmp/flashcore-gpu-host/shipped.db --json $OUT/bench-tune-ab.json"
