@@ -23,6 +23,9 @@
 #                              on the baseline commit, its .carry/ renamed): both precompiled, then
 #                              BENCH.md's sweep with the baseline timed on the same tensors ($AB_ARGS:
 #                              bench.py's rows, default --no-extra)
+#   tools/gpu-host.sh ab-rounds  the same comparison by tools/ab_rounds.py: the two builds timed in
+#                              alternation, each row's median ratio, the untouched kernels' rows as the
+#                              noise floor ($ABR_ARGS: its rows and --noise-kernels, default --labels sweep,gqa)
 #   tools/gpu-host.sh tune-ab  `fcjit tune --spec $TUNE_SPEC` from an empty database, then bench.py ($AB_ARGS)
 #                              with those winners against the shipped ones (the same library on an
 #                              empty cache, bench.py --baseline-db), the peers in the same process
@@ -658,6 +661,10 @@ ab)   # a change that must not move speed: both builds precompiled, then timed i
     step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a && .carry-base/bin/fcjit --db \$DB precompile --arch sm_90a"
     step bench-ab 500 "FC_TUNING_DB=\$DB python3 tools/bench.py ${AB_ARGS:---no-extra} --baseline-lib $PWD/.carry-base/lib/libflashcore.so \
         --json $OUT/bench-ab.json"
+    ;;
+ab-rounds)   # an A/B that can see 1-3%: alternating rounds (PERF_NOTES v23.7), no peers
+    step ab-rounds 580 "FC_TUNING_DB=\$DB python3 tools/ab_rounds.py --baseline-lib $PWD/.carry-base/lib/libflashcore.so \
+        ${ABR_ARGS:---labels sweep,gqa} --json $OUT/ab-rounds.json"
     ;;
 tune-ab)   # new candidates' winners against the shipped winners, same library, same process, same tensors
     export DB=/tmp/flashcore-gpu-host/tune-ab.db
