@@ -16,7 +16,6 @@ A measurement tool for PERF_NOTES, not part of the build; peers are not timed (b
 """
 import argparse
 import json
-import os
 import re
 import statistics
 import sys
@@ -56,38 +55,21 @@ def main(argv=None):
     args = parse_args(argv)
     import torch
 
-    import flashcore
-
     torch.cuda.set_device(args.device)
     device = torch.device("cuda", args.device)
     causal_modes = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
     problems = bench.build_problems([int(d) for d in args.dims.split(",")], args.dtypes.split(","),
                                     causal_modes, [int(s) for s in args.seqlens.split(",")], True)
     problems = [p for p in problems if p.label in args.labels.split(",")]
-    def context(variant, **options):   # FC_FORCE_VARIANT is read when a context is made
-        before = os.environ.get("FC_FORCE_VARIANT")
-        if variant:
-            os.environ["FC_FORCE_VARIANT"] = variant
-        try:
-            return flashcore.Context(args.device, **options)
-        finally:
-            if before is None:
-                os.environ.pop("FC_FORCE_VARIANT", None)
-            else:
-                os.environ["FC_FORCE_VARIANT"] = before
-
-    ours = context(args.ours_variant)
+    ours = bench.make_context(args.device, {"FC_FORCE_VARIANT": args.ours_variant})
     options = {"library": args.baseline_lib} if args.baseline_lib else {}
     if args.baseline_db:
         options["cache_path"] = args.baseline_db
-    base = context(args.baseline_variant, **options)
+    base = bench.make_context(args.device, {"FC_FORCE_VARIANT": args.baseline_variant}, **options)
     rows = []
     try:
         for index, p in enumerate(problems):
-            dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[p.dtype]
-            q = torch.randn(p.batch, p.seqlen_q, p.heads_q, p.head_dim, dtype=dtype, device=device)
-            k = torch.randn(p.batch, p.seqlen_k, p.heads_kv, p.head_dim, dtype=dtype, device=device)
-            v = torch.randn_like(k)
+            q, k, v = bench.problem_tensors(p, device)
             launches = []
             for context in (ours, base):
                 launch = context.prepare(q, k, v, causal=p.causal, out=torch.empty_like(q))
@@ -103,7 +85,8 @@ def main(argv=None):
             ratios = [b / o for o, b in zip(*times)]
             row = {**p._asdict(), "kernels": kernels, "check": check, "ours_ms": times[0], "baseline_ms": times[1],
                    "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
-                   "identical": kernels[0] == kernels[1] and not args.ours_variant and (
+                   # one library: the same name is the same kernel; two: only the names --noise-kernels gives
+                   "identical": kernels[0] == kernels[1] and (
                        bool(re.search(args.noise_kernels, kernels[0])) if args.noise_kernels else not args.baseline_lib)}
             rows.append(row)
             print(f"[{index + 1}/{len(problems)}] {p.describe()}: ours {statistics.median(times[0]):.4f} ms "

@@ -370,9 +370,8 @@ def run_ours(context, q, k, v, problem, peer_outputs, power=None):
     return check, relative, entry
 
 
-def run_problem(context, problem, device, others=None, power=None):
-    """Times the peers and ours (and the other FlashCore contexts in `others`, by name: "untuned",
-    "baseline") on one set of tensors; returns the problem's JSON row."""
+def problem_tensors(problem, device):
+    """Fresh N(0, 1) q, k, v of a problem, [B, S, H, D]."""
     import torch
 
     dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[problem.dtype]
@@ -380,7 +379,29 @@ def run_problem(context, problem, device, others=None, power=None):
                     dtype=dtype, device=device)
     k = torch.randn(problem.batch, problem.seqlen_k, problem.heads_kv, problem.head_dim,
                     dtype=dtype, device=device)
-    v = torch.randn_like(k)
+    return q, k, torch.randn_like(k)
+
+
+def make_context(device, env=None, **options):
+    """A flashcore.Context made with the variables of `env` set (FC_TUNED, FC_FORCE_VARIANT: the
+    library reads them when a context is made), the environment restored after; `options` go to
+    Context (library, cache_path)."""
+    saved = {name: os.environ.get(name) for name in env or {}}
+    os.environ.update({name: value for name, value in (env or {}).items() if value is not None})
+    try:
+        return flashcore.Context(device, **options)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def run_problem(context, problem, device, others=None, power=None):
+    """Times the peers and ours (and the other FlashCore contexts in `others`, by name: "untuned",
+    "baseline") on one set of tensors; returns the problem's JSON row."""
+    q, k, v = problem_tensors(problem, device)
     results, peer_outputs = {}, {}
     for name in PEERS:
         peer_outputs[name], results[name] = run_peer(name, q, k, v, problem, power)
@@ -595,11 +616,7 @@ def main(argv=None):
     context = None if args.no_ours else flashcore.Context(args.device)
     others = {}
     if args.untuned and context is not None:   # the same library with its tuned winners ignored
-        os.environ["FC_TUNED"] = "0"
-        try:
-            others["untuned"] = flashcore.Context(args.device)
-        finally:
-            del os.environ["FC_TUNED"]
+        others["untuned"] = make_context(args.device, {"FC_TUNED": "0"})
     if (args.baseline_lib or args.baseline_db) and context is not None:
         options = {"library": args.baseline_lib} if args.baseline_lib else {}
         if args.baseline_db:

@@ -25,11 +25,16 @@ def number(text):
         return 0.0
 
 
-def summarize(path, top):
+def read_rows(path):
+    """(header, rows as dicts) of one source-page CSV; its first line names the kernel."""
     with open(path, newline="") as f:
         table = list(csv.reader(f))
-    header = table[1]   # the first line names the kernel
-    rows = [dict(zip(header, line)) for line in table[2:] if len(line) == len(header)]
+    header = table[1]
+    return header, [dict(zip(header, line)) for line in table[2:] if len(line) == len(header)]
+
+
+def summarize(path, top):
+    header, rows = read_rows(path)
     reasons = [c for c in header if c.startswith("stall_") and "Not Issued" not in c]
     samples = sum(number(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
     print(f"== {path}: {len(rows)} instructions, {samples:.0f} samples")
@@ -43,14 +48,8 @@ def summarize(path, top):
 
 
 def opcodes(path):
-    with open(path, newline="") as f:
-        table = list(csv.reader(f))
-    header = table[1]
     counts = collections.Counter()
-    for line in table[2:]:
-        if len(line) != len(header):
-            continue
-        row = dict(zip(header, line))
+    for row in read_rows(path)[1]:
         words = row["Source"].split()
         if not words:
             continue
