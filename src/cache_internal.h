@@ -21,6 +21,7 @@ struct fc_cubin_record {
     char nvrtc_version[16];
     int registers, smem_static, smem_dynamic, spill_stores, spill_loads, stack_bytes;
     double compile_ms;
+    int wgmma_serialized; /* compiled now, and ptxas serialized its WGMMAs (for the log; not stored) */
     void *cubin;          /* owned by the record when it came from fc_cache_get */
     size_t cubin_size;
     char created_at[24];

@@ -356,7 +356,7 @@ void fc_jit_kernel_set_hash(const struct fc_jit *jit, char out[FC_KEY_HEX])
 /* ---- compile, or fetch from the cache ---- */
 
 /* FC_DUMP_SOURCE / FC_DUMP_PTX: a folder to write <variant>.cu / <variant>.ptx into. */
-static void dump_text(const struct fc_jit *jit, const char *env, const char *name, const char *ext,
+static void dump_text(const struct fc_logger *logger, const char *env, const char *name, const char *ext,
                       const char *text)
 {
     const char *dir = getenv(env);
@@ -367,16 +367,28 @@ static void dump_text(const struct fc_jit *jit, const char *env, const char *nam
     mkdir(dir, 0755);
     FILE *file = fopen(path, "w");
     if (!file) {
-        fc_log(jit->logger, FC_LOG_WARN, "%s: cannot write %s: %s", env, path, strerror(errno));
+        fc_log(logger, FC_LOG_WARN, "%s: cannot write %s: %s", env, path, strerror(errno));
         return;
     }
     fputs(text, file);
     fclose(file);
-    fc_log(jit->logger, FC_LOG_INFO, "wrote %s", path);
+    fc_log(logger, FC_LOG_INFO, "wrote %s", path);
 }
 
+static void log_compiled(const struct fc_logger *logger, const struct fc_cubin_record *record)
+{
+    fc_log(logger, FC_LOG_INFO, "compiled %s in %.0f ms: %d registers, %d bytes spilled", record->name,
+           record->compile_ms, record->registers, record->spill_stores);
+    if (record->wgmma_serialized)
+        fc_log(logger, FC_LOG_WARN, "%s: ptxas serialized its WGMMAs for want of registers (C7512): correct, "
+               "but without the overlap the kernel is built for", record->name);
+}
+
+/* logger NULL: nothing logged (a compile on the quick first call's worker thread, whose record is logged
+ * by fc_jit_store on the caller's) */
 static enum fc_status compile_unit(struct fc_jit *jit, const struct unit *u, const struct fc_variant *v,
-                                   struct fc_cubin_record *record, char *msg, size_t size)
+                                   const struct fc_logger *logger, struct fc_cubin_record *record, char *msg,
+                                   size_t size)
 {
     const char *names[MAX_TEMPLATES], *texts[MAX_TEMPLATES];
     int count = 0;
@@ -387,14 +399,14 @@ static enum fc_status compile_unit(struct fc_jit *jit, const struct unit *u, con
         }
     char file_name[FC_VARIANT_NAME_MAX + 4];
     snprintf(file_name, sizeof file_name, "%s.cu", u->name);
-    dump_text(jit, "FC_DUMP_SOURCE", u->name, ".cu", u->source);
+    dump_text(logger, "FC_DUMP_SOURCE", u->name, ".cu", u->source);
     int want_ptx = getenv("FC_DUMP_PTX") && *getenv("FC_DUMP_PTX");
     struct fc_nvrtc_output output;
     enum fc_status status = fc_nvrtc_compile(u->source, file_name, count, texts, names, u->option_count,
                                              u->options, want_ptx, &output, msg, size);
     if (status != FC_OK)
         return status;
-    dump_text(jit, "FC_DUMP_PTX", u->name, ".ptx", output.ptx);
+    dump_text(logger, "FC_DUMP_PTX", u->name, ".ptx", output.ptx);
     snprintf(record->name, sizeof record->name, "%s", u->name);
     fc_arch_name(v->arch, v->arch_specific, record->arch);
     snprintf(record->nvrtc_version, sizeof record->nvrtc_version, "%s", fc_nvrtc_version());
@@ -408,11 +420,8 @@ static enum fc_status compile_unit(struct fc_jit *jit, const struct unit *u, con
     record->cubin = output.cubin;        /* ownership moves to the record */
     record->cubin_size = output.cubin_size;
     output.cubin = NULL;
-    fc_log(jit->logger, FC_LOG_INFO, "compiled %s in %.0f ms: %d registers, %d bytes spilled",
-           u->name, record->compile_ms, record->registers, record->spill_stores);
-    if (output.report.wgmma_serialized)
-        fc_log(jit->logger, FC_LOG_WARN, "%s: ptxas serialized its WGMMAs for want of registers (C7512): correct, "
-               "but without the overlap the kernel is built for", u->name);
+    record->wgmma_serialized = output.report.wgmma_serialized;
+    log_compiled(logger, record);
     fc_nvrtc_output_free(&output);
     return FC_OK;
 }
@@ -447,7 +456,7 @@ static enum fc_status compile_and_store(struct fc_jit *jit, const struct unit *u
     if (jit->cache && !force)   /* another process may have compiled it while we waited */
         status = lookup(jit, key, NULL, out, &found, msg, size);
     if (status == FC_OK && !found) {
-        status = compile_unit(jit, u, v, &out->record, msg, size);
+        status = compile_unit(jit, u, v, jit->logger, &out->record, msg, size);
         if (status == FC_OK) {
             snprintf(out->record.key, sizeof out->record.key, "%s", key);
             snprintf(out->record.source_key, sizeof out->record.source_key, "%s", source_key);
@@ -461,19 +470,31 @@ static enum fc_status compile_and_store(struct fc_jit *jit, const struct unit *u
     return status;
 }
 
+/* The unit and its keys (key "" without NVRTC in this process). */
+static enum fc_status unit_and_keys(const struct fc_jit *jit, const struct fc_variant *v, struct unit *u,
+                                    char key[FC_KEY_HEX], char source_key[FC_KEY_HEX], char *msg, size_t size)
+{
+    enum fc_status status = prepare_unit(jit, v, u, msg, size);
+    if (status != FC_OK)
+        return status;
+    const char *nvrtc_version = fc_nvrtc_version();
+    key[0] = 0;
+    if (nvrtc_version)
+        hash_key(u->source, u->options, u->option_count, jit, u->used, nvrtc_version, key);
+    hash_key(u->source, u->options, u->option_count, jit, u->used, "", source_key);
+    return FC_OK;
+}
+
 enum fc_status fc_jit_get_cubin(struct fc_jit *jit, const struct fc_variant *v, int force_compile,
                                 struct fc_cubin *out, char *msg, size_t size)
 {
     memset(out, 0, sizeof *out);
     struct unit u;
-    enum fc_status status = prepare_unit(jit, v, &u, msg, size);
+    char key[FC_KEY_HEX], source_key[FC_KEY_HEX];
+    enum fc_status status = unit_and_keys(jit, v, &u, key, source_key, msg, size);
     if (status != FC_OK)
         return status;
-    const char *nvrtc_version = fc_nvrtc_version();   /* NULL: no NVRTC in this process */
-    char key[FC_KEY_HEX] = "", source_key[FC_KEY_HEX];
-    if (nvrtc_version)
-        hash_key(u.source, u.options, u.option_count, jit, u.used, nvrtc_version, key);
-    hash_key(u.source, u.options, u.option_count, jit, u.used, "", source_key);
+    const char *nvrtc_version = key[0] ? fc_nvrtc_version() : NULL;   /* NULL: no NVRTC in this process */
     if (getenv("FC_DUMP_PTX") && *getenv("FC_DUMP_PTX"))
         force_compile = 1;   /* the PTX exists only while compiling */
 
@@ -497,6 +518,64 @@ enum fc_status fc_jit_get_cubin(struct fc_jit *jit, const struct fc_variant *v, 
     else if (out->origin == FC_CUBIN_CACHED)
         fc_log(jit->logger, FC_LOG_DEBUG, "cache hit for %s", u.name);
     return status;
+}
+
+enum fc_status fc_jit_find_cubin(struct fc_jit *jit, const struct fc_variant *v, struct fc_cubin *out, int *found,
+                                 char *msg, size_t size)
+{
+    memset(out, 0, sizeof *out);
+    *found = 0;
+    struct unit u;
+    char key[FC_KEY_HEX], source_key[FC_KEY_HEX];
+    enum fc_status status = unit_and_keys(jit, v, &u, key, source_key, msg, size);
+    if (status != FC_OK || !jit->cache)
+        return status;
+    pthread_mutex_lock(&jit->lock);
+    status = lookup(jit, key[0] ? key : NULL, source_key, out, found, msg, size);
+    pthread_mutex_unlock(&jit->lock);
+    if (status != FC_OK || !*found)
+        fc_cubin_free(out);
+    else
+        fc_log(jit->logger, FC_LOG_DEBUG, "cache hit for %s", u.name);
+    return status;
+}
+
+enum fc_status fc_jit_compile_detached(struct fc_jit *jit, const struct fc_variant *v, struct fc_cubin *out,
+                                       char *msg, size_t size)
+{
+    memset(out, 0, sizeof *out);
+    struct unit u;
+    char key[FC_KEY_HEX], source_key[FC_KEY_HEX];
+    enum fc_status status = unit_and_keys(jit, v, &u, key, source_key, msg, size);
+    if (status == FC_OK && !key[0]) {
+        char why[1024];
+        fc_nvrtc_load(why, sizeof why);
+        snprintf(msg, size, "kernel %s cannot be compiled: %s", u.name, why);
+        status = FC_ERR_NO_COMPILER;
+    }
+    if (status == FC_OK)
+        status = compile_unit(jit, &u, v, NULL, &out->record, msg, size);
+    if (status != FC_OK) {
+        fc_cubin_free(out);
+        return status;
+    }
+    snprintf(out->record.key, sizeof out->record.key, "%s", key);
+    snprintf(out->record.source_key, sizeof out->record.source_key, "%s", source_key);
+    out->origin = FC_CUBIN_COMPILED;
+    return FC_OK;
+}
+
+void fc_jit_store(struct fc_jit *jit, const struct fc_cubin *cubin)
+{
+    log_compiled(jit->logger, &cubin->record);
+    if (!fc_cache_writable(jit->cache))
+        return;
+    char why[1024];   /* a kernel that compiled is used, stored or not */
+    pthread_mutex_lock(&jit->lock);   /* the connection's; not the compile-once file lock (nothing is compiled) */
+    enum fc_status status = fc_cache_put(jit->cache, &cubin->record, why, sizeof why);
+    pthread_mutex_unlock(&jit->lock);
+    if (status != FC_OK)
+        fc_log(jit->logger, FC_LOG_WARN, "kernel %s compiled but not stored: %s", cubin->record.name, why);
 }
 
 void fc_cubin_free(struct fc_cubin *cubin)

@@ -55,6 +55,22 @@ enum fc_status fc_jit_keys(struct fc_jit *jit, const struct fc_variant *variant,
 enum fc_status fc_jit_get_cubin(struct fc_jit *jit, const struct fc_variant *variant,
                                 int force_compile, struct fc_cubin *out, char *msg, size_t msg_size);
 
+/** The cubin of a variant if the cache holds it (*found 1), never compiling. Thread-safe. */
+enum fc_status fc_jit_find_cubin(struct fc_jit *jit, const struct fc_variant *variant, struct fc_cubin *out,
+                                 int *found, char *msg, size_t msg_size);
+
+/**
+ * Compiles a variant without the cache, the log or the JIT's lock, for a worker thread (the quick
+ * first call's, src/compile_worker.c): the record carries its keys for fc_jit_store, which the
+ * caller's thread runs. Thread-safe (NVRTC's programs are per call; the templates are read only).
+ */
+enum fc_status fc_jit_compile_detached(struct fc_jit *jit, const struct fc_variant *variant, struct fc_cubin *out,
+                                       char *msg, size_t msg_size);
+
+/** Logs a detached compile as fc_jit_get_cubin logs its own, and stores the cubin (a cache that cannot
+ *  be written keeps nothing; a failed write is a warning: the kernel is used all the same). */
+void fc_jit_store(struct fc_jit *jit, const struct fc_cubin *cubin);
+
 void fc_cubin_free(struct fc_cubin *cubin);
 
 /** Hash of every template file the JIT compiles from (embedded, or FC_TEMPLATE_DIR's): identifies
