@@ -88,7 +88,7 @@ enum fc_status fc_attention_forward(struct fc_context *ctx, const struct fc_atte
         return status;
     int pushed;
     struct fc_kernel kernel;
-    if ((status = fc_context_begin_launch(ctx, &plan, &problem, &kernel, &pushed, msg)) != FC_OK)
+    if ((status = fc_context_begin_forward(ctx, &plan, &problem, (CUstream)stream, &kernel, &pushed, msg)) != FC_OK)
         return status;
     const struct fc_launch launch = {ctx->cuda, &plan, &problem, &kernel, (CUstream)stream, msg, FC_MESSAGE_MAX,
                                      &ctx->counters, &ctx->scratch};

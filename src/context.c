@@ -162,6 +162,10 @@ enum fc_status fc_context_create(int device, const struct fc_options *options, s
     }
     if (status == FC_OK)
         status = open_cache_and_jit(ctx, o, ctx->create_message, sizeof ctx->create_message);
+    if (status == FC_OK)
+        fc_compile_worker_init(&ctx->worker, ctx->jit);
+    const char *quick = getenv("FC_QUICK_FIRST_CALL");
+    __atomic_store_n(&ctx->quick_first_call, !(quick && strcmp(quick, "0") == 0), __ATOMIC_RELAXED);
     if (status == FC_OK && device != FC_DEVICE_NONE)
         status = open_device(ctx, ctx->create_message, sizeof ctx->create_message);
     if (status == FC_OK && device != FC_DEVICE_NONE)
@@ -175,6 +179,7 @@ void fc_context_destroy(struct fc_context *ctx)
 {
     if (!ctx)
         return;
+    fc_compile_worker_destroy(&ctx->worker);   /* stores what it compiled: before the cache closes */
     if (ctx->cuda) {
         int pushed = 0;
         if (fc_context_enter(ctx, &pushed) == FC_OK) {
@@ -211,9 +216,11 @@ enum fc_status fc_context_enter(struct fc_context *ctx, int *pushed)
     return FC_OK;
 }
 
-enum fc_status fc_context_begin_launch(struct fc_context *ctx, const struct fc_plan *plan,
-                                       const struct fc_problem *problem, struct fc_kernel *kernel, int *pushed,
-                                       char *msg)
+/* begin_launch's and begin_forward's: the kernel from fc_context_kernel, or with `forward`
+ * fc_context_forward_kernel (which may replace *plan). */
+static enum fc_status begin(struct fc_context *ctx, struct fc_plan *plan, int forward,
+                            const struct fc_problem *problem, CUstream stream, struct fc_kernel *kernel, int *pushed,
+                            char *msg)
 {
     *pushed = 0;
     if (!ctx->cuda) {
@@ -222,11 +229,52 @@ enum fc_status fc_context_begin_launch(struct fc_context *ctx, const struct fc_p
         return FC_ERR_NO_DEVICE;
     }
     enum fc_status status = fc_context_enter(ctx, pushed);
-    if (status == FC_OK && (status = fc_context_kernel(ctx, plan, problem, kernel)) != FC_OK) {
+    if (status == FC_OK)
+        status = forward ? fc_context_forward_kernel(ctx, plan, problem, stream, kernel)
+                         : fc_context_kernel(ctx, plan, problem, kernel);
+    if (status != FC_OK) {
         fc_context_leave(ctx, *pushed);
         *pushed = 0;
     }
     return status;
+}
+
+enum fc_status fc_context_begin_launch(struct fc_context *ctx, const struct fc_plan *plan,
+                                       const struct fc_problem *problem, struct fc_kernel *kernel, int *pushed,
+                                       char *msg)
+{
+    struct fc_plan copy = *plan;   /* fc_context_kernel never replaces it */
+    return begin(ctx, &copy, 0, problem, NULL, kernel, pushed, msg);
+}
+
+enum fc_status fc_context_begin_forward(struct fc_context *ctx, struct fc_plan *plan,
+                                        const struct fc_problem *problem, CUstream stream, struct fc_kernel *kernel,
+                                        int *pushed, char *msg)
+{
+    return begin(ctx, plan, 1, problem, stream, kernel, pushed, msg);
+}
+
+enum fc_status fc_context_set_quick_first_call(struct fc_context *ctx, int enabled)
+{
+    if (!ctx)
+        return FC_ERR_INVALID_ARG;
+    __atomic_store_n(&ctx->quick_first_call, enabled != 0, __ATOMIC_RELAXED);
+    return FC_OK;
+}
+
+enum fc_status fc_context_wait_compiles(struct fc_context *ctx)
+{
+    if (!ctx)
+        return FC_ERR_INVALID_ARG;
+    char *msg = fc_context_message(ctx);
+    if (!ctx->worker.jit)
+        return FC_OK;
+    int failed = fc_compile_worker_wait(&ctx->worker);
+    if (!failed)
+        return FC_OK;
+    snprintf(msg, FC_MESSAGE_MAX, "%d kernel%s compiled for the quick first call failed; the next forward call "
+             "of such a problem returns the compile's error", failed, failed == 1 ? "" : "s");
+    return FC_ERR_COMPILE;
 }
 
 void fc_context_leave(struct fc_context *ctx, int pushed)
@@ -318,31 +366,31 @@ static enum fc_status load_module(struct fc_context *ctx, const struct fc_plan *
     return FC_OK;
 }
 
-enum fc_status fc_context_kernel(struct fc_context *ctx, const struct fc_plan *plan,
-                                 const struct fc_problem *problem, struct fc_kernel *out)
+static int find_loaded(struct fc_context *ctx, const struct fc_variant *v, struct fc_kernel *out)
 {
     pthread_mutex_lock(&ctx->kernels_lock);
-    int hit = table_find(ctx, &plan->variant, out);
+    int hit = table_find(ctx, v, out);
     pthread_mutex_unlock(&ctx->kernels_lock);
-    if (hit)
-        return FC_OK;
+    return hit;
+}
 
-    char *msg = fc_context_message(ctx);
-    struct fc_cubin cubin;
-    enum fc_status status = fc_jit_get_cubin(ctx->jit, &plan->variant, 0, &cubin, msg, FC_MESSAGE_MAX);
-    if (status != FC_OK)
-        return status;
-    status = load_module(ctx, plan, &cubin, out, msg);
-    const char *origin = cubin.origin == FC_CUBIN_COMPILED ? "compiled" : "from cache";
+/* Loads a cubin of the plan's variant into *out and the kernel table (a kernel another thread loaded
+ * meanwhile wins). Frees the cubin. */
+static enum fc_status load_cubin(struct fc_context *ctx, const struct fc_plan *plan, const struct fc_problem *problem,
+                                 struct fc_cubin *cubin, struct fc_kernel *out, char *msg)
+{
+    enum fc_status status = load_module(ctx, plan, cubin, out, msg);
+    const struct fc_cubin *loaded = cubin;
+    const char *origin = loaded->origin == FC_CUBIN_COMPILED ? "compiled" : "from cache";
     if (status == FC_OK && problem)
         fc_log(&ctx->logger, FC_LOG_DEBUG,
                "B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s -> %s (%s; %s)", problem->batch,
                problem->seqlen_q, problem->seqlen_k, problem->heads_q, problem->heads_kv,
                problem->head_dim, fc_dtype_name(problem->dtype), problem->mask.causal ? " causal" : "",
-               cubin.record.name, origin, plan->reason);
+               loaded->record.name, origin, plan->reason);
     else if (status == FC_OK)
-        fc_log(&ctx->logger, FC_LOG_DEBUG, "%s (%s; %s)", cubin.record.name, origin, plan->reason);
-    fc_cubin_free(&cubin);
+        fc_log(&ctx->logger, FC_LOG_DEBUG, "%s (%s; %s)", loaded->record.name, origin, plan->reason);
+    fc_cubin_free(cubin);
     if (status != FC_OK)
         return status;
 
@@ -357,5 +405,69 @@ enum fc_status fc_context_kernel(struct fc_context *ctx, const struct fc_plan *p
             ctx->cuda->cuModuleUnload(out->module);
     }
     pthread_mutex_unlock(&ctx->kernels_lock);
+    return status;
+}
+
+enum fc_status fc_context_kernel(struct fc_context *ctx, const struct fc_plan *plan,
+                                 const struct fc_problem *problem, struct fc_kernel *out)
+{
+    if (find_loaded(ctx, &plan->variant, out))
+        return FC_OK;
+    char *msg = fc_context_message(ctx);
+    struct fc_cubin cubin;
+    enum fc_status status = fc_jit_get_cubin(ctx->jit, &plan->variant, 0, &cubin, msg, FC_MESSAGE_MAX);
+    return status == FC_OK ? load_cubin(ctx, plan, problem, &cubin, out, msg) : status;
+}
+
+/* Whether a launch on stream is being captured into a graph (a launch that cannot tell counts as one). */
+static int capturing(const struct fc_context *ctx, CUstream stream)
+{
+    CUstreamCaptureStatus capture;
+    return ctx->cuda->cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+enum fc_status fc_context_forward_kernel(struct fc_context *ctx, struct fc_plan *plan,
+                                         const struct fc_problem *problem, CUstream stream, struct fc_kernel *out)
+{
+    struct fc_plan quick;
+    /* NOTE: never into a graph: it would replay the quick kernel for good */
+    const int on = __atomic_load_n(&ctx->quick_first_call, __ATOMIC_RELAXED);
+    if (find_loaded(ctx, &plan->variant, out) || !on || !problem ||
+        !fc_plan_quick(problem, &ctx->target, plan, &quick) || capturing(ctx, stream))
+        return fc_context_kernel(ctx, plan, problem, out);
+    char *msg = fc_context_message(ctx);
+    struct fc_cubin cubin;
+    enum fc_status status = FC_OK;
+    enum fc_compile_state state =
+        fc_compile_worker_request(&ctx->worker, &plan->variant, 0, &cubin, &status, msg, FC_MESSAGE_MAX);
+    if (state == FC_COMPILE_UNKNOWN) {   /* the first call that plans it: the disk cache, once */
+        int cached = 0;
+        if ((status = fc_jit_find_cubin(ctx->jit, &plan->variant, &cubin, &cached, msg, FC_MESSAGE_MAX)) != FC_OK)
+            return status;
+        if (cached)
+            return load_cubin(ctx, plan, problem, &cubin, out, msg);
+        state = fc_compile_worker_request(&ctx->worker, &plan->variant, 1, &cubin, &status, msg, FC_MESSAGE_MAX);
+    }
+    switch (state) {
+    case FC_COMPILE_UNKNOWN:       /* (not after a request that queues) */
+    case FC_COMPILE_UNAVAILABLE:   /* no worker thread: the planned kernel, compiled here */
+        return fc_context_kernel(ctx, plan, problem, out);
+    case FC_COMPILE_READY:
+        fc_jit_store(ctx->jit, &cubin);
+        return load_cubin(ctx, plan, problem, &cubin, out, msg);
+    case FC_COMPILE_FAILED:
+        return status;
+    case FC_COMPILE_PENDING:
+    case FC_COMPILE_TAKEN:   /* another thread is loading it: the quick kernel once more */
+        break;
+    }
+    if ((status = fc_context_kernel(ctx, &quick, problem, out)) == FC_OK) {
+        __atomic_fetch_add(&ctx->quick_calls, 1, __ATOMIC_RELAXED);
+        char quick_name[FC_VARIANT_NAME_MAX], planned[FC_VARIANT_NAME_MAX];
+        fc_variant_name(&quick.variant, quick_name);
+        fc_variant_name(&plan->variant, planned);
+        fc_log(&ctx->logger, FC_LOG_DEBUG, "quick first call: %s serves while %s compiles", quick_name, planned);
+        *plan = quick;
+    }
     return status;
 }

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "cache_internal.h"
+#include "compile_worker_internal.h"
 #include "counters_internal.h"
 #include "scratch_internal.h"
 #include "cuda_api_internal.h"
@@ -31,6 +32,9 @@ struct fc_context {
     enum fc_cache_state cache_state;
     char cache_warning[FC_MESSAGE_MAX];   /* why the cache is read only or not used ("" if it is fine) */
     struct fc_jit *jit;
+    struct fc_compile_worker worker;  /* the quick first call's background compiles */
+    int quick_first_call;             /* 1 unless FC_QUICK_FIRST_CALL=0 or fc_context_set_quick_first_call(ctx, 0) */
+    unsigned long quick_calls;        /* forward calls the quick first call served (atomic; fcjit run reads it) */
 
     pthread_mutex_t kernels_lock;
     struct fc_kernel *kernels;        /* open addressing on the variant's hash */
@@ -68,6 +72,16 @@ enum fc_status fc_context_kernel(struct fc_context *ctx, const struct fc_plan *p
                                  const struct fc_problem *problem, struct fc_kernel *out);
 
 /**
+ * fc_attention_forward's kernel: fc_context_kernel's for the plan, unless that kernel is in neither
+ * cache and the quick first call is on and has a kernel for the problem (fc_plan_quick): the planned
+ * kernel is then queued on the context's compile worker and the quick one serves (*plan becomes its
+ * plan) until a later call finds the planned one compiled, stores and loads it; never while stream
+ * is capturing a graph. Thread-safe; the caller has made ctx->cu_context current.
+ */
+enum fc_status fc_context_forward_kernel(struct fc_context *ctx, struct fc_plan *plan,
+                                         const struct fc_problem *problem, CUstream stream, struct fc_kernel *out);
+
+/**
  * What a launch needs from the context: a GPU (else FC_ERR_NO_DEVICE and why there is none), its
  * CUDA context current (*pushed for fc_context_leave) and the plan's kernel (fc_context_kernel).
  * On failure nothing is left pushed. msg is the call's message buffer (FC_MESSAGE_MAX bytes).
@@ -75,6 +89,11 @@ enum fc_status fc_context_kernel(struct fc_context *ctx, const struct fc_plan *p
 enum fc_status fc_context_begin_launch(struct fc_context *ctx, const struct fc_plan *plan,
                                        const struct fc_problem *problem, struct fc_kernel *kernel, int *pushed,
                                        char *msg);
+
+/** The same with fc_context_forward_kernel's kernel (*plan may become the quick first call's). */
+enum fc_status fc_context_begin_forward(struct fc_context *ctx, struct fc_plan *plan,
+                                        const struct fc_problem *problem, CUstream stream, struct fc_kernel *kernel,
+                                        int *pushed, char *msg);
 
 /** Makes the context's CUDA context current; *pushed tells fc_context_leave what to undo. */
 enum fc_status fc_context_enter(struct fc_context *ctx, int *pushed);

@@ -253,12 +253,38 @@ FC_API enum fc_status fc_context_create(int device, const struct fc_options *opt
  * and captures) allocates 16 KB of counters and waits for its stream to zero them; during a capture
  * it allocates nothing, and a launch without a counter runs a static schedule instead. Two graph
  * executables instantiated from one capture share its counters: do not run them at the same time.
+ *
+ * The quick first call (on unless FC_QUICK_FIRST_CALL=0 or fc_context_set_quick_first_call): where
+ * the planned kernel is in neither cache and its family has a kernel that compiles in about half
+ * the time for the problem (the Hopper kernel's plain schedule for its warp-specialized one), that
+ * kernel serves the call and the planned one compiles on a worker thread of the context; a later
+ * call that finds it compiled stores it in the cache, loads it and runs it from then on. The first
+ * calls' results are then correct but not bit-identical to the later ones'; fc_context_wait_compiles
+ * waits for the worker. Never during a stream capture: a captured call compiles the planned kernel.
  * @param stream  a CUstream / cudaStream_t of the context's device; NULL = the legacy stream
  * @return FC_OK, FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED, FC_ERR_NO_DEVICE, FC_ERR_COMPILE, ...
  */
 FC_API enum fc_status fc_attention_forward(struct fc_context *context,
                                            const struct fc_attention_params *params,
                                            void *stream);
+
+/**
+ * Turns the quick first call (fc_attention_forward) on (nonzero) or off for this context; on at
+ * creation unless the FC_QUICK_FIRST_CALL environment variable is "0". Off, a forward call whose
+ * kernel is in neither cache compiles it before it launches (what the worker compiled before is
+ * stored when the context is destroyed).
+ * @return FC_OK, or FC_ERR_INVALID_ARG for a NULL context
+ */
+FC_API enum fc_status fc_context_set_quick_first_call(struct fc_context *context, int enabled);
+
+/**
+ * Blocks until the context's worker has compiled every kernel the quick first call queued (a
+ * benchmark's warm-up, or before timing a kernel). Compiled kernels are stored and run by the next
+ * forward call that plans them.
+ * @return FC_OK; FC_ERR_COMPILE if one of them failed to compile (its forward calls return the
+ *         compile's error); FC_ERR_INVALID_ARG for a NULL context
+ */
+FC_API enum fc_status fc_context_wait_compiles(struct fc_context *context);
 
 /**
  * Answers, with the selector fc_attention_forward uses, whether a problem is supported and which
@@ -366,7 +392,9 @@ FC_API enum fc_status fc_quantize(struct fc_context *context, const struct fc_qu
 /** The message of the last failure on this context ("" if none). Valid until the next call. */
 FC_API const char *fc_context_errmsg(const struct fc_context *context);
 
-/** Releases the context and its loaded kernels. NULL is allowed. */
+/** Releases the context and its loaded kernels. NULL is allowed. A kernel its worker is compiling
+ *  for the quick first call is waited for and stored in the cache (kernels queued behind it are
+ *  dropped: nothing was compiled for them). */
 FC_API void fc_context_destroy(struct fc_context *context);
 
 /** A short constant name for a status, e.g. "FC_ERR_INVALID_ARG". */

@@ -232,6 +232,21 @@ enum fc_status fc_plan_make(const struct fc_problem *problem, const struct fc_ta
     return status;
 }
 
+int fc_plan_quick(const struct fc_problem *problem, const struct fc_target *target, const struct fc_plan *plan,
+                  struct fc_plan *quick)
+{
+    const struct fc_family *family = fc_family_of(plan->variant.family);
+    struct fc_plan_override tiles;
+    char why[256];
+    if (!family || !family->quick_override || !family->quick_override(&plan->variant, &tiles) ||
+        fc_plan_make(problem, target, &tiles, NULL, quick, why, sizeof why) != FC_OK ||
+        memcmp(&quick->variant, &plan->variant, sizeof plan->variant) == 0)
+        return 0;
+    quick->reason = "the quick first call's kernel: it compiles in a third to a half of the planned kernel's time, "
+                    "and serves the calls until that one, compiling on the context's worker thread, is ready";
+    return 1;
+}
+
 void fc_plan_explain(const struct fc_plan *plan, char *out, size_t size)
 {
     const char *reason = plan->reason ? plan->reason : "";

@@ -58,6 +58,14 @@ enum fc_status fc_plan_make(const struct fc_problem *problem, const struct fc_ta
                             const struct fc_plan_override *forced, const struct fc_tuned_table *tuned,
                             struct fc_plan *plan, char *msg, size_t msg_size);
 
+/**
+ * The quick first call's plan for a planned problem (src/context.c's fc_context_forward_kernel): the
+ * family's kernel that compiles in about half the planned one's time (its quick_override), planned for
+ * the same problem. 1 and *quick if there is one; 0 if the family has none or it does not take the problem.
+ */
+int fc_plan_quick(const struct fc_problem *problem, const struct fc_target *target, const struct fc_plan *plan,
+                  struct fc_plan *quick);
+
 /** The plan's reason as one sentence: why this kernel, and why the one before it did not take it. */
 void fc_plan_explain(const struct fc_plan *plan, char *out, size_t size);
 

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "check_internal.h"
+#include "context_internal.h"
 #include "quantize_internal.h"
 
 #define SKIP_EXIT 77
@@ -360,6 +361,83 @@ static void test_bit_identical_over_repeated_runs(void **state)
     assert_bit_identical(&c);
     c = make_feature_case(3, 128, FC_F16, 7);     /* ... and in prefill */
     assert_bit_identical(&c);
+}
+
+/* One poisoned forward call of run's problem on `on`, checked: returns whether the quick first call
+ * served it; the output is left in run's host buffers. */
+static int checked_call(struct fc_context *on, struct fc_check_run *run, const char *what)
+{
+    char msg[FC_MESSAGE_MAX] = "";
+    const unsigned long before = __atomic_load_n(&on->quick_calls, __ATOMIC_RELAXED);
+    assert_int_equal(fc_check_poison(run, msg, sizeof msg), FC_OK);
+    if (fc_attention_forward(on, &run->params, NULL) != FC_OK)
+        fail_msg("%s: %s", what, fc_context_errmsg(on));
+    assert_int_equal(fc_check_download(run, msg, sizeof msg), FC_OK);
+    struct fc_error_stats e;
+    if (!fc_check_verify(run, &e))
+        fail_msg("%s: err %.3g native %.3g lse %.2g bad rows %lld", what, e.max_error, e.native_error,
+                 e.max_lse_error, e.bad_rows);
+    return __atomic_load_n(&on->quick_calls, __ATOMIC_RELAXED) != before;
+}
+
+/* The quick first call (fc_attention_forward): where the planned warp-specialized Hopper kernel is in
+ * neither cache, the first call runs the quick kernel (the plain schedule; checked), the planned one
+ * compiles on the context's worker, and after fc_context_wait_compiles the calls run it (checked,
+ * bit-identical from then on). A context destroyed with the compile under way loses nothing: the
+ * next context on the same cache file finds the kernel there. */
+static void test_quick_first_call(void **state)
+{
+    (void)state;
+    if (ctx->target.arch != 90)
+        skip();
+    const struct fc_check_case cases[] = {
+        make_case(3, 128, FC_F16, 0), make_case(7, 128, FC_BF16, 1), make_feature_case(3, 128, FC_F16, 7),
+        make_case(5, 256, FC_BF16, 0), make_case(3, 64, FC_BF16, 1),
+    };
+    char dir[] = "/tmp/fc-test-quick-XXXXXX", db[64], msg[FC_MESSAGE_MAX] = "";
+    assert_non_null(mkdtemp(dir));
+    snprintf(db, sizeof db, "%s/kernels.db", dir);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct fc_check_case c = cases[i];
+        struct fc_context *quick;
+        struct fc_options options;
+        fc_options_init(&options);
+        options.cache_path = db;
+        assert_int_equal(fc_context_create(0, &options, &quick), FC_OK);
+        assert_int_equal(fc_context_set_quick_first_call(quick, 1), FC_OK);
+        struct fc_check_run run;
+        assert_int_equal(fc_check_prepare(quick, &c, &run, msg, sizeof msg), FC_OK);
+        struct fc_problem problem;
+        struct fc_plan plan, quick_plan;
+        assert_int_equal(fc_context_plan(quick, &run.params, &problem, &plan, msg), FC_OK);
+        const int has_quick = fc_plan_quick(&problem, &quick->target, &plan, &quick_plan);
+        char name[FC_VARIANT_NAME_MAX];
+        fc_variant_name(&plan.variant, name);
+        print_message("case %zu: %s%s\n", i, name, has_quick ? "" : " (no quick kernel)");
+        assert_int_equal(checked_call(quick, &run, "first call"), has_quick);
+        if (i == 0) {   /* destroyed with its compile under way */
+            fc_check_release(&run);
+            fc_context_destroy(quick);
+            assert_int_equal(fc_context_create(0, &options, &quick), FC_OK);
+            assert_int_equal(fc_context_set_quick_first_call(quick, 1), FC_OK);
+            assert_int_equal(fc_check_prepare(quick, &c, &run, msg, sizeof msg), FC_OK);
+            assert_int_equal(checked_call(quick, &run, "the next context's first call"), 0);   /* stored */
+        }
+        assert_int_equal(fc_context_wait_compiles(quick), FC_OK);
+        assert_int_equal(checked_call(quick, &run, "after the wait"), 0);
+        size_t bytes = (size_t)run.params.batch * run.params.seqlen_q * run.params.heads_q * run.params.head_dim * 2;
+        void *planned = malloc(bytes);
+        assert_non_null(planned);
+        memcpy(planned, run.host_out, bytes);
+        assert_int_equal(checked_call(quick, &run, "again"), 0);
+        assert_memory_equal(planned, run.host_out, bytes);
+        free(planned);
+        fc_check_release(&run);
+        fc_context_destroy(quick);
+    }
+    char command[96];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    assert_int_equal(system(command), 0);
 }
 
 /* Each bad call returns its status and launches nothing: out stays poisoned; then a good call on
@@ -1216,6 +1294,9 @@ int main(void)
         printf("SKIP: the gpu suite needs a GPU: %s\n", cuda ? "the driver reports no device" : why);
         return SKIP_EXIT;
     }
+    /* every context of the suite runs the kernel it plans or is forced to (test_quick_first_call turns
+     * the quick first call on for its own) */
+    setenv("FC_QUICK_FIRST_CALL", "0", 1);
     const char *env = getenv("FC_TEST_SEED");
     seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
     printf("seed %llu (set FC_TEST_SEED to repeat)\n", (unsigned long long)seed);
@@ -1234,6 +1315,7 @@ int main(void)
         cmocka_unit_test(test_sm80_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_decode_kernel_matches_reference_over_awkward_shapes),
         cmocka_unit_test(test_bit_identical_over_repeated_runs),
+        cmocka_unit_test(test_quick_first_call),
         cmocka_unit_test(test_misuse_on_a_real_context_launches_nothing),
         cmocka_unit_test(test_forward_is_graph_capturable),
         cmocka_unit_test(test_varlen_matches_reference_in_every_family),

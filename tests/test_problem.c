@@ -462,6 +462,60 @@ static struct fc_plan plan_of(const struct fc_attention_params *p, struct fc_tar
     return plan;
 }
 
+/* The quick first call's plan (fc_plan_quick): a warp-specialized Hopper plan has one, the plain
+ * schedule of one warpgroup (64-key tiles at head_dim 128), planned for the same problem with its own grid; a
+ * plain plan, FP8 attention, other families have none. */
+static void test_quick_first_call_plan(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();
+    p.batch = 4;
+    p.seqlen_q = p.seqlen_k = 4096;
+    p.heads_q = p.heads_kv = 16;
+    p.head_dim = 128;
+    p.causal = 1;
+    struct fc_problem problem;
+    char msg[512] = "", name[FC_VARIANT_NAME_MAX];
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    struct fc_plan plan = plan_of(&p, H100, NULL), quick;
+    assert_int_equal(plan.variant.warps, plan.variant.block_m / 16 + 4);   /* warp-specialized */
+    assert_int_equal(fc_plan_quick(&problem, &H100, &plan, &quick), 1);
+    fc_variant_name(&quick.variant, name);
+    assert_string_equal(name, "sm90_f16_d128_causal_m64n64s2w4_sm_90a");
+    assert_int_equal(quick.threads, 128);
+    assert_int_equal(quick.units, 0);                    /* not persistent: a CTA per row block */
+    assert_int_equal(quick.grid, 4 * 16 * 4096 / 64);
+    assert_non_null(strstr(quick.reason, "quick first call"));
+
+    p.head_dim = 256;   /* 80-key tiles stay 80 */
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    plan = plan_of(&p, H100, NULL);
+    assert_int_equal(fc_plan_quick(&problem, &H100, &plan, &quick), 1);
+    assert_int_equal(quick.variant.block_n, plan.variant.block_n);
+    assert_int_equal(quick.variant.block_m, 64);
+
+    p.head_dim = 64;   /* head_dim 64 at 512 keys: the plain schedule already */
+    p.seqlen_q = p.seqlen_k = 512;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    plan = plan_of(&p, H100, NULL);
+    assert_int_equal(plan.variant.warps, 4);
+    assert_int_equal(fc_plan_quick(&problem, &H100, &plan, &quick), 0);
+
+    p.head_dim = 128;   /* the sm80 kernel has none */
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    plan = plan_of(&p, (struct fc_target){80, 0, 108}, NULL);
+    assert_int_equal(plan.variant.family, FC_KERNEL_SM80);
+    assert_int_equal(fc_plan_quick(&problem, &(struct fc_target){80, 0, 108}, &plan, &quick), 0);
+
+    p.dtype = p.kv_dtype = FC_E4M3;   /* FP8 attention: warp-specialized only */
+    p.out_dtype = FC_BF16;
+    p.seqlen_q = p.seqlen_k = 4096;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    plan = plan_of(&p, H100, NULL);
+    assert_int_equal(plan.variant.q_fp8, 1);
+    assert_int_equal(fc_plan_quick(&problem, &H100, &plan, &quick), 0);
+}
+
 /* Few query rows with GQA on Hopper: the sm90 kernel packs a K/V head's query heads into each CTA's
  * rows (FlashAttention-3's fill rule), 64 a CTA up to 128 rows of a K/V head, and the decode kernel
  * leaves them to it where the CTAs are 2/5 of the SMs or more. */
@@ -1820,6 +1874,7 @@ int main(void)
         cmocka_unit_test(test_fp8_kv_plans),
         cmocka_unit_test(test_fp8_attention),
         cmocka_unit_test(test_fp8_attention_wide_key_tiles),
+        cmocka_unit_test(test_quick_first_call_plan),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),
     };

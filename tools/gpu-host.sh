@@ -33,6 +33,8 @@
 #                              reports, details and per-instruction SASS tables to $OUT
 #   tools/gpu-host.sh compile-time  NVRTC's time on four sm90 sources, with $CT_SETS of
 #                              tools/compile_time.py's option sets, then the host costs (cold first call)
+#   tools/gpu-host.sh first-call  a new kernel's first call with and without the quick first call
+#                              (tools/first_call.py), its gpu-suite test, check.py --quick-first-call, host costs
 #   tools/gpu-host.sh merge    fc_attention_merge's tests, ring attention simulated on one GPU
 #   tools/gpu-host.sh ring     ring attention on every GPU of the host (torchrun, NCCL): checked, and timed
 #                              against one GPU at $RING_SEQLENS causal tokens (default 128k, 64k, 256k)
@@ -120,7 +122,9 @@ host_costs() {   # cold (compile), warm (SQLite, new process), warm without NVRT
     rm -f "$DB" "$DB"-*
     local shape=(--batch 2 --heads 8 --seqlen 512 --head-dim ${HOST_HEAD_DIM:-64} --host-calls 2000)
     # NVRTC 12.9+ answers a source it compiled before from the driver's compute cache: off here
-    echo "cold:"; CUDA_CACHE_DISABLE=1 "$FCJIT" --db "$DB" --json run "${shape[@]}"
+    echo "cold, no quick first call:"; CUDA_CACHE_DISABLE=1 "$FCJIT" --db "$DB" --json run "${shape[@]}" --no-quick-first-call
+    rm -f "$DB" "$DB"-*
+    echo "cold (the quick first call where the kernel takes one):"; CUDA_CACHE_DISABLE=1 "$FCJIT" --db "$DB" --json run "${shape[@]}"
     echo "warm:"; "$FCJIT" --db "$DB" --json run "${shape[@]}"
     echo "warm, NVRTC hidden:"; FC_NVRTC_LIBRARY=/nonexistent/libnvrtc.so "$FCJIT" --db "$DB" --json run "${shape[@]}"
 }
@@ -412,6 +416,12 @@ compile-time)   # NVRTC's time on the sm90 sources a cold call compiles (tools/c
         --spec /tmp/flashcore-gpu-host/ct.yaml --jobs 1"
     step compile-time 400 "python3 tools/compile_time.py --sets ${CT_SETS:-base,mid,max} \$OUT/ct-src/*.cu"
     step host-costs 120 host_costs
+    ;;
+first-call)   # a new kernel's first call with and without the quick first call (tools/first_call.py), and its checks
+    step first-call 300 "CUDA_CACHE_DISABLE=1 python3 tools/first_call.py --rounds 3 --json \$OUT/first_call.json"
+    step gpu-suite-quick 200 "FC_GPU_TESTS=test_quick_first_call .carry/bin/test_gpu"
+    step check-quick 300 "python3 tools/check.py --quick-first-call --matrix base --head-dims 128,256 --repeats 2"
+    step host-costs 120 "HOST_HEAD_DIM=128 host_costs"
     ;;
 sm90)
     step gpu-suite 400 .carry/bin/test_gpu
@@ -722,7 +732,7 @@ final)
     step bench 420 python3 tools/bench.py --json "$OUT/bench.json"
     ;;
 *)
-    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|masks|masks-checks|gpu-suite-split|merge|ring|report|validate|final|python|fp8kv|fp8|quantize" >&2
+    echo "usage: tools/gpu-host.sh check|hopper|tiles|host|first-call|sm90|variants|decode|decode-sweep|decode-quick|masks|tune|tune-resume|tuned-bench|shapes|perf|bench|ab|checks|masks|masks-checks|gpu-suite-split|merge|ring|report|validate|final|python|fp8kv|fp8|quantize" >&2
     exit 2
     ;;
 esac

@@ -12,10 +12,14 @@ flash backend, and FlashAttention-3's flash_attn_func (fa3-fwd, bf16) when it im
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
+
+# Timings and checks are of the planned kernels: no quick first call (fc_attention_forward).
+os.environ.setdefault("FC_QUICK_FIRST_CALL", "0")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import package_path  # noqa: E402

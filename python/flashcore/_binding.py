@@ -103,6 +103,11 @@ def load_library(path=None):
             signatures["fc_quantize"] = (ctypes.c_int, [ctypes.c_void_p,
                                                         ctypes.POINTER(QuantizeParams),
                                                         ctypes.c_void_p])
+        # NOTE: optional too: a library older than the quick first call (a benchmark's baseline)
+        # compiles every kernel before its first launch; Context says so where asked.
+        if hasattr(lib, "fc_context_wait_compiles"):
+            signatures["fc_context_wait_compiles"] = (ctypes.c_int, [ctypes.c_void_p])
+            signatures["fc_context_set_quick_first_call"] = (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int])
         for name, (restype, argtypes) in signatures.items():
             function = getattr(lib, name)
             function.restype = restype
@@ -157,11 +162,15 @@ class Context:
     no_disk_cache and log_level ("off", "error", "warn", "info", "debug") set the fields of struct
     fc_options; None keeps the library's defaults (and its environment variables). library: the
     path of another libflashcore.so to use (a benchmark's baseline build); None: the default one.
-    Thread-safe, like the C context. flashcore.attention() keeps one per device for itself.
+    quick_first_call: False turns the quick first call off for this context (fc_attention_forward's
+    documentation: a kernel in neither cache is first served by one that compiles in about half
+    the time while it compiles on a worker thread); None keeps the library's default (on, unless
+    FC_QUICK_FIRST_CALL=0). Thread-safe, like the C context. flashcore.attention() keeps one per
+    device for itself (flashcore.context(device)).
     """
 
     def __init__(self, device=None, *, cache_path=None, no_disk_cache=False, log_level=None,
-                 library=None):
+                 library=None, quick_first_call=None):
         self._handle = None    # first, so that close() and __del__ work whatever fails below
         self._lib = load_library(library)
         self.device = _default_device() if device is None else int(device)
@@ -183,6 +192,25 @@ class Context:
             error = self._error(status)
             self.close()
             raise error
+        if quick_first_call is not None:
+            self.set_quick_first_call(quick_first_call)
+
+    def set_quick_first_call(self, enabled):
+        """Turns the quick first call on or off (fc_context_set_quick_first_call). A library older
+        than it compiles every kernel before its first launch: off is then what it does already."""
+        if not hasattr(self._lib, "fc_context_set_quick_first_call"):
+            if enabled:
+                raise FlashCoreError("FC_ERR_UNSUPPORTED", FC_ERR_UNSUPPORTED,
+                                     f"{self._lib.fc_path} has no quick first call")
+            return
+        self._check(self._lib.fc_context_set_quick_first_call(self._live_handle(), int(bool(enabled))))
+
+    def wait_compiles(self):
+        """Blocks until the kernels the quick first call queued are compiled (fc_context_wait_compiles):
+        before timing, so that what is timed is the planned kernel. Raises FlashCoreError if one of
+        them failed to compile. A library older than the quick first call has none to wait for."""
+        if hasattr(self._lib, "fc_context_wait_compiles"):
+            self._check(self._lib.fc_context_wait_compiles(self._live_handle()))
 
     def close(self):
         """Destroys the context; later calls on it raise ValueError. Closing twice is harmless."""

@@ -168,6 +168,37 @@ def test_is_deterministic(cuda, shape):
             assert bit_equal(out, first) and bit_equal(lse, first_lse)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_quick_first_call_then_the_planned_kernel(cuda, causal):
+    """With the quick first call on and a kernel in no cache, the first call runs the quick kernel, a
+    correct one; after wait_compiles the calls run the planned kernel, correct and bit-identical."""
+    torch = cuda
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the quick first call serves the Hopper kernel's warp-specialized schedule")
+    torch.manual_seed(7)
+    q, k, v = random_qkv(torch, batch=1, seqlen_q=1000, seqlen_k=1000, heads_q=4, heads_kv=4, head_dim=128)
+    ref_out, ref_lse, err_pt, has_key = check.reference(q, k, v, causal, 128 ** -0.5)[:4]
+    bound = check.ERROR_FACTOR * err_pt + check.ERROR_SLACK
+    with flashcore.Context(0, no_disk_cache=True, quick_first_call=True) as context:
+        outs = [context.attention(q, k, v, causal=causal, return_lse=True)]
+        context.wait_compiles()
+        outs += [context.attention(q, k, v, causal=causal, return_lse=True) for _ in range(2)]
+    for out, lse in outs:
+        assert check.max_abs_diff(out, ref_out) <= bound
+        assert check.max_abs_diff(lse[:, :, has_key], ref_lse[:, :, has_key]) <= check.LSE_TOLERANCE
+    assert bit_equal(outs[1][0], outs[2][0]) and bit_equal(outs[1][1], outs[2][1])
+
+
+def test_quick_first_call_off_and_wait_without_compiles(cuda):
+    torch = cuda
+    q, k, v = random_qkv(torch)
+    with flashcore.Context(0, no_disk_cache=True, quick_first_call=False) as context:
+        context.wait_compiles()   # nothing queued: returns at once
+        first = context.attention(q, k, v, causal=True)
+        context.set_quick_first_call(True)
+        assert bit_equal(context.attention(q, k, v, causal=True), first)   # loaded already: no quick kernel
+
+
 def test_compile_fullgraph_runs_and_matches_eager(cuda):
     torch = cuda
     torch._dynamo.reset()

@@ -545,6 +545,7 @@ int fcjit_tune(int argc, char **argv, const struct fcjit_globals *g)
         work_free(&w);
         return code == FCJIT_EXIT_OK ? fcjit_exit_for(status) : code;
     }
+    fc_context_set_quick_first_call(ctx, 0);   /* every timing is of the candidate itself */
     status = plan_work(ctx->target.arch, ctx->target.arch_specific, o.dtypes, &w);
     if (status == FC_OK && w.bucket_count == 0) {
         fprintf(stderr, "fcjit tune: no candidate of the spec runs on this GPU (sm_%d%s)%s\n", ctx->target.arch,
