@@ -429,10 +429,11 @@ static int capturing(const struct fc_context *ctx, CUstream stream)
 enum fc_status fc_context_forward_kernel(struct fc_context *ctx, struct fc_plan *plan,
                                          const struct fc_problem *problem, CUstream stream, struct fc_kernel *out)
 {
+    if (find_loaded(ctx, &plan->variant, out))   /* the hot path: one lookup, as fc_context_kernel's */
+        return FC_OK;
     struct fc_plan quick;
     /* NOTE: never into a graph: it would replay the quick kernel for good */
-    const int on = __atomic_load_n(&ctx->quick_first_call, __ATOMIC_RELAXED);
-    if (find_loaded(ctx, &plan->variant, out) || !on || !problem ||
+    if (!__atomic_load_n(&ctx->quick_first_call, __ATOMIC_RELAXED) || !problem ||
         !fc_plan_quick(problem, &ctx->target, plan, &quick) || capturing(ctx, stream))
         return fc_context_kernel(ctx, plan, problem, out);
     char *msg = fc_context_message(ctx);
