@@ -426,6 +426,45 @@ static int capturing(const struct fc_context *ctx, CUstream stream)
     return ctx->cuda->cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+/* What the worker did with the plan's variant: READY's cubin stored and loaded into *out (*status the
+ * load's), FAILED's *status the compile's. A request that queues (queue) or not; with `wait`, a compile
+ * under way is waited for (a call that may not take the quick kernel compiles nothing twice). */
+static enum fc_compile_state from_worker(struct fc_context *ctx, const struct fc_plan *plan,
+                                         const struct fc_problem *problem, int queue, int wait,
+                                         struct fc_kernel *out, enum fc_status *status)
+{
+    char *msg = fc_context_message(ctx);
+    struct fc_cubin cubin;
+    const struct fc_variant *v = &plan->variant;
+    enum fc_compile_state state = fc_compile_worker_request(&ctx->worker, v, queue, &cubin, status, msg,
+                                                            FC_MESSAGE_MAX);
+    if (wait && state == FC_COMPILE_PENDING) {
+        fc_compile_worker_wait(&ctx->worker);
+        state = fc_compile_worker_request(&ctx->worker, v, 0, &cubin, status, msg, FC_MESSAGE_MAX);
+    }
+    if (state == FC_COMPILE_READY) {
+        fc_jit_store(ctx->jit, &cubin);
+        *status = load_cubin(ctx, plan, problem, &cubin, out, msg);
+    }
+    return state;
+}
+
+/* The quick plan's kernel for this call (*plan becomes its plan). */
+static enum fc_status run_quick(struct fc_context *ctx, struct fc_plan *plan, const struct fc_plan *quick,
+                                const struct fc_problem *problem, struct fc_kernel *out)
+{
+    enum fc_status status = fc_context_kernel(ctx, quick, problem, out);
+    if (status != FC_OK)
+        return status;
+    __atomic_fetch_add(&ctx->quick_calls, 1, __ATOMIC_RELAXED);
+    char quick_name[FC_VARIANT_NAME_MAX], planned[FC_VARIANT_NAME_MAX];
+    fc_variant_name(&quick->variant, quick_name);
+    fc_variant_name(&plan->variant, planned);
+    fc_log(&ctx->logger, FC_LOG_DEBUG, "quick first call: %s serves while %s compiles", quick_name, planned);
+    *plan = *quick;
+    return FC_OK;
+}
+
 enum fc_status fc_context_forward_kernel(struct fc_context *ctx, struct fc_plan *plan,
                                          const struct fc_problem *problem, CUstream stream, struct fc_kernel *out)
 {
@@ -433,42 +472,27 @@ enum fc_status fc_context_forward_kernel(struct fc_context *ctx, struct fc_plan 
         return FC_OK;
     struct fc_plan quick;
     /* NOTE: never into a graph: it would replay the quick kernel for good */
-    if (!__atomic_load_n(&ctx->quick_first_call, __ATOMIC_RELAXED) || !problem ||
-        !fc_plan_quick(problem, &ctx->target, plan, &quick) || capturing(ctx, stream))
-        return fc_context_kernel(ctx, plan, problem, out);
-    char *msg = fc_context_message(ctx);
-    struct fc_cubin cubin;
+    const int quick_ok = __atomic_load_n(&ctx->quick_first_call, __ATOMIC_RELAXED) && problem &&
+                         fc_plan_quick(problem, &ctx->target, plan, &quick) && !capturing(ctx, stream);
     enum fc_status status = FC_OK;
-    enum fc_compile_state state =
-        fc_compile_worker_request(&ctx->worker, &plan->variant, 0, &cubin, &status, msg, FC_MESSAGE_MAX);
+    enum fc_compile_state state = from_worker(ctx, plan, problem, 0, !quick_ok, out, &status);
+    if (state == FC_COMPILE_READY || state == FC_COMPILE_FAILED)
+        return status;
+    if (!quick_ok)   /* never queued, or another thread is loading it: compiled (or found) here as ever */
+        return fc_context_kernel(ctx, plan, problem, out);
     if (state == FC_COMPILE_UNKNOWN) {   /* the first call that plans it: the disk cache, once */
+        char *msg = fc_context_message(ctx);
+        struct fc_cubin cubin;
         int cached = 0;
         if ((status = fc_jit_find_cubin(ctx->jit, &plan->variant, &cubin, &cached, msg, FC_MESSAGE_MAX)) != FC_OK)
             return status;
         if (cached)
             return load_cubin(ctx, plan, problem, &cubin, out, msg);
-        state = fc_compile_worker_request(&ctx->worker, &plan->variant, 1, &cubin, &status, msg, FC_MESSAGE_MAX);
+        state = from_worker(ctx, plan, problem, 1, 0, out, &status);
+        if (state == FC_COMPILE_READY || state == FC_COMPILE_FAILED)
+            return status;
+        if (state == FC_COMPILE_UNAVAILABLE)   /* no worker thread: compiled here */
+            return fc_context_kernel(ctx, plan, problem, out);
     }
-    switch (state) {
-    case FC_COMPILE_UNKNOWN:       /* (not after a request that queues) */
-    case FC_COMPILE_UNAVAILABLE:   /* no worker thread: the planned kernel, compiled here */
-        return fc_context_kernel(ctx, plan, problem, out);
-    case FC_COMPILE_READY:
-        fc_jit_store(ctx->jit, &cubin);
-        return load_cubin(ctx, plan, problem, &cubin, out, msg);
-    case FC_COMPILE_FAILED:
-        return status;
-    case FC_COMPILE_PENDING:
-    case FC_COMPILE_TAKEN:   /* another thread is loading it: the quick kernel once more */
-        break;
-    }
-    if ((status = fc_context_kernel(ctx, &quick, problem, out)) == FC_OK) {
-        __atomic_fetch_add(&ctx->quick_calls, 1, __ATOMIC_RELAXED);
-        char quick_name[FC_VARIANT_NAME_MAX], planned[FC_VARIANT_NAME_MAX];
-        fc_variant_name(&quick.variant, quick_name);
-        fc_variant_name(&plan->variant, planned);
-        fc_log(&ctx->logger, FC_LOG_DEBUG, "quick first call: %s serves while %s compiles", quick_name, planned);
-        *plan = quick;
-    }
-    return status;
+    return run_quick(ctx, plan, &quick, problem, out);   /* pending, or another thread is loading it */
 }

@@ -260,7 +260,8 @@ FC_API enum fc_status fc_context_create(int device, const struct fc_options *opt
  * kernel serves the call and the planned one compiles on a worker thread of the context; a later
  * call that finds it compiled stores it in the cache, loads it and runs it from then on. The first
  * calls' results are then correct but not bit-identical to the later ones'; fc_context_wait_compiles
- * waits for the worker. Never during a stream capture: a captured call compiles the planned kernel.
+ * waits for the worker. Never during a stream capture: a captured call runs the planned kernel (waiting
+ * for the worker's compile of it, if one is under way).
  * @param stream  a CUstream / cudaStream_t of the context's device; NULL = the legacy stream
  * @return FC_OK, FC_ERR_INVALID_ARG, FC_ERR_UNSUPPORTED, FC_ERR_NO_DEVICE, FC_ERR_COMPILE, ...
  */
@@ -271,8 +272,8 @@ FC_API enum fc_status fc_attention_forward(struct fc_context *context,
 /**
  * Turns the quick first call (fc_attention_forward) on (nonzero) or off for this context; on at
  * creation unless the FC_QUICK_FIRST_CALL environment variable is "0". Off, a forward call whose
- * kernel is in neither cache compiles it before it launches (what the worker compiled before is
- * stored when the context is destroyed).
+ * kernel is in neither cache compiles it before it launches, or waits for the worker's compile of it
+ * if one was queued before.
  * @return FC_OK, or FC_ERR_INVALID_ARG for a NULL context
  */
 FC_API enum fc_status fc_context_set_quick_first_call(struct fc_context *context, int enabled);

@@ -384,7 +384,8 @@ static int checked_call(struct fc_context *on, struct fc_check_run *run, const c
  * neither cache, the first call runs the quick kernel (the plain schedule; checked), the planned one
  * compiles on the context's worker, and after fc_context_wait_compiles the calls run it (checked,
  * bit-identical from then on). A context destroyed with the compile under way loses nothing: the
- * next context on the same cache file finds the kernel there. */
+ * next context on the same cache file finds the kernel there. Turned off with the compile queued, the
+ * next call runs the planned kernel (the worker's, waited for). */
 static void test_quick_first_call(void **state)
 {
     (void)state;
@@ -422,6 +423,10 @@ static void test_quick_first_call(void **state)
             assert_int_equal(fc_context_set_quick_first_call(quick, 1), FC_OK);
             assert_int_equal(fc_check_prepare(quick, &c, &run, msg, sizeof msg), FC_OK);
             assert_int_equal(checked_call(quick, &run, "the next context's first call"), 0);   /* stored */
+        }
+        if (i == 1 && has_quick) {   /* turned off with the compile queued: the next call waits for it */
+            assert_int_equal(fc_context_set_quick_first_call(quick, 0), FC_OK);
+            assert_int_equal(checked_call(quick, &run, "off, the compile queued"), 0);
         }
         assert_int_equal(fc_context_wait_compiles(quick), FC_OK);
         assert_int_equal(checked_call(quick, &run, "after the wait"), 0);
