@@ -38,6 +38,7 @@ class Cli:
         self.db = os.path.join(directory, "tuning.db")
         self.env = dict(os.environ, FC_TUNING_DB=self.db)
         self.env.pop("FC_FORCE_VARIANT", None)
+        self.env.pop("FC_QUICK_FIRST_CALL", None)
 
     def run(self, *args, env=None):
         done = subprocess.run([self.fcjit, *args], capture_output=True, text=True, timeout=600,
@@ -608,6 +609,27 @@ def test_kv_dtype_e4m3_plan_and_explain(cli):
         assert code == EXIT_USAGE and err.strip(), (args, code, err)
 
 
+def test_explain_names_the_quick_first_call(cli):
+    """explain names the quick first call's kernel where the planned one is the warp-specialized Hopper
+    schedule, says why not elsewhere, and --no-quick-first-call (or FC_QUICK_FIRST_CALL=0) turns it off."""
+    shape = ["--head-dim", "128", "--seqlen", "4096", "--causal"]
+    code, out, err = cli.run("--json", "explain", *shape)
+    assert code == EXIT_OK, (code, err)
+    explained = json.loads(out)
+    assert explained["quick_first_call"] == "sm90_f16_d128_causal_m64n64s2w4_sm_90a", explained
+    code, out, err = cli.run("explain", *shape)
+    assert code == EXIT_OK and "first call: while the kernel is in neither cache, sm90_f16_d128_causal_m64n64s2w4" in out, out
+    for args, env in ((["--no-quick-first-call"], None), ([], dict(cli.env, FC_QUICK_FIRST_CALL="0"))):
+        code, out, err = cli.run("explain", *shape, *args, env=env)
+        assert code == EXIT_OK and "first call: the kernel itself (the quick first call is off)" in out, (args, out)
+        code, out, err = cli.run("--json", "explain", *shape, *args, env=env)
+        assert code == EXIT_OK and json.loads(out)["quick_first_call"] == "", (args, out)
+    code, out, err = cli.run("explain", "--head-dim", "64", "--seqlen", "512")   # the plain schedule already
+    assert code == EXIT_OK and "the kernel itself (no quicker kernel to compile for it)" in out, out
+    code, out, err = cli.run("explain", "--dtype", "e4m3", "--seqlen", "4096")   # FP8 attention: none
+    assert code == EXIT_OK and "no quicker kernel" in out, out
+
+
 def test_fp8_attention_plan(cli):
     """--dtype e4m3: q, k and v e4m3 on the Hopper kernel (out bf16, or --out-dtype f16), the
     reference kernel where it declines, and each bad combination refused as bad input."""
@@ -662,6 +684,7 @@ def main():
             (test_page_size_plan_and_explain, (cli,)),
             (test_kv_dtype_e4m3_plan_and_explain, (cli,)),
             (test_fp8_attention_plan, (cli,)),
+            (test_explain_names_the_quick_first_call, (cli,)),
         ]
         for test, args in tests:
             try:

@@ -219,6 +219,19 @@ def test_closed_context_refuses_calls():
         context.plan((1, 128, 8, 64), (1, 128, 8, 64), (1, 128, 8, 64), dtype="f16")
 
 
+def test_quick_first_call_switch_and_wait_without_a_gpu():
+    with flashcore.Context(FC_DEVICE_NONE, no_disk_cache=True, quick_first_call=True) as context:
+        context.wait_compiles()   # nothing queued: returns at once
+        context.set_quick_first_call(False)
+        context.set_quick_first_call(True)
+    with flashcore.Context(FC_DEVICE_NONE, no_disk_cache=True, quick_first_call=False) as context:
+        context.wait_compiles()
+    context = flashcore.Context(FC_DEVICE_NONE, no_disk_cache=True)
+    context.close()
+    with pytest.raises(ValueError):
+        context.wait_compiles()
+
+
 def test_shared_context_is_created_once_across_threads():
     flashcore._api._contexts.pop(FC_DEVICE_NONE, None)
     seen, barrier = [], threading.Barrier(8)
