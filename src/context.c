@@ -380,16 +380,15 @@ static enum fc_status load_cubin(struct fc_context *ctx, const struct fc_plan *p
                                  struct fc_cubin *cubin, struct fc_kernel *out, char *msg)
 {
     enum fc_status status = load_module(ctx, plan, cubin, out, msg);
-    const struct fc_cubin *loaded = cubin;
-    const char *origin = loaded->origin == FC_CUBIN_COMPILED ? "compiled" : "from cache";
+    const char *origin = cubin->origin == FC_CUBIN_COMPILED ? "compiled" : "from cache";
     if (status == FC_OK && problem)
         fc_log(&ctx->logger, FC_LOG_DEBUG,
                "B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s -> %s (%s; %s)", problem->batch,
                problem->seqlen_q, problem->seqlen_k, problem->heads_q, problem->heads_kv,
                problem->head_dim, fc_dtype_name(problem->dtype), problem->mask.causal ? " causal" : "",
-               loaded->record.name, origin, plan->reason);
+               cubin->record.name, origin, plan->reason);
     else if (status == FC_OK)
-        fc_log(&ctx->logger, FC_LOG_DEBUG, "%s (%s; %s)", loaded->record.name, origin, plan->reason);
+        fc_log(&ctx->logger, FC_LOG_DEBUG, "%s (%s; %s)", cubin->record.name, origin, plan->reason);
     fc_cubin_free(cubin);
     if (status != FC_OK)
         return status;
