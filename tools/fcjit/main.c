@@ -48,6 +48,8 @@ static const char USAGE[] =
     "             FC_FORCE_VARIANT=sm90|sm90:m128n64s2w12p1|sm90:m64w8g1|sm80:m128n64w4|\n"
     "                              decode:n64w4k8|reference,\n"
     "             FC_TUNED=0 (ignore tuned winners: the heuristic decides),\n"
+    "             FC_QUICK_FIRST_CALL=0 (a new kernel compiles before its first launch; else a kernel\n"
+    "                              that compiles in less time runs until it is ready),\n"
     "             FC_TUNING_DB=PATH, FC_NVRTC_LIBRARY=PATH, FC_CUDA_LIBRARY=PATH\n";
 
 static void parse_failed(const char *command, const char *name, const char *expected, const char *text)
