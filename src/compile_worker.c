@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compile_worker_internal.h"
 
@@ -81,9 +82,17 @@ static int start(struct fc_compile_worker *w)
     pthread_sigmask(SIG_SETMASK, &all, &previous);
     int rc = pthread_create(&w->thread, NULL, work, w);
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
-    if (rc == 0)
+    if (rc == 0) {
         w->started = 1;
+        w->owner = getpid();
+    }
     return rc;
+}
+
+/* A child forked after the thread started: the thread, and whoever held the lock, are the parent's. */
+static int forked(const struct fc_compile_worker *w)
+{
+    return w->started && getpid() != w->owner;
 }
 
 static int same_variant(const struct fc_variant *a, const struct fc_variant *b)
@@ -96,6 +105,8 @@ enum fc_compile_state fc_compile_worker_request(struct fc_compile_worker *w, con
                                                 char *msg, size_t msg_size)
 {
     enum fc_compile_state state = FC_COMPILE_PENDING;
+    if (forked(w))
+        return FC_COMPILE_UNAVAILABLE;
     pthread_mutex_lock(&w->lock);
     struct fc_compile_job *job = w->jobs;
     while (job && !same_variant(&job->variant, variant))
@@ -132,6 +143,8 @@ enum fc_compile_state fc_compile_worker_request(struct fc_compile_worker *w, con
 
 int fc_compile_worker_wait(struct fc_compile_worker *w)
 {
+    if (forked(w))
+        return 0;
     pthread_mutex_lock(&w->lock);
     int failed;
     for (;;) {
@@ -153,6 +166,16 @@ void fc_compile_worker_destroy(struct fc_compile_worker *w)
 {
     if (!w->jit)
         return;   /* never initialized (a context that failed early) */
+    if (forked(w)) {   /* the compiles are the parent's to finish and store */
+        for (struct fc_compile_job *j = w->jobs, *next; j; j = next) {
+            next = j->next;
+            fc_cubin_free(&j->cubin);
+            free(j->message);
+            free(j);
+        }
+        memset(w, 0, sizeof *w);
+        return;
+    }
     pthread_mutex_lock(&w->lock);
     w->stopping = 1;
     pthread_cond_broadcast(&w->wake);

@@ -7,6 +7,7 @@
 #define FC_COMPILE_WORKER_INTERNAL_H
 
 #include <pthread.h>
+#include <sys/types.h>
 
 #include "jit_internal.h"
 
@@ -18,6 +19,7 @@ struct fc_compile_worker {
     pthread_cond_t wake;                /* a job was queued, or the worker is to stop */
     pthread_cond_t idle;                /* a job finished */
     pthread_t thread;
+    pid_t owner;                        /* the process that started the thread (a forked child has none) */
     int started, stopping;
     struct fc_compile_job *jobs;        /* every job of the context, newest first */
 };
@@ -50,7 +52,9 @@ int fc_compile_worker_wait(struct fc_compile_worker *w);
 /**
  * Stops the worker: queued jobs are dropped (nothing was compiled for them), the compiling one is
  * waited for, and every compiled cubin not handed out goes to fc_jit_store (nothing compiled is
- * lost). Then frees everything.
+ * lost). Then frees everything. In a child forked after the thread started (which has no such
+ * thread), request answers FC_COMPILE_UNAVAILABLE, wait returns at once, and destroy frees the
+ * child's copies without waiting, storing or touching the locks.
  */
 void fc_compile_worker_destroy(struct fc_compile_worker *w);
 

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -189,6 +191,39 @@ static void test_destroy_stores_untaken_kernels(void **state)
     }
 }
 
+/* A child forked while the worker compiles has no worker thread: its requests are answered
+ * UNAVAILABLE (compile in place), waiting returns at once, and destroying the context in the child
+ * (Python's finalizers at a forked child's exit) neither hangs nor stores the parent's compiles. */
+static void test_forked_child_never_waits_for_the_parent_thread(void **state)
+{
+    struct fixture *f = *state;
+    REQUIRE_NVRTC(f);
+    struct fc_compile_worker w;
+    fc_compile_worker_init(&w, f->jit);
+    const struct fc_variant v = reference_variant(128), other = reference_variant(64);
+    struct fc_cubin cubin;
+    enum fc_status status = FC_OK;
+    char msg[MSG_MAX] = "";
+    assert_int_equal(request(&w, &v, &cubin, &status, msg), FC_COMPILE_PENDING);
+    const pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        alarm(10);   /* a hang ends the child by SIGALRM: the parent sees it */
+        int ok = request(&w, &other, &cubin, &status, msg) == FC_COMPILE_UNAVAILABLE &&
+                 fc_compile_worker_wait(&w) == 0;
+        fc_compile_worker_destroy(&w);
+        _exit(ok ? 0 : 1);
+    }
+    int child_status = 0;
+    assert_int_equal(waitpid(child, &child_status, 0), child);
+    assert_true(WIFEXITED(child_status));
+    assert_int_equal(WEXITSTATUS(child_status), 0);
+    assert_int_equal(fc_compile_worker_wait(&w), 0);   /* the parent's worker goes on */
+    assert_int_equal(request(&w, &v, &cubin, &status, msg), FC_COMPILE_READY);
+    fc_cubin_free(&cubin);
+    fc_compile_worker_destroy(&w);
+}
+
 /* A worker destroyed without a job never started a thread; waiting on it returns at once. */
 static void test_idle_worker(void **state)
 {
@@ -206,6 +241,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_job_compiles_once_and_is_handed_out_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failure_is_kept_and_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_destroy_stores_untaken_kernels, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forked_child_never_waits_for_the_parent_thread, setup, teardown),
         cmocka_unit_test(test_idle_worker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
