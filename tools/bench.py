@@ -24,7 +24,9 @@ import warnings
 from pathlib import Path
 from typing import NamedTuple
 
-# Timings and checks are of the planned kernels: no quick first call (fc_attention_forward).
+# Timings and checks are of the planned kernels: no quick first call (fc_attention_forward). Read when a
+# context is made: every script that imports this module before it makes one (bench_*.py, decode_sweep.py,
+# ab_rounds.py, first_call.py) gets it too.
 os.environ.setdefault("FC_QUICK_FIRST_CALL", "0")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # also run as `python3 -m tools.bench`

@@ -38,12 +38,8 @@ import argparse
 import importlib.metadata
 import json
 import math
-import os
 import sys
 from pathlib import Path
-
-# Timings and checks are of the planned kernels: no quick first call (fc_attention_forward).
-os.environ.setdefault("FC_QUICK_FIRST_CALL", "0")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (measure_ms, fa3_call, collect_metadata, nvidia_smi; it imports flashcore)

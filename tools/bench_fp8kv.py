@@ -21,12 +21,8 @@ q's dtype, same tensors.
 """
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
-
-# Timings and checks are of the planned kernels: no quick first call (fc_attention_forward).
-os.environ.setdefault("FC_QUICK_FIRST_CALL", "0")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (measure_ms, copy_gbps, collect_metadata; it imports flashcore)

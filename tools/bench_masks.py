@@ -27,12 +27,8 @@ Ratios: peer time / our time (above 1: we are faster); overheads: time with / ti
 import argparse
 import json
 import math
-import os
 import sys
 from pathlib import Path
-
-# Timings and checks are of the planned kernels: no quick first call (fc_attention_forward).
-os.environ.setdefault("FC_QUICK_FIRST_CALL", "0")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (its measure_ms, metadata and sweep constants; it imports flashcore)

@@ -19,13 +19,9 @@ our dense TFLOP/s, and ours/FA3 on varlen no worse than ours/FA3 dense.
 import argparse
 import itertools
 import json
-import os
 import random
 import sys
 from pathlib import Path
-
-# Timings and checks are of the planned kernels: no quick first call (fc_attention_forward).
-os.environ.setdefault("FC_QUICK_FIRST_CALL", "0")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (measure_ms, metadata; it imports flashcore)

@@ -15,16 +15,11 @@ is the selector's choice.
 """
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-# Timings and checks are of the planned kernels: no quick first call (fc_attention_forward).
-os.environ.setdefault("FC_QUICK_FIRST_CALL", "0")
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
-import flashcore  # noqa: E402
 
 SHAPES = ((64, 32, 8, 1, 8192, False), (8, 32, 8, 1, 32768, False))   # (B, Hq, Hkv, Sq, Sk, causal), D 128
 
@@ -44,23 +39,11 @@ def shape_arg(text):
 
 
 def context_for(config):
-    """A FlashCore context for `VARIANT[@DIR]`: the env variables are read at creation."""
+    """A FlashCore context for `VARIANT[@DIR]` (bench.make_context; an empty variable is unset to the
+    library: the selector's choice, the embedded templates)."""
     variant, _, templates = config.partition("@")
-    saved = {name: os.environ.get(name) for name in ("FC_FORCE_VARIANT", "FC_TEMPLATE_DIR")}
-    os.environ.pop("FC_FORCE_VARIANT", None)
-    os.environ.pop("FC_TEMPLATE_DIR", None)
-    if variant != "default":
-        os.environ["FC_FORCE_VARIANT"] = variant
-    if templates:
-        os.environ["FC_TEMPLATE_DIR"] = templates
-    try:
-        return flashcore.Context(0, no_disk_cache=True)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    return bench.make_context(0, {"FC_FORCE_VARIANT": "" if variant == "default" else variant,
+                                  "FC_TEMPLATE_DIR": templates}, no_disk_cache=True)
 
 
 def decode_inputs(shape, dtype):
