@@ -162,17 +162,26 @@ int fc_compile_worker_wait(struct fc_compile_worker *w)
     return failed;
 }
 
+/* Frees every job, storing the compiled ones nobody took first if `store`. */
+static void free_jobs(struct fc_compile_worker *w, int store)
+{
+    for (struct fc_compile_job *j = w->jobs, *next; j; j = next) {
+        next = j->next;
+        if (store && j->state == JOB_DONE)   /* compiled, never loaded: kept for the next process */
+            fc_jit_store(w->jit, &j->cubin);
+        fc_cubin_free(&j->cubin);
+        free(j->message);
+        free(j);
+    }
+    w->jobs = NULL;
+}
+
 void fc_compile_worker_destroy(struct fc_compile_worker *w)
 {
     if (!w->jit)
         return;   /* never initialized (a context that failed early) */
-    if (forked(w)) {   /* the compiles are the parent's to finish and store */
-        for (struct fc_compile_job *j = w->jobs, *next; j; j = next) {
-            next = j->next;
-            fc_cubin_free(&j->cubin);
-            free(j->message);
-            free(j);
-        }
+    if (forked(w)) {   /* the compiles are the parent's to finish and store; the locks may be held there */
+        free_jobs(w, 0);
         memset(w, 0, sizeof *w);
         return;
     }
@@ -182,15 +191,7 @@ void fc_compile_worker_destroy(struct fc_compile_worker *w)
     pthread_mutex_unlock(&w->lock);
     if (w->started)
         pthread_join(w->thread, NULL);   /* after the compile under way, if one is */
-    for (struct fc_compile_job *j = w->jobs, *next; j; j = next) {
-        next = j->next;
-        if (j->state == JOB_DONE)   /* compiled, never loaded: kept for the next process */
-            fc_jit_store(w->jit, &j->cubin);
-        fc_cubin_free(&j->cubin);
-        free(j->message);
-        free(j);
-    }
-    w->jobs = NULL;
+    free_jobs(w, 1);
     pthread_cond_destroy(&w->idle);
     pthread_cond_destroy(&w->wake);
     pthread_mutex_destroy(&w->lock);
