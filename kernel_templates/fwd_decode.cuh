@@ -502,12 +502,17 @@ struct DecodeForward {
             // packed rows are the query rows 0 .. seqlen_q - 1, so the tile is partial for them if it
             // is for those rows.
             const bool masked = mask.partial(0, sequence_len_q<VARLEN>(args) - 1, key0, BLOCK_N);
-            if constexpr (SOFTCAP)
-                soft_cap(s, KV_FP8 ? args.softcap_scale * k_descale : args.softcap_scale);
-            if (masked || !fold_scale)
-                mask_packed(s, mask, key0, masked, prescale);
+            const float softcap_scale = KV_FP8 ? args.softcap_scale * k_descale : args.softcap_scale;
             float correction[1][2];
-            softmax.update(s, correction, factor);
+            if (SOFTCAP && !masked) {   // capped inside the softmax (softmax.cuh's update)
+                softmax.template update<true>(s, correction, factor, 0.f, softcap_scale);
+            } else {
+                if constexpr (SOFTCAP)
+                    soft_cap(s, softcap_scale);
+                if (masked || !fold_scale)
+                    mask_packed(s, mask, key0, masked, prescale);
+                softmax.update(s, correction, factor);
+            }
             rescale_output(o, correction);
             pv(o, s, v_smem + stage * KV_BYTES);
         }

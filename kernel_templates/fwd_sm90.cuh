@@ -632,6 +632,11 @@ struct Sm90Forward {
             masked = mask.partial(row0, row0 + block_rows() - 1, key0, BLOCK_N);
         else
             masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
+        const float shift = FP8 ? P_LOG2_SHIFT : 0.f;
+        if (SOFTCAP && !masked) {   // capped inside the softmax (softmax.cuh's update)
+            softmax.template update<true>(s, correction, factor, shift, softcap_scale);
+            return;
+        }
         if constexpr (SOFTCAP)
             soft_cap(s, softcap_scale);
         if (masked || !fold_scale) {
@@ -642,7 +647,7 @@ struct Sm90Forward {
                 mask_scores(s, mask, row0 + warp * 16, key0, masked, prescale);
             }
         }
-        softmax.update(s, correction, factor, FP8 ? P_LOG2_SHIFT : 0.f);
+        softmax.update(s, correction, factor, shift);
     }
 
     __device__ __forceinline__ static void zero(float (&o)[1][D_TILES][4])

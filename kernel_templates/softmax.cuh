@@ -61,8 +61,15 @@ struct OnlineSoftmax {
     // S -> P in place; correction[m][h] is what the row's output accumulated so far must be
     // multiplied by. shift: the row's max is kept `shift` below the true one (log2 domain), so that
     // P reaches 2^shift (an FP8 P's range, fwd_sm90.cuh); sums, corrections and the LSE agree with it.
+    // CAP (a tile with no masked score; cap_scale = softmax scale / softcap): S is soft-capped here,
+    // S -> tanh(S * cap_scale) before the exponent. NOTE: the row max is taken of S * cap_scale and
+    // capped once (tanh increases), so that its reduction and shuffles run while the SFU works
+    // through the tile's tanh's, not after them: with a softcap the SFU's work per score (a tanh and
+    // an exp2) equals the tensor cores' at head_dim 128, and the softmax must fit under the other
+    // consumer's GEMMs (PERF_NOTES v25). A masked tile caps first (soft_cap), then masks.
+    template <bool CAP = false>
     __device__ __forceinline__ void update(float (&s)[M_TILES][N_TILES][4], float (&correction)[M_TILES][2],
-                                           float factor, float shift = 0.f)
+                                           float factor, float shift = 0.f, float cap_scale = 0.f)
     {
 #pragma unroll
         for (int m = 0; m < M_TILES; m++)
@@ -70,9 +77,17 @@ struct OnlineSoftmax {
             for (int h = 0; h < 2; h++) {
                 float tile_max = -infinity();
 #pragma unroll
-                for (int n = 0; n < N_TILES; n++)
+                for (int n = 0; n < N_TILES; n++) {
+                    if constexpr (CAP) {
+                        s[m][n][2 * h] *= cap_scale;
+                        s[m][n][2 * h + 1] *= cap_scale;
+                    }
                     tile_max = fmaxf(tile_max, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
-                const float new_max = fmaxf(row_max[m][h], quad_max(tile_max) * factor - shift);
+                }
+                tile_max = quad_max(tile_max);
+                if constexpr (CAP)
+                    tile_max = tanh_approx(tile_max);
+                const float new_max = fmaxf(row_max[m][h], tile_max * factor - shift);
                 const bool none_yet = new_max == -infinity();   // exp2(-inf - -inf) would be NaN
                 const float offset = none_yet ? 0.f : new_max;
                 correction[m][h] = exp2_approx(row_max[m][h] - offset);
@@ -82,7 +97,8 @@ struct OnlineSoftmax {
                 for (int n = 0; n < N_TILES; n++)
 #pragma unroll
                     for (int i = 0; i < 2; i++) {
-                        const float p = exp2_approx(fmaf(s[m][n][2 * h + i], factor, -offset));
+                        const float score = CAP ? tanh_approx(s[m][n][2 * h + i]) : s[m][n][2 * h + i];
+                        const float p = exp2_approx(fmaf(score, factor, -offset));
                         s[m][n][2 * h + i] = p;
                         sum += p;
                     }
