@@ -3,6 +3,7 @@
 
     python3 tools/ab_rounds.py --baseline-lib OTHER/libflashcore.so [--rounds 5] [--labels sweep,gqa]
     python3 tools/ab_rounds.py --baseline-db EMPTY.db ...       # this library on another cache
+    python3 tools/ab_rounds.py --baseline-templates OLD/kernel_templates --softcap 30 ...
 
 bench.py --baseline-lib times ours, then the baseline, once each per row: the clock and temperature
 drift between the two timings of a row moved identical kernels by up to 5% on an H100 (PERF_NOTES
@@ -29,6 +30,8 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline-lib", metavar="PATH", help="the other libflashcore.so")
     parser.add_argument("--baseline-db", metavar="PATH", help="the baseline's kernel cache file")
+    parser.add_argument("--baseline-templates", metavar="DIR",
+                        help="FC_TEMPLATE_DIR for the baseline: this library compiling other kernel sources")
     parser.add_argument("--rounds", type=int, default=5, help="alternations per row (default 5)")
     parser.add_argument("--labels", default="sweep", help="bench.py's row labels (default sweep)")
     parser.add_argument("--dtypes", default="f16,bf16")
@@ -38,14 +41,17 @@ def parse_args(argv=None):
                         help="the sweep rows' sequence lengths (default all)")
     parser.add_argument("--ours-variant", metavar="V", help="FC_FORCE_VARIANT for ours (e.g. sm90:m192n128s2w16p1)")
     parser.add_argument("--baseline-variant", metavar="V", help="FC_FORCE_VARIANT for the baseline")
+    parser.add_argument("--softcap", type=float, help="both sides' calls soft-cap their logits at this value")
     parser.add_argument("--noise-kernels", metavar="REGEX",
                         help="kernels the two builds share unchanged (a regular expression on the name): "
                              "their rows give the noise floor")
     parser.add_argument("--json", metavar="PATH", help="write the rows here")
     parser.add_argument("--device", type=int, default=0)
     args = parser.parse_args(argv)
-    if not (args.baseline_lib or args.baseline_db or args.ours_variant or args.baseline_variant):
-        parser.error("give --baseline-lib, --baseline-db or a forced variant: something to compare with")
+    if not (args.baseline_lib or args.baseline_db or args.baseline_templates or args.ours_variant
+            or args.baseline_variant):
+        parser.error("give --baseline-lib, --baseline-db, --baseline-templates or a forced variant: "
+                     "something to compare with")
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     return args
@@ -65,19 +71,21 @@ def main(argv=None):
     options = {"library": args.baseline_lib} if args.baseline_lib else {}
     if args.baseline_db:
         options["cache_path"] = args.baseline_db
-    base = bench.make_context(args.device, {"FC_FORCE_VARIANT": args.baseline_variant}, **options)
+    base = bench.make_context(args.device, {"FC_FORCE_VARIANT": args.baseline_variant,
+                                            "FC_TEMPLATE_DIR": args.baseline_templates}, **options)
+    extra = {} if args.softcap is None else {"softcap": args.softcap}   # both sides' call options
     rows = []
     try:
         for index, p in enumerate(problems):
             q, k, v = bench.problem_tensors(p, device)
             launches = []
             for context in (ours, base):
-                launch = context.prepare(q, k, v, causal=p.causal, out=torch.empty_like(q))
+                launch = context.prepare(q, k, v, causal=p.causal, out=torch.empty_like(q), **extra)
                 launch()
                 launches.append(launch)
             torch.cuda.synchronize(device)
             check = bench.match(launches[0].out, launches[1].out)
-            kernels = [context.plan(q, k, v, causal=p.causal)[0] for context in (ours, base)]
+            kernels = [context.plan(q, k, v, causal=p.causal, **extra)[0] for context in (ours, base)]
             times = [[], []]
             for _ in range(args.rounds):
                 for side in (0, 1):
@@ -87,7 +95,8 @@ def main(argv=None):
                    "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
                    # one library: the same name is the same kernel; two: only the names --noise-kernels gives
                    "identical": kernels[0] == kernels[1] and (
-                       bool(re.search(args.noise_kernels, kernels[0])) if args.noise_kernels else not args.baseline_lib)}
+                       bool(re.search(args.noise_kernels, kernels[0])) if args.noise_kernels
+                       else not (args.baseline_lib or args.baseline_templates))}
             rows.append(row)
             print(f"[{index + 1}/{len(problems)}] {p.describe()}: ours {statistics.median(times[0]):.4f} ms "
                   f"baseline {statistics.median(times[1]):.4f} ms, baseline / ours {row['ratio']:.3f} "
@@ -114,7 +123,9 @@ def main(argv=None):
         print(f"  {len(bad)} rows whose outputs differ beyond bench.py's tolerance")
     if args.json:
         Path(args.json).write_text(json.dumps({"rounds": args.rounds, "baseline_lib": args.baseline_lib,
-                                               "baseline_db": args.baseline_db, "geomean": ratio_geomean,
+                                               "baseline_db": args.baseline_db,
+                                               "baseline_templates": args.baseline_templates, "softcap": args.softcap,
+                                               "geomean": ratio_geomean,
                                                "rows": rows}, indent=1) + "\n")
     return 1 if bad else 0
 
