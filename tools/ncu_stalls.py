@@ -6,11 +6,15 @@
     python3 tools/ncu_stalls.py [--top 25] K-sass.csv [OTHER-sass.csv ...]
 
     python3 tools/ncu_stalls.py --mix OURS-sass.csv PEER-sass.csv
+    python3 tools/ncu_stalls.py --by-count K-sass.csv [OTHER-sass.csv ...]
 
 For each table: the share of the warp-state samples per stall reason, then the instructions with
 the most samples (share of all, executions, the instruction, its three largest reasons). ncu's CSV
 has no column for the GMMA stall, so an HGMMA's samples can exceed its listed reasons. --mix: the
-executed instructions of two tables by opcode (its first word), the largest differences first. A
+executed instructions of two tables by opcode (its first word), the largest differences first.
+--by-count: the samples of each table's instructions grouped by their execution count (a key-tile
+loop's instructions all run as often, a row block's as often, the producer's others), with the stall
+reasons of the group that holds the most. A
 reading aid for PERF_NOTES (tools/gpu-host.sh ncu-pair writes these tables), not part of the build.
 """
 import collections
@@ -65,11 +69,29 @@ def mix(first, second, top):
         print(f"   {op:12s} {a[op] / 1e6:8.2f} M {b[op] / 1e6:8.2f} M  {(a[op] - b[op]) / 1e6:+8.2f} M")
 
 
+def by_count(path, top):
+    header, rows = read_rows(path)
+    reasons = [c for c in header if c.startswith("stall_") and "Not Issued" not in c]
+    samples = sum(number(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
+    groups = collections.defaultdict(list)
+    for r in rows:
+        groups[int(number(r["Instructions Executed"]))].append(r)
+    weight = {count: sum(number(r["Warp Stall Sampling (All Samples)"]) for r in group) for count, group in groups.items()}
+    print(f"== {path}: {samples:.0f} samples, by execution count")
+    for count in sorted(groups, key=lambda c: -weight[c])[:top]:
+        print(f"   {count:>9d} x {len(groups[count]):4d} instructions: {weight[count] / samples:6.1%} of the samples")
+    heaviest = groups[max(groups, key=lambda c: weight[c])]
+    totals = sorted(((sum(number(r[c]) for r in heaviest), c[6:]) for c in reasons), reverse=True)
+    print("   the heaviest group's reasons, share of all samples: " +
+          " ".join(f"{name} {value / samples:.1%}" for value, name in totals if value / samples >= 0.005))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tables", nargs="+")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--mix", action="store_true", help="compare two tables' opcodes")
+    parser.add_argument("--by-count", action="store_true", help="samples grouped by execution count")
     args = parser.parse_args()
     if args.mix:
         if len(args.tables) != 2:
@@ -77,7 +99,7 @@ def main():
         mix(args.tables[0], args.tables[1], args.top)
         return
     for path in args.tables:
-        summarize(path, args.top)
+        (by_count if args.by_count else summarize)(path, args.top)
 
 
 if __name__ == "__main__":
