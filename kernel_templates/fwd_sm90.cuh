@@ -226,6 +226,18 @@ struct Sm90Forward {
     static_assert(!PACK_GQA || (SPECIALIZED && !VARLEN && !PERSISTENT && !FP8),
                   "GQA-packed rows: dense, 16-bit, warp-specialized, a CTA a row block");
     static constexpr int TURN_BARRIER = 1;   // named barriers TURN_BARRIER + consumer: "your turn"
+    // The wait for P V(t - 1) after the max and the first quarter of tile t's exponentials
+    // (OnlineSoftmax::update's hold: the consumer warpgroup meets on barrier HOLD_BARRIER + group):
+    // ptxas otherwise moves it to the softmax's start, since P(t)'s conversion, which must follow it
+    // (a WGMMA's input registers may not be written while a group is in flight, ptxas C7513), is
+    // interleaved with the exponentials. NOTE: only where it measured faster, three consumers
+    // (head_dim 64) without a softcap: +1.4-6% from 4k keys in three runs; two consumers keep
+    // ptxas's place: head_dim 128 lost 3-5% without a mask, 256 and the softcap kernels moved -3% to
+    // +4% (H100, PERF_NOTES v25.5). Enumerators (see PRODUCER_THREADS).
+    enum : int {
+        HOLD_TILES = SPECIALIZED && !FP8 && !SOFTCAP && CONSUMERS == 3 ? N_TILES / 4 : 0,
+        HOLD_BARRIER = TURN_BARRIER + CONSUMERS + 3,   // after the turns', the clears' and the gatherers'
+    };
     // SCHEDULED (PERSISTENT, CAUSAL, FP8, head_dim up to 128): the CTAs take their row blocks from
     // a counter (run_scheduled); its slots of scheduled blocks, and the threads that read each: the
     // consumers, and the producer threads but the publisher. NOTE: not the 16-bit kernels nor FP8's
@@ -633,8 +645,13 @@ struct Sm90Forward {
         else
             masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
         const float shift = FP8 ? P_LOG2_SHIFT : 0.f;
+        __shared__ float hold_sink[CONSUMER_THREADS];   // HOLD_TILES: a word a thread, written, never read
+        const auto hold = [&](float partial_sum) {
+            named_barrier_sync_after(HOLD_BARRIER + group, 128, smem_address(&hold_sink[threadIdx.x % CONSUMER_THREADS]),
+                                     partial_sum);
+        };
         if (SOFTCAP && !masked) {   // capped inside the softmax (softmax.cuh's update)
-            softmax.template update<true>(s, correction, factor, shift, softcap_scale);
+            softmax.template update<true, HOLD_TILES>(s, correction, factor, shift, softcap_scale, hold);
             return;
         }
         if constexpr (SOFTCAP)
@@ -647,7 +664,7 @@ struct Sm90Forward {
                 mask_scores(s, mask, row0 + warp * 16, key0, masked, prescale);
             }
         }
-        softmax.update(s, correction, factor, shift);
+        softmax.template update<false, HOLD_TILES>(s, correction, factor, shift, 0.f, hold);
     }
 
     __device__ __forceinline__ static void zero(float (&o)[1][D_TILES][4])

@@ -42,6 +42,11 @@ __device__ __forceinline__ void soft_cap(float (&s)[M_TILES][N_TILES][4], float 
                 s[m][n][i] = tanh_approx(s[m][n][i] * scale);
 }
 
+// OnlineSoftmax::update's default hold: none.
+struct NoHold {
+    __device__ __forceinline__ void operator()(float) const {}
+};
+
 template <int M_TILES, int N_TILES>
 struct OnlineSoftmax {
     float row_max[M_TILES][2];   // running max of the scores times factor (log2 domain), per row
@@ -67,43 +72,91 @@ struct OnlineSoftmax {
     // through the tile's tanh's, not after them: with a softcap the SFU's work per score (a tanh and
     // an exp2) equals the tensor cores' at head_dim 128, and the softmax must fit under the other
     // consumer's GEMMs (PERF_NOTES v25). A masked tile caps first (soft_cap), then masks.
-    template <bool CAP = false>
+    // HOLD_TILES > 0: every row's max first, then the exponentials of the first HOLD_TILES n-tiles,
+    // then hold(their partial sum) (fwd_sm90.cuh's HOLD_TILES: a later wait kept after them), then
+    // the rest.
+    template <bool CAP = false, int HOLD_TILES = 0, typename Hold = NoHold>
     __device__ __forceinline__ void update(float (&s)[M_TILES][N_TILES][4], float (&correction)[M_TILES][2],
-                                           float factor, float shift = 0.f, float cap_scale = 0.f)
+                                           float factor, float shift = 0.f, float cap_scale = 0.f,
+                                           const Hold &hold = {})
     {
+        if constexpr (HOLD_TILES == 0) {
 #pragma unroll
-        for (int m = 0; m < M_TILES; m++)
+            for (int m = 0; m < M_TILES; m++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float tile_max = -infinity();
+                for (int h = 0; h < 2; h++) {
+                    const float offset = open_row<CAP>(s, correction, m, h, factor, shift, cap_scale);
+                    float sum = 0.f;
 #pragma unroll
-                for (int n = 0; n < N_TILES; n++) {
-                    if constexpr (CAP) {
-                        s[m][n][2 * h] *= cap_scale;
-                        s[m][n][2 * h + 1] *= cap_scale;
-                    }
-                    tile_max = fmaxf(tile_max, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
+                    for (int n = 0; n < N_TILES; n++)
+#pragma unroll
+                        for (int i = 0; i < 2; i++)
+                            sum += exponential<CAP>(s[m][n][2 * h + i], factor, offset);
+                    row_sum[m][h] = row_sum[m][h] * correction[m][h] + sum;
                 }
-                tile_max = quad_max(tile_max);
-                if constexpr (CAP)
-                    tile_max = tanh_approx(tile_max);
-                const float new_max = fmaxf(row_max[m][h], tile_max * factor - shift);
-                const bool none_yet = new_max == -infinity();   // exp2(-inf - -inf) would be NaN
-                const float offset = none_yet ? 0.f : new_max;
-                correction[m][h] = exp2_approx(row_max[m][h] - offset);
-                row_max[m][h] = new_max;
-                float sum = 0.f;
+        } else {
+            static_assert(HOLD_TILES < N_TILES, "some exponentials after the hold");
+            float offset[M_TILES][2], sum[M_TILES][2];
 #pragma unroll
-                for (int n = 0; n < N_TILES; n++)
+            for (int m = 0; m < M_TILES; m++)
 #pragma unroll
-                    for (int i = 0; i < 2; i++) {
-                        const float score = CAP ? tanh_approx(s[m][n][2 * h + i]) : s[m][n][2 * h + i];
-                        const float p = exp2_approx(fmaf(score, factor, -offset));
-                        s[m][n][2 * h + i] = p;
-                        sum += p;
-                    }
-                row_sum[m][h] = row_sum[m][h] * correction[m][h] + sum;
+                for (int h = 0; h < 2; h++) {
+                    offset[m][h] = open_row<CAP>(s, correction, m, h, factor, shift, cap_scale);
+                    sum[m][h] = 0.f;
+                }
+#pragma unroll
+            for (int n = 0; n < N_TILES; n++) {
+                if (n == HOLD_TILES)
+                    hold(sum[0][0] + sum[0][1]);
+#pragma unroll
+                for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+#pragma unroll
+                        for (int i = 0; i < 2; i++)
+                            sum[m][h] += exponential<CAP>(s[m][n][2 * h + i], factor, offset[m][h]);
             }
+#pragma unroll
+            for (int m = 0; m < M_TILES; m++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    row_sum[m][h] = row_sum[m][h] * correction[m][h] + sum[m][h];
+        }
+    }
+
+    // update's first step for row (m, h): the tile's max (CAP: of the capped scores) joins the
+    // row's; the correction of what the row accumulated so far; the offset the exponents take.
+    template <bool CAP>
+    __device__ __forceinline__ float open_row(float (&s)[M_TILES][N_TILES][4], float (&correction)[M_TILES][2],
+                                              int m, int h, float factor, float shift, float cap_scale)
+    {
+        float tile_max = -infinity();
+#pragma unroll
+        for (int n = 0; n < N_TILES; n++) {
+            if constexpr (CAP) {
+                s[m][n][2 * h] *= cap_scale;
+                s[m][n][2 * h + 1] *= cap_scale;
+            }
+            tile_max = fmaxf(tile_max, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
+        }
+        tile_max = quad_max(tile_max);
+        if constexpr (CAP)
+            tile_max = tanh_approx(tile_max);
+        const float new_max = fmaxf(row_max[m][h], tile_max * factor - shift);
+        const bool none_yet = new_max == -infinity();   // exp2(-inf - -inf) would be NaN
+        const float offset = none_yet ? 0.f : new_max;
+        correction[m][h] = exp2_approx(row_max[m][h] - offset);
+        row_max[m][h] = new_max;
+        return offset;
+    }
+
+    // A score -> its P, in place; returns it.
+    template <bool CAP>
+    __device__ __forceinline__ static float exponential(float &score, float factor, float offset)
+    {
+        const float capped = CAP ? tanh_approx(score) : score;
+        score = exp2_approx(fmaf(capped, factor, -offset));
+        return score;
     }
 
     // Completes the row sums across the quad. Returns nothing; read row_sum / row_max after.

@@ -27,6 +27,17 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads)
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Stores `value` into `sink` (a shared word nothing reads; one a thread, or racecheck reports the
+// threads' writes), then syncs barrier `id`. NOTE: ptxas
+// moves a wgmma wait up past any instruction it does not depend on; it keeps the store after what
+// `value` depends on and the wait after the barrier, so a wait placed after this call stays after
+// those instructions (fwd_sm90.cuh's HOLD_TILES; PERF_NOTES v25.5).
+__device__ __forceinline__ void named_barrier_sync_after(int id, int threads, unsigned sink, float value)
+{
+    asm volatile("{\n\tst.shared.f32 [%2], %3;\n\tbar.sync %0, %1;\n\t}\n" ::"r"(id), "r"(threads), "r"(sink), "f"(value)
+                 : "memory");
+}
+
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads)
 {
     asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
