@@ -504,15 +504,8 @@ struct DecodeForward {
             const bool masked = mask.partial(0, sequence_len_q<VARLEN>(args) - 1, key0, BLOCK_N);
             const float softcap_scale = KV_FP8 ? args.softcap_scale * k_descale : args.softcap_scale;
             float correction[1][2];
-            if (SOFTCAP && !masked) {   // capped inside the softmax (softmax.cuh's update)
-                softmax.template update<true>(s, correction, factor, 0.f, softcap_scale);
-            } else {
-                if constexpr (SOFTCAP)
-                    soft_cap(s, softcap_scale);
-                if (masked || !fold_scale)
-                    mask_packed(s, mask, key0, masked, prescale);
-                softmax.update(s, correction, factor);
-            }
+            softmax_step<SOFTCAP>(softmax, s, correction, factor, 0.f, softcap_scale, masked, fold_scale,
+                                  [&](float(&scores)[1][N_TILES][4]) { mask_packed(scores, mask, key0, masked, prescale); });
             rescale_output(o, correction);
             pv(o, s, v_smem + stage * KV_BYTES);
         }

@@ -525,15 +525,10 @@ struct Sm80Forward {
             const bool masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
             const float softcap_scale = KV_FP8 ? args.softcap_scale * k_descale : args.softcap_scale;
             float correction[M_TILES][2];
-            if (SOFTCAP && !masked) {   // capped inside the softmax (softmax.cuh's update)
-                softmax.template update<true>(s, correction, factor, 0.f, softcap_scale);
-            } else {
-                if constexpr (SOFTCAP)
-                    soft_cap(s, softcap_scale);
-                if (masked || !fold_scale)
-                    mask_scores(s, mask, row0 + warp * M_TILES * 16, key0, masked, prescale);
-                softmax.update(s, correction, factor);
-            }
+            softmax_step<SOFTCAP>(softmax, s, correction, factor, 0.f, softcap_scale, masked, fold_scale,
+                                  [&](float(&scores)[M_TILES][N_TILES][4]) {
+                                      mask_scores(scores, mask, row0 + warp * M_TILES * 16, key0, masked, prescale);
+                                  });
             rescale_output(o, correction);
             // NOTE: the V base depends on the finished row sums (min(0, sum) is +0: sums of exp2 are
             // never negative), so no V ldmatrix and no P V mma is scheduled before the last exp2 of

@@ -650,21 +650,16 @@ struct Sm90Forward {
             named_barrier_sync_after(HOLD_BARRIER + group, 128, smem_address(&hold_sink[threadIdx.x % CONSUMER_THREADS]),
                                      partial_sum);
         };
-        if (SOFTCAP && !masked) {   // capped inside the softmax (softmax.cuh's update)
-            softmax.template update<true, HOLD_TILES>(s, correction, factor, shift, softcap_scale, hold);
-            return;
-        }
-        if constexpr (SOFTCAP)
-            soft_cap(s, softcap_scale);
-        if (masked || !fold_scale) {
+        const auto mask_tile = [&](float(&scores)[1][N_TILES][4]) {
             if constexpr (PACK_GQA) {
                 const int rows[1][2] = {{packed_row(0).row, packed_row(1).row}};
-                mask_row_scores(s, mask, rows, key0, masked, prescale);
+                mask_row_scores(scores, mask, rows, key0, masked, prescale);
             } else {
-                mask_scores(s, mask, row0 + warp * 16, key0, masked, prescale);
+                mask_scores(scores, mask, row0 + warp * 16, key0, masked, prescale);
             }
-        }
-        softmax.template update<false, HOLD_TILES>(s, correction, factor, shift, 0.f, hold);
+        };
+        softmax_step<SOFTCAP, HOLD_TILES>(softmax, s, correction, factor, shift, softcap_scale, masked, fold_scale,
+                                          mask_tile, hold);
     }
 
     __device__ __forceinline__ static void zero(float (&o)[1][D_TILES][4])

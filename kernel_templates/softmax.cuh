@@ -180,6 +180,27 @@ struct OnlineSoftmax {
     }
 };
 
+// A tile's scores -> P, with its softcap (SOFTCAP) and its mask: a tile without a masked score is
+// capped inside the softmax (update<true>); another takes the tanh pass, then `mask_tile(s)` (the
+// family's masking) where the tile is masked or the scale was not folded into the exponent, then the
+// softmax. HOLD_TILES, hold: OnlineSoftmax::update's.
+template <bool SOFTCAP, int HOLD_TILES = 0, int M_TILES, int N_TILES, typename Mask, typename Hold = NoHold>
+__device__ __forceinline__ void softmax_step(OnlineSoftmax<M_TILES, N_TILES> &softmax, float (&s)[M_TILES][N_TILES][4],
+                                             float (&correction)[M_TILES][2], float factor, float shift,
+                                             float softcap_scale, bool masked, bool fold_scale,
+                                             const Mask &mask_tile, const Hold &hold = {})
+{
+    if (SOFTCAP && !masked) {
+        softmax.template update<true, HOLD_TILES>(s, correction, factor, shift, softcap_scale, hold);
+        return;
+    }
+    if constexpr (SOFTCAP)
+        soft_cap(s, softcap_scale);
+    if (masked || !fold_scale)
+        mask_tile(s);
+    softmax.template update<false, HOLD_TILES>(s, correction, factor, shift, 0.f, hold);
+}
+
 constexpr float LOG2E = 1.4426950408889634f;
 
 // Folds an attention sink into a finished row (max in the log2 domain, sum complete): the logit
