@@ -1,0 +1,38 @@
+"""The measurement tools' pure parts without a GPU: bench_masks.py's same-tiles plain call (the
+forced variant it derives from a capped kernel's name) and ab_rounds.py's arguments."""
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import ab_rounds  # noqa: E402
+import bench_masks  # noqa: E402
+
+
+@pytest.mark.parametrize("kernel, force", [
+    ("sm90_bf16_d128_cap_m128n128s2w12p_sm_90a", "sm90:m128n128s2w12p1"),
+    ("sm90_f16_d64_causal_cap_m192n128s2w16_sm_90a", "sm90:m192n128s2w16p0"),
+    ("sm90_bf16_d256_causal_cap_m128n80s2w12p_sm_90a", "sm90:m128n80s2w12p1"),
+    ("sm80_bf16_d128_causal_cap_m128n64s2w4_sm_80", None),      # not the Hopper kernel
+    ("decode_bf16_d128_causal_cap_m16n64s2w4_sm_80", None),
+    ("reference_bf16_d128_causal_cap_m16n32s1w4_sm_90a", None),
+])
+def test_forced_tiles_reads_the_hopper_kernels_tiles(kernel, force):
+    assert bench_masks.forced_tiles(kernel) == force
+
+
+def test_uncapped_name_drops_only_the_softcap_switch():
+    assert bench_masks.uncapped_name("sm90_bf16_d128_cap_m128n128s2w12p_sm_90a") == \
+        "sm90_bf16_d128_m128n128s2w12p_sm_90a"
+    assert bench_masks.uncapped_name("sm90_bf16_d128_causal_win_cap_m128n128s2w12p_sm_90a") == \
+        "sm90_bf16_d128_causal_win_m128n128s2w12p_sm_90a"
+    assert bench_masks.uncapped_name("sm90_bf16_d128_m128n192s2w12p_sm_90a") == "sm90_bf16_d128_m128n192s2w12p_sm_90a"
+
+
+def test_ab_rounds_takes_a_template_folder_as_its_baseline():
+    args = ab_rounds.parse_args(["--baseline-templates", "/some/kernel_templates", "--softcap", "30"])
+    assert args.baseline_templates == "/some/kernel_templates" and args.softcap == 30.0
+    with pytest.raises(SystemExit):   # nothing to compare with
+        ab_rounds.parse_args(["--softcap", "30"])
