@@ -4,6 +4,7 @@
     python3 tools/ab_rounds.py --baseline-lib OTHER/libflashcore.so [--rounds 5] [--labels sweep,gqa]
     python3 tools/ab_rounds.py --baseline-db EMPTY.db ...       # this library on another cache
     python3 tools/ab_rounds.py --baseline-templates OLD/kernel_templates --softcap 30 ...
+    python3 tools/ab_rounds.py --ours-templates NEW/kernel_templates --dtypes e4m3 --dims 64
 
 bench.py --baseline-lib times ours, then the baseline, once each per row: the clock and temperature
 drift between the two timings of a row moved identical kernels by up to 5% on an H100 (PERF_NOTES
@@ -13,6 +14,8 @@ ratio is the median of the rounds' (baseline time / ours): above 1, ours is fast
 the geometric mean of the rows' ratios, overall and by head_dim, and the spread of the identical-
 kernel rows (the same kernel name with --baseline-db alone; with --baseline-lib, names matching
 --noise-kernels, whose code the change left as it was, e.g. by their PTX): the noise floor of the run.
+--dtypes e4m3: FP8 attention's rows (bench_fp8.py's form): bf16 N(0, 1) tensors quantized to e4m3
+with a descale per (batch, K/V head), amax / 448 (check.quantize_e4m3), out bf16.
 A measurement tool for PERF_NOTES, not part of the build; peers are not timed (bench.py does that).
 """
 import argparse
@@ -24,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (its problems, measure_ms and comparisons; it imports flashcore)
+import check  # noqa: E402  (quantize_e4m3)
 
 
 def parse_args(argv=None):
@@ -32,9 +36,11 @@ def parse_args(argv=None):
     parser.add_argument("--baseline-db", metavar="PATH", help="the baseline's kernel cache file")
     parser.add_argument("--baseline-templates", metavar="DIR",
                         help="FC_TEMPLATE_DIR for the baseline: this library compiling other kernel sources")
+    parser.add_argument("--ours-templates", metavar="DIR",
+                        help="FC_TEMPLATE_DIR for ours: a changed kernel-template folder against this library's own")
     parser.add_argument("--rounds", type=int, default=5, help="alternations per row (default 5)")
     parser.add_argument("--labels", default="sweep", help="bench.py's row labels (default sweep)")
-    parser.add_argument("--dtypes", default="f16,bf16")
+    parser.add_argument("--dtypes", default="f16,bf16", help="f16, bf16, e4m3 (FP8 attention, out bf16)")
     parser.add_argument("--dims", default="64,128,256")
     parser.add_argument("--causal", choices=("both", "yes", "no"), default="both")
     parser.add_argument("--seqlens", default=",".join(str(s) for s in bench.SWEEP_SEQLENS),
@@ -48,13 +54,30 @@ def parse_args(argv=None):
     parser.add_argument("--json", metavar="PATH", help="write the rows here")
     parser.add_argument("--device", type=int, default=0)
     args = parser.parse_args(argv)
-    if not (args.baseline_lib or args.baseline_db or args.baseline_templates or args.ours_variant
-            or args.baseline_variant):
-        parser.error("give --baseline-lib, --baseline-db, --baseline-templates or a forced variant: "
-                     "something to compare with")
+    if not (args.baseline_lib or args.baseline_db or args.baseline_templates or args.ours_templates
+            or args.ours_variant or args.baseline_variant):
+        parser.error("give --baseline-lib, --baseline-db, --baseline-templates, --ours-templates or a forced "
+                     "variant: something to compare with")
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    unknown = set(args.dtypes.split(",")) - {"f16", "bf16", "e4m3"}
+    if unknown:
+        parser.error(f"--dtypes takes f16, bf16 and e4m3, not {', '.join(sorted(unknown))}")
     return args
+
+
+def row_tensors(problem, device):
+    """q, k, v of a row and the call's descales ({} for 16-bit rows): an e4m3 row's are bf16 N(0, 1)
+    tensors quantized per (batch, K/V head)."""
+    import torch
+
+    if problem.dtype != "e4m3":
+        return (*bench.problem_tensors(problem, device), {})
+    q, k, v = bench.problem_tensors(problem._replace(dtype="bf16"), device)
+    quantized = [check.quantize_e4m3(x, problem.heads_kv, random_range=False)[:2] for x in (q, k, v)]
+    del q, k, v
+    torch.cuda.empty_cache()
+    return (*(x8 for x8, _ in quantized), {f"{name}_descale": d for name, (_, d) in zip("qkv", quantized)})
 
 
 def main(argv=None):
@@ -67,7 +90,8 @@ def main(argv=None):
     problems = bench.build_problems([int(d) for d in args.dims.split(",")], args.dtypes.split(","),
                                     causal_modes, [int(s) for s in args.seqlens.split(",")], True)
     problems = [p for p in problems if p.label in args.labels.split(",")]
-    ours = bench.make_context(args.device, {"FC_FORCE_VARIANT": args.ours_variant})
+    ours = bench.make_context(args.device, {"FC_FORCE_VARIANT": args.ours_variant,
+                                            "FC_TEMPLATE_DIR": args.ours_templates})
     options = {"library": args.baseline_lib} if args.baseline_lib else {}
     if args.baseline_db:
         options["cache_path"] = args.baseline_db
@@ -77,10 +101,11 @@ def main(argv=None):
     rows = []
     try:
         for index, p in enumerate(problems):
-            q, k, v = bench.problem_tensors(p, device)
+            q, k, v, scales = row_tensors(p, device)
             launches = []
             for context in (ours, base):
-                launch = context.prepare(q, k, v, causal=p.causal, out=torch.empty_like(q), **extra)
+                out = torch.empty(q.shape, dtype=torch.bfloat16 if scales else q.dtype, device=device)
+                launch = context.prepare(q, k, v, causal=p.causal, out=out, **extra, **scales)
                 launch()
                 launches.append(launch)
             torch.cuda.synchronize(device)
@@ -96,7 +121,7 @@ def main(argv=None):
                    # one library: the same name is the same kernel; two: only the names --noise-kernels gives
                    "identical": kernels[0] == kernels[1] and (
                        bool(re.search(args.noise_kernels, kernels[0])) if args.noise_kernels
-                       else not (args.baseline_lib or args.baseline_templates))}
+                       else not (args.baseline_lib or args.baseline_templates or args.ours_templates))}
             rows.append(row)
             print(f"[{index + 1}/{len(problems)}] {p.describe()}: ours {statistics.median(times[0]):.4f} ms "
                   f"baseline {statistics.median(times[1]):.4f} ms, baseline / ours {row['ratio']:.3f} "
@@ -124,7 +149,8 @@ def main(argv=None):
     if args.json:
         Path(args.json).write_text(json.dumps({"rounds": args.rounds, "baseline_lib": args.baseline_lib,
                                                "baseline_db": args.baseline_db,
-                                               "baseline_templates": args.baseline_templates, "softcap": args.softcap,
+                                               "baseline_templates": args.baseline_templates,
+                                               "ours_templates": args.ours_templates, "softcap": args.softcap,
                                                "geomean": ratio_geomean,
                                                "rows": rows}, indent=1) + "\n")
     return 1 if bad else 0
