@@ -25,12 +25,16 @@ compared with ours before it is timed ("MISMATCH" otherwise):
     python3 tools/bench_masks.py --only overhead --dtypes bf16 --dims 64,128
 
 Times are medians (tools/bench.py's measure_ms: triton's do_bench, L2 flushed between launches).
-Ratios: peer time / our time (above 1: we are faster); overheads: time with / time without - 1.
+Ratios: peer time / our time (above 1: we are faster); overheads: time with / time without - 1, where
+ours with and without an option are timed in alternation --rounds times (default 3) and the overhead
+is the median of the rounds' ratios (a single pair of timings moved identical kernels by up to 5% on
+an H100, PERF_NOTES v23.5; sinks are a run-time input of the same kernel).
 """
 import argparse
 import json
 import math
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -189,9 +193,25 @@ def uncapped_name(kernel):
     return kernel.replace("_cap_", "_", 1)
 
 
-def overhead_rows(context, dtypes, dims, seqlens, with_peers, forced_context):
+def alternated(launches, rounds):
+    """{name: [ms of each round]}: the launches timed in turn (bench.measure_ms), `rounds` times, so
+    that the clock's and the temperature's drift reaches each alike."""
+    times = {name: [] for name in launches}
+    for _ in range(rounds):
+        for name, launch in launches.items():
+            times[name].append(bench.measure_ms(launch))
+    return times
+
+
+def overhead(with_ms, without_ms):
+    """The median over the rounds of (time with / time without), less 1."""
+    return statistics.median(a / b for a, b in zip(with_ms, without_ms)) - 1
+
+
+def overhead_rows(context, dtypes, dims, seqlens, with_peers, forced_context, rounds=1):
     """Measurements 2 and 3: sinks and softcap against the same kernel without, and the peers.
-    forced_context(force): a context with FC_FORCE_VARIANT=force (for the same-tiles plain call)."""
+    forced_context(force): a context with FC_FORCE_VARIANT=force (for the same-tiles plain call).
+    rounds: ours with and without each option timed in alternation that many times."""
     rows = []
     for dtype in dtypes:
         for head_dim in dims:
@@ -202,18 +222,23 @@ def overhead_rows(context, dtypes, dims, seqlens, with_peers, forced_context):
                     plain, plain_out, kernel = ours(context, q, k, v, causal=causal)
                     with_sinks, sinks_out, _ = ours(context, q, k, v, causal=causal, sinks=sinks)
                     capped, capped_out, capped_kernel = ours(context, q, k, v, causal=causal, softcap=SOFTCAP)
-                    row = {"measurement": "overhead", "dtype": dtype, "head_dim": head_dim, "heads": heads,
-                           "batch": bench.SWEEP_TOKENS // seqlen, "seqlen": seqlen, "causal": causal,
-                           "kernels": [kernel, capped_kernel], "plain_ms": bench.measure_ms(plain),
-                           "sinks_ms": bench.measure_ms(with_sinks), "softcap_ms": bench.measure_ms(capped)}
-                    row["sinks_overhead"] = row["sinks_ms"] / row["plain_ms"] - 1
-                    row["softcap_overhead"] = row["softcap_ms"] / row["plain_ms"] - 1
+                    launches = {"plain": plain, "sinks": with_sinks, "softcap": capped}
                     force = forced_tiles(capped_kernel)
                     if uncapped_name(capped_kernel) != kernel and force:
                         same, _, same_kernel = ours(forced_context(force), q, k, v, causal=causal)
                         if same_kernel == uncapped_name(capped_kernel):
-                            row["same_tiles_kernel"], row["same_tiles_ms"] = same_kernel, bench.measure_ms(same)
-                            row["softcap_overhead_same_tiles"] = row["softcap_ms"] / row["same_tiles_ms"] - 1
+                            launches["same_tiles"] = same
+                    times = alternated(launches, rounds)
+                    row = {"measurement": "overhead", "dtype": dtype, "head_dim": head_dim, "heads": heads,
+                           "batch": bench.SWEEP_TOKENS // seqlen, "seqlen": seqlen, "causal": causal,
+                           "kernels": [kernel, capped_kernel], "rounds": rounds,
+                           **{f"{name}_ms": statistics.median(ms) for name, ms in times.items()},
+                           **{f"{name}_round_ms": ms for name, ms in times.items()}}
+                    row["sinks_overhead"] = overhead(times["sinks"], times["plain"])
+                    row["softcap_overhead"] = overhead(times["softcap"], times["plain"])
+                    if "same_tiles" in times:
+                        row["same_tiles_kernel"] = same_kernel
+                        row["softcap_overhead_same_tiles"] = overhead(times["softcap"], times["same_tiles"])
                     if with_peers:
                         row["cudnn_sinks"] = peer_entry(lambda: cudnn_attention(q, k, v, causal, sinks=sinks),
                                                         sinks_out)
@@ -300,6 +325,9 @@ def parse_args(argv):
     parser.add_argument("--no-peers", action="store_true", help="ours only")
     parser.add_argument("--dims", help="head dims of the overhead rows, e.g. 64,128 (default 64,128,256)")
     parser.add_argument("--dtypes", help="f16 and/or bf16 (default both; --quick: f16)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="overhead: ours with and without each option timed in alternation this many "
+                             "times, each overhead the median of the rounds' ratios (default 3)")
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--json", metavar="PATH", help="write the rows and the metadata here")
     args = parser.parse_args(argv)
@@ -307,6 +335,8 @@ def parse_args(argv):
         parser.error(f"--dtypes: f16 and/or bf16, not {args.dtypes}")
     if args.dims and not all(d.isdigit() for d in args.dims.split(",")):
         parser.error(f"--dims: head dims separated by commas, not {args.dims}")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     return args
 
 
@@ -334,7 +364,8 @@ def main(argv=None):
             if args.only in (None, "window"):
                 rows += window_rows(context, dtypes)
             if args.only in (None, "overhead"):
-                rows += overhead_rows(context, dtypes, dims, seqlens, not args.no_peers, forced_context)
+                rows += overhead_rows(context, dtypes, dims, seqlens, not args.no_peers, forced_context,
+                                      args.rounds)
         finally:
             for other in forced.values():
                 other.close()
