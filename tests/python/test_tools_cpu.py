@@ -1,5 +1,6 @@
 """The measurement tools' pure parts without a GPU: bench_masks.py's same-tiles plain call (the
-forced variant it derives from a capped kernel's name) and ab_rounds.py's arguments."""
+forced variant it derives from a capped kernel's name) and its overheads over alternated rounds, and
+ab_rounds.py's arguments (its FP8 rows and template folders too)."""
 import sys
 from pathlib import Path
 
@@ -36,3 +37,23 @@ def test_ab_rounds_takes_a_template_folder_as_its_baseline():
     assert args.baseline_templates == "/some/kernel_templates" and args.softcap == 30.0
     with pytest.raises(SystemExit):   # nothing to compare with
         ab_rounds.parse_args(["--softcap", "30"])
+
+
+def test_ab_rounds_takes_fp8_rows_and_refuses_other_dtypes():
+    args = ab_rounds.parse_args(["--baseline-templates", "/t", "--dtypes", "e4m3", "--dims", "64"])
+    assert args.dtypes == "e4m3"
+    with pytest.raises(SystemExit):
+        ab_rounds.parse_args(["--baseline-templates", "/t", "--dtypes", "bf16,fp8"])
+
+
+def test_ab_rounds_takes_a_template_folder_for_ours():
+    args = ab_rounds.parse_args(["--ours-templates", "/changed/kernel_templates"])
+    assert args.ours_templates == "/changed/kernel_templates" and args.baseline_templates is None
+
+
+def test_bench_masks_overhead_is_the_median_of_the_rounds_ratios():
+    assert bench_masks.overhead([1.10, 1.30, 1.00], [1.0, 1.0, 1.0]) == pytest.approx(0.10)
+    assert bench_masks.overhead([2.0], [1.6]) == pytest.approx(0.25)
+    assert bench_masks.parse_args([]).rounds == 3
+    with pytest.raises(SystemExit):
+        bench_masks.parse_args(["--rounds", "0"])
