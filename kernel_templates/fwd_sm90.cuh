@@ -233,7 +233,8 @@ struct Sm90Forward {
     // interleaved with the exponentials. NOTE: only where it measured faster, three consumers
     // (head_dim 64) without a softcap: +1.4-6% from 4k keys in three runs; two consumers keep
     // ptxas's place: head_dim 128 lost 3-5% without a mask, 256 and the softcap kernels moved -3% to
-    // +4% (H100, PERF_NOTES v25.5). Enumerators (see PRODUCER_THREADS).
+    // +4% (H100, PERF_NOTES v25.5); after half the n-tiles, head_dim 128 still 0.986x, and FP8's
+    // three consumers 0.980x (v26). Enumerators (see PRODUCER_THREADS).
     enum : int {
         HOLD_TILES = SPECIALIZED && !FP8 && !SOFTCAP && CONSUMERS == 3 ? N_TILES / 4 : 0,
         HOLD_BARRIER = TURN_BARRIER + CONSUMERS + 3,   // after the turns', the clears' and the gatherers'
