@@ -227,18 +227,25 @@ struct Sm90Forward {
                   "GQA-packed rows: dense, 16-bit, warp-specialized, a CTA a row block");
     static constexpr int TURN_BARRIER = 1;   // named barriers TURN_BARRIER + consumer: "your turn"
     // The wait for P V(t - 1) after the max and the first quarter of tile t's exponentials
-    // (OnlineSoftmax::update's hold: the consumer warpgroup meets on barrier HOLD_BARRIER + group):
-    // ptxas otherwise moves it to the softmax's start, since P(t)'s conversion, which must follow it
-    // (a WGMMA's input registers may not be written while a group is in flight, ptxas C7513), is
-    // interleaved with the exponentials. NOTE: only where it measured faster, three consumers
-    // (head_dim 64) without a softcap: +1.4-6% from 4k keys in three runs; two consumers keep
-    // ptxas's place: head_dim 128 lost 3-5% without a mask, 256 and the softcap kernels moved -3% to
-    // +4% (H100, PERF_NOTES v25.5); after half the n-tiles, head_dim 128 still 0.986x, and FP8's
-    // three consumers 0.980x (v26). Enumerators (see PRODUCER_THREADS).
+    // (OnlineSoftmax::update's hold: three consumers' warpgroup meets on barrier HOLD_BARRIER +
+    // group; with two (WARP_HOLD), each warp alone on HOLD_BARRIER + its index): ptxas otherwise
+    // moves it to the softmax's start, since P(t)'s conversion, which must follow it (a WGMMA's input
+    // registers may not be written while a group is in flight, ptxas C7513), is interleaved with the
+    // exponentials. NOTE: only where it measured faster, without a softcap: three consumers (head_dim
+    // 64), +1.4-6% from 4k keys in three runs (H100, PERF_NOTES v25.5); two consumers of 80-key tiles
+    // (head_dim 256) with a barrier a warp, +1.4-2.6% from 4k keys, -1% at 512-1k (v26.7). Two
+    // consumers of 128 or 192 keys keep ptxas's place: held by the warpgroup they lost 3-5% (head_dim
+    // 128 without a mask, v25.5), by the warp they moved -2.3% to +1.5% (v26.7); FP8's three
+    // consumers held 0.980x, and a softcap's kernels -3% to +4% (v25.5, v26.2). Enumerators (see
+    // PRODUCER_THREADS).
     enum : int {
-        HOLD_TILES = SPECIALIZED && !FP8 && !SOFTCAP && CONSUMERS == 3 ? N_TILES / 4 : 0,
+        WARP_HOLD = CONSUMERS == 2,
+        HOLD_TILES = SPECIALIZED && !FP8 && !SOFTCAP && (CONSUMERS == 3 || (WARP_HOLD && BLOCK_N == 80)) ? N_TILES / 4
+                                                                                                      : 0,
         HOLD_BARRIER = TURN_BARRIER + CONSUMERS + 3,   // after the turns', the clears' and the gatherers'
     };
+    static_assert(!HOLD_TILES || HOLD_BARRIER + (WARP_HOLD ? CONSUMER_THREADS / 32 : CONSUMERS) <= 16,
+                  "the hold's named barriers, one a warp or a warpgroup, within the 16 a CTA has");
     // SCHEDULED (PERSISTENT, CAUSAL, FP8, head_dim up to 128): the CTAs take their row blocks from
     // a counter (run_scheduled); its slots of scheduled blocks, and the threads that read each: the
     // consumers, and the producer threads but the publisher. NOTE: not the 16-bit kernels nor FP8's
@@ -648,8 +655,11 @@ struct Sm90Forward {
         const float shift = FP8 ? P_LOG2_SHIFT : 0.f;
         __shared__ float hold_sink[CONSUMER_THREADS];   // HOLD_TILES: a word a thread, written, never read
         const auto hold = [&](float partial_sum) {
-            named_barrier_sync_after(HOLD_BARRIER + group, 128, smem_address(&hold_sink[threadIdx.x % CONSUMER_THREADS]),
-                                     partial_sum);
+            if constexpr (WARP_HOLD)   // the consumers are threads 0 to CONSUMER_THREADS - 1
+                warp_barrier_sync_after<HOLD_BARRIER>(smem_address(hold_sink), partial_sum);
+            else
+                named_barrier_sync_after(HOLD_BARRIER + group, 128,
+                                         smem_address(&hold_sink[threadIdx.x % CONSUMER_THREADS]), partial_sum);
         };
         const auto mask_tile = [&](float(&scores)[1][N_TILES][4]) {
             if constexpr (PACK_GQA) {

@@ -74,13 +74,22 @@ static int smem_bytes(const struct fc_variant *v)
     return 1024 + (v->block_m + 2 * v->stages * v->block_n) * padded_dim(v) * fc_dtype_bytes(v->dtype);
 }
 
+/* Static shared memory: the mbarriers, and where the consumers may hold their wait for P V mid-softmax
+ * (fwd_sm90.cuh's HOLD_TILES: warp-specialized 16-bit kernels without a softcap), a 4-byte word a
+ * consumer thread; an upper bound (the kernel takes the words only where its rule holds). */
+static int static_smem(const struct fc_variant *v)
+{
+    const int hold = specialized(v) && !v->q_fp8 && !v->softcap ? 4 * 128 * (v->block_m / 64) : 0;
+    return STATIC_SMEM + hold;
+}
+
 /* CTAs of the variant that one SM holds at once: the kernel's own minimum (fc_args.h's
  * FC_SM90_MIN_BLOCKS, for which ptxas fits the registers), as far as the shared memory takes them
  * (each CTA also holds 1 KB the driver reserves); at least one. */
 static int ctas_per_sm(const struct fc_variant *v)
 {
     const int min_blocks = FC_SM90_MIN_BLOCKS(specialized(v), v->block_m / 64, v->head_dim);
-    const int fit = SM_SMEM_BYTES / (smem_bytes(v) + STATIC_SMEM + CTA_RESERVED_SMEM);
+    const int fit = SM_SMEM_BYTES / (smem_bytes(v) + static_smem(v) + CTA_RESERVED_SMEM);
     return fit >= min_blocks ? min_blocks : fit > 1 ? fit : 1;
 }
 
@@ -164,7 +173,7 @@ static int check(const struct fc_variant *v, char *why, size_t size)
                                "warpgroup), and 2 stages and no ping-pong without one; not %d warps", v->warps);
     }
     /* PAGED: the gather path's K and V offsets of a tile's rows (fwd_sm90.cuh's produce_gathered) */
-    if (smem_bytes(v) + STATIC_SMEM + (v->paged ? 16 * v->block_n : 0) > fc_arch_smem_limit(v->arch))
+    if (smem_bytes(v) + static_smem(v) + (v->paged ? 16 * v->block_n : 0) > fc_arch_smem_limit(v->arch))
         return fc_variant_fail(why, size, "needs %d bytes of shared memory, more than the arch allows",
                                smem_bytes(v));
     return 0;
