@@ -233,7 +233,7 @@ struct Sm90Forward {
     // registers may not be written while a group is in flight, ptxas C7513), is interleaved with the
     // exponentials. NOTE: only where it measured faster, without a softcap: three consumers (head_dim
     // 64), +1.4-6% from 4k keys in three runs (H100, PERF_NOTES v25.5); two consumers of 80-key tiles
-    // (head_dim 256) with a barrier a warp, +1.4-2.6% from 4k keys, -1% at 512-1k (v26.7). Two
+    // (head_dim 256) with a barrier a warp, +1-3% from 4k keys, -1% to -3.5% at 512-1k (v26.7). Two
     // consumers of 128 or 192 keys keep ptxas's place: held by the warpgroup they lost 3-5% (head_dim
     // 128 without a mask, v25.5), by the warp they moved -2.3% to +1.5% (v26.7); FP8's three
     // consumers held 0.980x, and a softcap's kernels -3% to +4% (v25.5, v26.2). Enumerators (see
