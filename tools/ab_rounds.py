@@ -15,7 +15,7 @@ the geometric mean of the rows' ratios, overall and by head_dim, and the spread 
 kernel rows (the same kernel name with --baseline-db alone; with --baseline-lib, names matching
 --noise-kernels, whose code the change left as it was, e.g. by their PTX): the noise floor of the run.
 --dtypes e4m3: FP8 attention's rows (bench_fp8.py's form): bf16 N(0, 1) tensors quantized to e4m3
-with a descale per (batch, K/V head), amax / 448 (check.quantize_e4m3), out bf16.
+with a descale per (batch, K/V head), amax / 448 (check.e4m3_inputs), out bf16.
 A measurement tool for PERF_NOTES, not part of the build; peers are not timed (bench.py does that).
 """
 import argparse
@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (its problems, measure_ms and comparisons; it imports flashcore)
-import check  # noqa: E402  (quantize_e4m3)
+import check  # noqa: E402  (e4m3_inputs)
 
 
 def parse_args(argv=None):
@@ -73,11 +73,10 @@ def row_tensors(problem, device):
 
     if problem.dtype != "e4m3":
         return (*bench.problem_tensors(problem, device), {})
-    q, k, v = bench.problem_tensors(problem._replace(dtype="bf16"), device)
-    quantized = [check.quantize_e4m3(x, problem.heads_kv, random_range=False)[:2] for x in (q, k, v)]
-    del q, k, v
-    torch.cuda.empty_cache()
-    return (*(x8 for x8, _ in quantized), {f"{name}_descale": d for name, (_, d) in zip("qkv", quantized)})
+    codes, scales = check.e4m3_inputs(*bench.problem_tensors(problem._replace(dtype="bf16"), device),
+                                      problem.heads_kv)
+    torch.cuda.empty_cache()   # the bf16 originals are gone
+    return (*codes, scales)
 
 
 def main(argv=None):
@@ -109,24 +108,22 @@ def main(argv=None):
                 launch()
                 launches.append(launch)
             torch.cuda.synchronize(device)
-            check = bench.match(launches[0].out, launches[1].out)
+            agreement = bench.match(launches[0].out, launches[1].out)
             kernels = [context.plan(q, k, v, causal=p.causal, **extra)[0] for context in (ours, base)]
-            times = [[], []]
-            for _ in range(args.rounds):
-                for side in (0, 1):
-                    times[side].append(bench.measure_ms(launches[side]))
-            ratios = [b / o for o, b in zip(*times)]
-            row = {**p._asdict(), "kernels": kernels, "check": check, "ours_ms": times[0], "baseline_ms": times[1],
+            times = bench.alternated({"ours": launches[0], "baseline": launches[1]}, args.rounds)
+            ratios = [b / o for o, b in zip(times["ours"], times["baseline"])]
+            row = {**p._asdict(), "kernels": kernels, "check": agreement, "ours_ms": times["ours"],
+                   "baseline_ms": times["baseline"],
                    "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
                    # one library: the same name is the same kernel; two: only the names --noise-kernels gives
                    "identical": kernels[0] == kernels[1] and (
                        bool(re.search(args.noise_kernels, kernels[0])) if args.noise_kernels
                        else not (args.baseline_lib or args.baseline_templates or args.ours_templates))}
             rows.append(row)
-            print(f"[{index + 1}/{len(problems)}] {p.describe()}: ours {statistics.median(times[0]):.4f} ms "
-                  f"baseline {statistics.median(times[1]):.4f} ms, baseline / ours {row['ratio']:.3f} "
+            print(f"[{index + 1}/{len(problems)}] {p.describe()}: ours {statistics.median(times['ours']):.4f} ms "
+                  f"baseline {statistics.median(times['baseline']):.4f} ms, baseline / ours {row['ratio']:.3f} "
                   f"({row['ratio_min']:.3f}-{row['ratio_max']:.3f}), {kernels[0]}"
-                  f"{'' if kernels[0] == kernels[1] else ' vs ' + kernels[1]}, check {check['check']}", flush=True)
+                  f"{'' if kernels[0] == kernels[1] else ' vs ' + kernels[1]}, check {agreement['check']}", flush=True)
             del q, k, v, launches
             torch.cuda.empty_cache()
     finally:

@@ -150,6 +150,17 @@ def measure_ms(fn):
     return triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
 
 
+def alternated(launches, rounds):
+    """{name: [ms of each round]}: the launches of `launches` ({name: fn}) timed in turn by
+    measure_ms, `rounds` times, so that the clock's and the temperature's drift reaches each alike
+    (one pair of timings moved identical kernels by up to 5% on an H100, PERF_NOTES v23.5)."""
+    times = {name: [] for name in launches}
+    for _ in range(rounds):
+        for name, launch in launches.items():
+            times[name].append(measure_ms(launch))
+    return times
+
+
 class Power(NamedTuple):
     """NVML power sampling after each timing (--report): fn runs `seconds` more while sampled."""
 

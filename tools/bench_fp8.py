@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (measure_ms, fa3_call, collect_metadata, nvidia_smi; it imports flashcore)
-import check  # noqa: E402  (quantize_e4m3)
+import check  # noqa: E402  (e4m3_inputs)
 
 flashcore = bench.flashcore
 
@@ -248,27 +248,21 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
             row["quantize"] = quantize_timing(q)
         except flashcore.FlashCoreError as error:
             row["quantize"] = {"error": first_line(error)}
-    # (e4m3 codes, float32 [B, H] descales) of q, k and v
-    per_head = [check.quantize_e4m3(x, heads, random_range=False)[:2] for x in (q, k, v)]
-    per_tensor = [check.quantize_e4m3(x, heads, per_tensor=True, random_range=False)[:2] for x in (q, k, v)]
-
-    def scales(quantized):
-        return {f"{name}_descale": d for name, (_, d) in zip("qkv", quantized)}
-
-    def codes(quantized):
-        return [x8 for x8, _ in quantized]
+    # e4m3 codes of q, k and v, and their float32 [B, H] descales by name
+    head_codes, head_scales = check.e4m3_inputs(q, k, v, heads)
+    tensor_codes, tensor_scales = check.e4m3_inputs(q, k, v, heads, per_tensor=True)
 
     # ours, fp8 (per-head scales: timed) and bf16
     try:
-        call = context.prepare(*codes(per_head), causal=causal, **scales(per_head))
+        call = context.prepare(*head_codes, causal=causal, **head_scales)
         call()
         torch.cuda.synchronize(device)
         results["ours_fp8"] = timed_entry(call, call.out, ref, "fp8", flop_count)
-        results["ours_fp8"]["kernel"] = context.plan(*codes(per_head), causal=causal)[0]
+        results["ours_fp8"]["kernel"] = context.plan(*head_codes, causal=causal)[0]
         if with_accuracy:
             accuracy["ours_fp8_head"] = results["ours_fp8"]["rel_rmse"]
             accuracy["ours_fp8_tensor"] = relative_rmse(
-                context.attention(*codes(per_tensor), causal=causal, **scales(per_tensor)), ref)
+                context.attention(*tensor_codes, causal=causal, **tensor_scales), ref)
     except flashcore.FlashCoreError as error:
         results["ours_fp8"] = {"error": first_line(error)}
     try:
@@ -283,12 +277,12 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
 
     # FA3 fp8 (per-head scales: timed; per-tensor: accuracy)
     try:
-        call = bench.fa3_call(*codes(per_head), causal=causal, **scales(per_head))
+        call = bench.fa3_call(*head_codes, causal=causal, **head_scales)
         results["fa3_fp8"] = timed_entry(call, call(), ref, "fp8", flop_count)
         if with_accuracy:
             accuracy["fa3_fp8_head"] = results["fa3_fp8"]["rel_rmse"]
             accuracy["fa3_fp8_tensor"] = relative_rmse(
-                bench.fa3_call(*codes(per_tensor), causal=causal, **scales(per_tensor))(), ref)
+                bench.fa3_call(*tensor_codes, causal=causal, **tensor_scales)(), ref)
     except ImportError as error:
         results["fa3_fp8"] = {"error": f"fa3-fwd not installed ({first_line(error)}; ../shared/PEERS.md)"}
     except Exception as error:   # noqa: BLE001  (a peer never stops the benchmark)
@@ -299,7 +293,7 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
         results["cudnn_fp8"] = {"error": handle}
     else:
         try:
-            graph = CudnnFp8(cudnn, handle, *codes(per_tensor), [d for _, d in per_tensor], causal)
+            graph = CudnnFp8(cudnn, handle, *tensor_codes, [tensor_scales[f"{name}_descale"] for name in "qkv"], causal)
             graph()
             torch.cuda.synchronize(device)
             results["cudnn_fp8"] = timed_entry(graph, graph.dequantized(), ref, "fp8", flop_count)

@@ -193,16 +193,6 @@ def uncapped_name(kernel):
     return kernel.replace("_cap_", "_", 1)
 
 
-def alternated(launches, rounds):
-    """{name: [ms of each round]}: the launches timed in turn (bench.measure_ms), `rounds` times, so
-    that the clock's and the temperature's drift reaches each alike."""
-    times = {name: [] for name in launches}
-    for _ in range(rounds):
-        for name, launch in launches.items():
-            times[name].append(bench.measure_ms(launch))
-    return times
-
-
 def overhead(with_ms, without_ms):
     """The median over the rounds of (time with / time without), less 1."""
     return statistics.median(a / b for a, b in zip(with_ms, without_ms)) - 1
@@ -228,7 +218,7 @@ def overhead_rows(context, dtypes, dims, seqlens, with_peers, forced_context, ro
                         same, _, same_kernel = ours(forced_context(force), q, k, v, causal=causal)
                         if same_kernel == uncapped_name(capped_kernel):
                             launches["same_tiles"] = same
-                    times = alternated(launches, rounds)
+                    times = bench.alternated(launches, rounds)
                     row = {"measurement": "overhead", "dtype": dtype, "head_dim": head_dim, "heads": heads,
                            "batch": bench.SWEEP_TOKENS // seqlen, "seqlen": seqlen, "causal": causal,
                            "kernels": [kernel, capped_kernel], "rounds": rounds,

@@ -304,6 +304,14 @@ def quantize_e4m3(x, heads_kv=None, per_tensor=False, random_range=True):
     return quantized, scale, exact
 
 
+def e4m3_inputs(q, k, v, heads_kv, per_tensor=False):
+    """q, k and v as FP8 attention takes them, each quantized by quantize_e4m3 (descale amax / 448,
+    per (batch, K/V head), or per tensor): ([q8, k8, v8], {"q_descale": ..., "k_descale": ...,
+    "v_descale": ...}), the descales float32 [B, heads_kv]."""
+    quantized = [quantize_e4m3(x, heads_kv, per_tensor=per_tensor, random_range=False)[:2] for x in (q, k, v)]
+    return [x8 for x8, _ in quantized], {f"{name}_descale": d for name, (_, d) in zip("qkv", quantized)}
+
+
 def e4m3_in_layout(quantized, like):
     """quantized's e4m3 codes in a tensor with like's sizes and strides (the case's layout: a slice
     of a wider buffer, a transposed q), moved as bytes."""

@@ -1,6 +1,7 @@
 """The measurement tools' pure parts without a GPU: bench_masks.py's same-tiles plain call (the
-forced variant it derives from a capped kernel's name) and its overheads over alternated rounds, and
-ab_rounds.py's arguments (its FP8 rows and template folders too)."""
+forced variant it derives from a capped kernel's name) and its overheads over alternated rounds,
+ab_rounds.py's arguments (its FP8 rows and template folders too), bench.alternated's order and
+check.e4m3_inputs' quantization."""
 import sys
 from pathlib import Path
 
@@ -57,3 +58,28 @@ def test_bench_masks_overhead_is_the_median_of_the_rounds_ratios():
     assert bench_masks.parse_args([]).rounds == 3
     with pytest.raises(SystemExit):
         bench_masks.parse_args(["--rounds", "0"])
+
+
+def test_alternated_times_each_launch_once_a_round_in_turn(monkeypatch):
+    import bench
+
+    order = []
+    monkeypatch.setattr(bench, "measure_ms", lambda fn: fn())
+    launches = {"a": lambda: order.append("a") or 1.0, "b": lambda: order.append("b") or 2.0}
+    assert bench.alternated(launches, 3) == {"a": [1.0] * 3, "b": [2.0] * 3}
+    assert order == ["a", "b"] * 3
+
+
+def test_e4m3_inputs_quantizes_q_k_and_v_per_kv_head():
+    torch = pytest.importorskip("torch")
+    import check
+
+    q, k, v = torch.randn(2, 8, 4, 64), torch.randn(2, 8, 2, 64), torch.randn(2, 8, 2, 64)
+    codes, scales = check.e4m3_inputs(q, k, v, 2)
+    assert [c.dtype for c in codes] == [torch.float8_e4m3fn] * 3
+    assert sorted(scales) == ["k_descale", "q_descale", "v_descale"]
+    assert all(d.shape == (2, 2) for d in scales.values())
+    restored = codes[1].float() * scales["k_descale"][:, None, :, None]
+    assert torch.allclose(restored, k, rtol=0.07, atol=1e-3)   # e4m3: 3 mantissa bits
+    _, one = check.e4m3_inputs(q, k, v, 2, per_tensor=True)
+    assert torch.unique(one["q_descale"]).numel() == 1
