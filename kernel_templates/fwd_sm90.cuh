@@ -240,8 +240,8 @@ struct Sm90Forward {
     // PRODUCER_THREADS).
     enum : int {
         WARP_HOLD = CONSUMERS == 2,
-        HOLD_TILES = SPECIALIZED && !FP8 && !SOFTCAP && (CONSUMERS == 3 || (WARP_HOLD && BLOCK_N == 80)) ? N_TILES / 4
-                                                                                                      : 0,
+        HOLD_TILES = SPECIALIZED && !FP8 && !SOFTCAP && (CONSUMERS == 3 || (WARP_HOLD && BLOCK_N == 80))
+                         ? N_TILES / 4 : 0,
         HOLD_BARRIER = TURN_BARRIER + CONSUMERS + 3,   // after the turns', the clears' and the gatherers'
     };
     static_assert(!HOLD_TILES || HOLD_BARRIER + (WARP_HOLD ? CONSUMER_THREADS / 32 : CONSUMERS) <= 16,
