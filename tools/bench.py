@@ -4,16 +4,21 @@ As shared/BENCH.md asks: the peers run in the same process on the same tensors (
 [B, H, S, D] transposed views of the BSHD tensors ours gets). Each time is a median from
 triton.testing.do_bench (CUDA events around each launch, L2 flushed between launches), or of 3
 launches when one launch takes over 50 ms. Before it is timed, ours is compared with a peer's
-output, so that a wrong kernel's speed is never reported silently ("MISMATCH").
+output, so that a wrong kernel's speed is never reported silently ("MISMATCH"). With --rounds N
+every timed call of a row is timed N times in turn (flash, cuDNN, FA3, ours, ...; the first round
+is the single timing of --rounds 1): each time is the median of its rounds, each ratio the median of
+the rounds' ratios, so that the clock's drift under the board's power limit reaches each call alike.
 
     python3 tools/bench.py                 # the FlashAttention-3 sweep plus small/GQA/decode shapes
     python3 tools/bench.py --quick         # d64/d128 f16 at 1k/4k/16k
     python3 tools/bench.py --no-ours       # peers only
     python3 tools/bench.py --report DIR    # also JSON, PNG plots and NVML power per result in DIR
+    python3 tools/bench.py --rounds 3      # each row's calls timed in turn three times
 
 Prints progress, then the header (GPU, driver, clocks, versions, ceilings) and the table last.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -150,14 +155,18 @@ def measure_ms(fn):
     return triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
 
 
-def alternated(launches, rounds):
+def alternated(launches, rounds, contexts=None):
     """{name: [ms of each round]}: the launches of `launches` ({name: fn}) timed in turn by
     measure_ms, `rounds` times, so that the clock's and the temperature's drift reaches each alike
-    (one pair of timings moved identical kernels by up to 5% on an H100, PERF_NOTES v23.5)."""
+    (one pair of timings moved identical kernels by up to 5% on an H100, PERF_NOTES v23.5).
+    contexts: {name: a factory of the context manager its timing runs under (SDPA's backend), or
+    None}."""
     times = {name: [] for name in launches}
     for _ in range(rounds):
         for name, launch in launches.items():
-            times[name].append(measure_ms(launch))
+            context = (contexts or {}).get(name)
+            with context() if context else contextlib.nullcontext():
+                times[name].append(measure_ms(launch))
     return times
 
 
@@ -289,10 +298,11 @@ def fa3_call(*args, varlen=False, **kwargs):
     return call
 
 
-def run_fa3(q, k, v, problem, power=None):
+def run_fa3(q, k, v, problem, power=None, calls=None):
     """FlashAttention-3's forward on q, k, v ([B, S, H, D]; GQA and bottom-right causal as ours): its
     build has no fp16, so f16 rows run on bf16 copies of the same tensors (../shared/PEERS.md).
-    (output, result entry); its output is in bf16 and never the one ours is checked against."""
+    (output, result entry); its output is in bf16 and never the one ours is checked against. calls:
+    a dict that gets the timed call as "fa3" (run_problem's later rounds: later_rounds' form)."""
     import torch
 
     try:
@@ -304,17 +314,19 @@ def run_fa3(q, k, v, problem, power=None):
         out = call()
     except (RuntimeError, ValueError) as error:
         return None, {"error": first_line(error)}
+    if calls is not None:
+        calls["fa3"] = (call, None)
     return out, measure_entry(call, power)
 
 
-def run_peer(name, q, k, v, problem, power=None):
+def run_peer(name, q, k, v, problem, power=None, calls=None):
     """SDPA restricted to one backend on [B, H, S, D] views of q, k, v (or FlashAttention-3, run_fa3):
-    (output, result entry)."""
+    (output, result entry). calls: a dict that gets (the timed call, what it runs under) under name."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     if name == "fa3":
-        return run_fa3(q, k, v, problem, power)
+        return run_fa3(q, k, v, problem, power, calls)
     backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[name]
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
     gqa = problem.heads_q != problem.heads_kv
@@ -337,6 +349,8 @@ def run_peer(name, q, k, v, problem, power=None):
                 out = call()
             except (RuntimeError, ValueError) as error:
                 return None, {"error": "; ".join(sdpa_reasons(caught) + [first_line(error)])}
+        if calls is not None:
+            calls[name] = (call, lambda: sdpa_kernel(backend))
         return out, measure_entry(call, power)
 
 
@@ -367,8 +381,9 @@ def check_ours(ours, peer_outputs):
     return "unchecked", None
 
 
-def run_ours(context, q, k, v, problem, peer_outputs, power=None):
-    """(check, relative diff, result entry) of one FlashCore context on the tensors."""
+def run_ours(context, q, k, v, problem, peer_outputs, power=None, calls=None, name="ours"):
+    """(check, relative diff, result entry) of one FlashCore context on the tensors. calls: a dict
+    that gets (the timed launch, None) under name."""
     import torch
 
     try:
@@ -377,6 +392,8 @@ def run_ours(context, q, k, v, problem, peer_outputs, power=None):
         torch.cuda.synchronize(q.device)
         check, relative = check_ours(launch.out, peer_outputs)
         entry = measure_entry(launch, power)
+        if calls is not None:
+            calls[name] = (launch, None)
     except flashcore.FlashCoreError as error:
         return "error", None, {"error": first_line(error)}
     try:   # a baseline build older than pointer-free planning cannot name its kernel: "?"
@@ -414,33 +431,57 @@ def make_context(device, env=None, **options):
                 os.environ[name] = value
 
 
-def run_problem(context, problem, device, others=None, power=None):
+def later_rounds(results, calls, rounds):
+    """Rounds 2 to `rounds` of the calls that were timed once (`calls`, by name, in the first
+    round's order: (call, a context manager's factory it runs under, or None)), alternated: each
+    result's ms becomes the median of its rounds (rounds_ms, the first round's time first).
+    Returns {name: [ms of each round]}."""
+    times = {name: [results[name]["ms"]] for name in calls if "ms" in results.get(name, {})}
+    if rounds > 1:
+        for name, more in alternated({name: calls[name][0] for name in times}, rounds - 1,
+                                     {name: calls[name][1] for name in times}).items():
+            times[name] += more
+    for name, ms in times.items():
+        results[name]["rounds_ms"] = ms
+        results[name]["ms"] = statistics.median(ms)
+    return times
+
+
+def round_ratio(times, name, over="ours"):
+    """The median over the rounds of times[name] / times[over]; None where either was not timed."""
+    if name not in times or over not in times:
+        return None
+    return statistics.median(a / b for a, b in zip(times[name], times[over]))
+
+
+def run_problem(context, problem, device, others=None, power=None, rounds=1):
     """Times the peers and ours (and the other FlashCore contexts in `others`, by name: "untuned",
-    "baseline") on one set of tensors; returns the problem's JSON row."""
+    "baseline") on one set of tensors, `rounds` times in turn (later_rounds); returns the problem's
+    JSON row, whose ratios are the medians of the rounds' (peer time / ours)."""
     q, k, v = problem_tensors(problem, device)
-    results, peer_outputs = {}, {}
+    results, peer_outputs, calls = {}, {}, {}
     for name in PEERS:
-        peer_outputs[name], results[name] = run_peer(name, q, k, v, problem, power)
+        peer_outputs[name], results[name] = run_peer(name, q, k, v, problem, power, calls)
 
     row = {**problem._asdict(), "flops": problem.flops(), "kv_bytes": problem.kv_bytes(),
            "check": "-", "check_relative_diff": None}
     if context is not None:
         row["check"], row["check_relative_diff"], results["ours"] = run_ours(
-            context, q, k, v, problem, peer_outputs, power)
+            context, q, k, v, problem, peer_outputs, power, calls)
     others = others or {}
     for name, other in others.items():
-        check, _, results[name] = run_ours(other, q, k, v, problem, peer_outputs, power)
+        check, _, results[name] = run_ours(other, q, k, v, problem, peer_outputs, power, calls, name)
         row[f"check_{name}"] = check
+    times = later_rounds(results, calls, rounds)
+    row["rounds"] = rounds
 
     for entry in results.values():
         if "ms" in entry:
             entry["tflops"] = problem.flops() / entry["ms"] / 1e9
             entry["gbps"] = problem.kv_bytes() / entry["ms"] / 1e6
             bench_report.add_efficiency(entry)
-    ours_ms = results.get("ours", {}).get("ms")
     for name in PEERS + tuple(others):
-        peer_ms = results[name].get("ms")
-        row[f"ratio_{name}"] = peer_ms / ours_ms if ours_ms and peer_ms else None
+        row[f"ratio_{name}"] = round_ratio(times, name)
     row["results"] = results
     return row
 
@@ -504,6 +545,10 @@ def report(meta, ceilings, rows):
     print("ratios f/o, c/o and 3/o (FlashAttention-3, f16 rows on bf16 copies) are peer time / our time: "
           "above 1 means FlashCore is faster; "
           "decode rates are GB/s of K+V read and their share of the copy bandwidth")
+    rounds = meta.get("rounds", 1)
+    if rounds > 1:
+        print(f"each row's calls timed {rounds} times in turn: times are the medians of the rounds, "
+              "ratios the medians of the rounds' ratios")
     for index, row in enumerate(rows):
         for name, entry in row["results"].items():
             if "error" in entry:
@@ -598,8 +643,15 @@ def parse_args(argv):
                         help="also time a baseline (this library, or --baseline-lib) whose kernel cache "
                              "is this file: e.g. an empty one, so that it runs the shipped tuned winners "
                              "while ours runs the winners of FC_TUNING_DB's cache")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time each row's calls this many times in turn, each time the median of "
+                             "its rounds and each ratio the median of the rounds' ratios (default 1; "
+                             "--report's power readings are the first round's)")
     parser.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    return args
 
 
 def main(argv=None):
@@ -617,6 +669,7 @@ def main(argv=None):
         problems = [p for p in problems if p.label in args.labels]
 
     meta = collect_metadata(args.device, not args.no_ours)
+    meta["rounds"] = args.rounds
     power = None
     if args.report and args.power_seconds > 0:
         nvml = bench_report.Nvml(args.device, gpu_uuid(args.device))
@@ -643,7 +696,7 @@ def main(argv=None):
     rows = []
     try:
         for index, problem in enumerate(problems):
-            row = run_problem(context, problem, device, others, power)
+            row = run_problem(context, problem, device, others, power, args.rounds)
             rows.append(row)
             times = ", ".join(f"{name} {format_time(entry.get('ms'), problem.unit)}"
                               for name, entry in row["results"].items())

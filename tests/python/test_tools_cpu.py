@@ -1,6 +1,7 @@
 """The measurement tools' pure parts without a GPU: bench_masks.py's same-tiles plain call (the
 forced variant it derives from a capped kernel's name) and its overheads over alternated rounds,
-ab_rounds.py's arguments (its FP8 rows and template folders too), bench.alternated's order and
+ab_rounds.py's arguments (its FP8 rows and template folders too), bench.alternated's order (and its
+contexts), bench.py's --rounds (medians of times and of ratios) and
 check.e4m3_inputs' quantization."""
 import sys
 from pathlib import Path
@@ -83,3 +84,49 @@ def test_e4m3_inputs_quantizes_q_k_and_v_per_kv_head():
     assert torch.allclose(restored, k, rtol=0.07, atol=1e-3)   # e4m3: 3 mantissa bits
     _, one = check.e4m3_inputs(q, k, v, 2, per_tensor=True)
     assert torch.unique(one["q_descale"]).numel() == 1
+
+
+def test_bench_rounds_take_medians_of_times_and_of_ratios(monkeypatch):
+    import bench
+
+    timings = {"fa3": iter([2.0, 3.0]), "ours": iter([2.5, 2.0])}   # rounds 2 and 3
+    monkeypatch.setattr(bench, "measure_ms", lambda fn: fn())
+    calls = {name: (lambda name=name: next(timings[name]), None) for name in ("fa3", "ours")}
+    results = {"fa3": {"ms": 1.0}, "ours": {"ms": 1.0}, "flash": {"error": "not run"}}
+    times = bench.later_rounds(results, calls, 3)
+    assert times == {"fa3": [1.0, 2.0, 3.0], "ours": [1.0, 2.5, 2.0]}
+    assert results["fa3"]["ms"] == 2.0 and results["ours"]["ms"] == 2.0
+    assert results["fa3"]["rounds_ms"] == [1.0, 2.0, 3.0]
+    # the rounds' ratios 1.0, 0.8, 1.5: their median, not the ratio of the medians (1.0)
+    assert bench.round_ratio(times, "fa3") == pytest.approx(1.0)
+    assert bench.round_ratio(times, "flash") is None
+
+
+def test_bench_rounds_one_is_the_single_timing(monkeypatch):
+    import bench
+
+    monkeypatch.setattr(bench, "measure_ms", lambda fn: pytest.fail("no later round"))
+    results = {"cudnn": {"ms": 3.0}, "ours": {"ms": 2.0}}
+    times = bench.later_rounds(results, {"cudnn": (None, None), "ours": (None, None)}, 1)
+    assert bench.round_ratio(times, "cudnn") == pytest.approx(1.5)
+    assert bench.parse_args([]).rounds == 1
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--rounds", "0"])
+
+
+def test_alternated_runs_each_timing_under_its_context(monkeypatch):
+    import contextlib
+
+    import bench
+
+    entered = []
+    monkeypatch.setattr(bench, "measure_ms", lambda fn: entered.append(("timed", fn())) or 1.0)
+
+    @contextlib.contextmanager
+    def backend():
+        entered.append("enter")
+        yield
+        entered.append("exit")
+
+    bench.alternated({"a": lambda: "a", "b": lambda: "b"}, 1, {"a": backend, "b": None})
+    assert entered == ["enter", ("timed", "a"), "exit", ("timed", "b")]
