@@ -246,6 +246,13 @@ struct Sm90Forward {
     };
     static_assert(!HOLD_TILES || HOLD_BARRIER + (WARP_HOLD ? CONSUMER_THREADS / 32 : CONSUMERS) <= 16,
                   "the hold's named barriers, one a warp or a warpgroup, within the 16 a CTA has");
+    // PINGPONG's turns go round continuously across row blocks (FlashAttention-3's order, turn_begin),
+    // or restart at consumer 0 each block. NOTE: continuous only where it measured faster: causal
+    // 16-bit kernels of two consumers and 128 keys or more (head_dim 128 causal, H100: +1.1% over the
+    // 7 bf16 rows, +2.1-2.7% at 512 keys, GQA +0.1-1.3%, PERF_NOTES v27.4, as in v23.10); head_dim 128
+    // without a mask lost 1.5-5.8% from 4k keys, head_dim 64's three consumers and 256's 80-key tiles
+    // moved -2% to +2% (v23.10). An enumerator (see PRODUCER_THREADS).
+    enum : int { CONTINUOUS_TURNS = PINGPONG && CAUSAL && !FP8 && CONSUMERS == 2 && BLOCK_N >= 128 };
     // SCHEDULED (PERSISTENT, CAUSAL, FP8, head_dim up to 128): the CTAs take their row blocks from
     // a counter (run_scheduled); its slots of scheduled blocks, and the threads that read each: the
     // consumers, and the producer threads but the publisher. NOTE: not the 16-bit kernels nor FP8's
@@ -256,6 +263,7 @@ struct Sm90Forward {
         SCHED_SLOTS = 2,
         SCHED_READERS = CONSUMER_THREADS + PRODUCER_THREADS - 1
     };
+    static_assert(!(CONTINUOUS_TURNS && SCHEDULED), "a scheduled grid's consumers keep each block's turns");
     // FP8: P = 2^(S - (row max - 8)) <= 256 before its rounding to e4m3 (see the top comment)
     static constexpr float P_LOG2_SHIFT = 8.f;
 
@@ -990,9 +998,16 @@ struct Sm90Forward {
     }
 
     // Ping-pong: consumer c issues its GEMMs only in its turn, then passes the turn to c + 1, so
-    // that one warpgroup's softmax runs while the next one's GEMMs have the tensor cores. Every
-    // consumer takes tiles + 1 turns; the last one in the ring does not pass its final turn on,
-    // so that every barrier sees as many arrivals as waits.
+    // that one warpgroup's softmax runs while the next one's GEMMs have the tensor cores. Each
+    // block's turns start afresh (consume): every consumer takes tiles + 1 turns; the last one in
+    // the ring does not pass its final turn on, so that every barrier sees as many arrivals as
+    // waits. CONTINUOUS_TURNS: the turns go round block after block; every consumer takes a block's
+    // `tiles` turns (Q K^T(0), then Q K^T(t) with P V(t - 1)), its final P V outside them, so that
+    // consumer 0 starts the next block once the last consumer has issued its last Q K^T of this one,
+    // not once it has stored its O. One token goes round the ring: turns_open puts it at consumer 0
+    // before the CTA's first block; every consumer taking as many turns, it is back there after the
+    // last, where turns_close takes it (no barrier is arrived at twice unseen: c - 1's next arrival
+    // at c's barrier needs a turn of c's in between).
     __device__ __forceinline__ void turn_begin() const
     {
         if constexpr (PINGPONG)
@@ -1001,8 +1016,20 @@ struct Sm90Forward {
     __device__ __forceinline__ void turn_end(bool last) const
     {
         if constexpr (PINGPONG)
-            if (!last || group != CONSUMERS - 1)
+            if (CONTINUOUS_TURNS || !last || group != CONSUMERS - 1)
                 named_barrier_arrive(TURN_BARRIER + (group + 1) % CONSUMERS, 256);
+    }
+    __device__ __forceinline__ void turns_open() const
+    {
+        if constexpr (CONTINUOUS_TURNS)
+            if (group == CONSUMERS - 1)
+                named_barrier_arrive(TURN_BARRIER, 256);
+    }
+    __device__ __forceinline__ void turns_close() const
+    {
+        if constexpr (CONTINUOUS_TURNS)
+            if (group == 0)
+                named_barrier_sync(TURN_BARRIER, 256);
     }
 
     // PERSISTENT, if `done`: this consumer thread is done with Q of the block (its last Q K^T has
@@ -1020,7 +1047,8 @@ struct Sm90Forward {
     // ring: the ring's tiles before this block's, block: the CTA's blocks before it (PERSISTENT;
     // else 0 and 0). With ping-pong, each block's turns start afresh, consumer 0 first: the last
     // consumer's go-ahead for the next block comes after its final turn of this one, which waited
-    // for every other consumer's final turn, so no turn barrier is arrived at twice unseen.
+    // for every other consumer's final turn, so no turn barrier is arrived at twice unseen; with
+    // CONTINUOUS_TURNS, between the role's turns_open and turns_close, the final P V takes no turn.
     __device__ __forceinline__ void consume(const Barriers &b, int tiles, int ring = 0, int block = 0)
     {
         float o[1][D_TILES][4];
@@ -1034,7 +1062,7 @@ struct Sm90Forward {
         if (tiles > 0) {
             float s[1][N_TILES][4], correction[1][2];
             unsigned a[P_STEPS][4];   // P of the tile before
-            if (PINGPONG && group == CONSUMERS - 1)
+            if (PINGPONG && !CONTINUOUS_TURNS && group == CONSUMERS - 1)
                 named_barrier_arrive(TURN_BARRIER, 256);   // consumer 0 goes first
             wait_full(b.slot(b.k_full, ring), b.phase(ring), false);
             turn_begin();
@@ -1072,10 +1100,12 @@ struct Sm90Forward {
             // same tile, passed before that one got here), and the final turns come after the clear.
             if constexpr (VARLEN && !FP8)   // FP8: the producer cleared staged V (clear_staged_tail)
                 clear_tail_rows(tiles - 1, b.stage(last));
-            turn_begin();
+            if constexpr (!CONTINUOUS_TURNS)
+                turn_begin();
             rescale_output(o, correction);
             pv_issue(o, a, b.stage(last));
-            turn_end(true);
+            if constexpr (!CONTINUOUS_TURNS)
+                turn_end(true);
             wgmma_wait<0>();
             pv_retire(o, a);
             if constexpr (PERSISTENT)   // the slot is free for the ring's next tile
@@ -1152,7 +1182,9 @@ struct Sm90Forward {
             return;
         }
         registers_claim<CONSUMER_REGISTERS>();
+        turns_open();
         consume(b, tiles);
+        turns_close();
     }
 
     // PERSISTENT, the producer warpgroup's threads that take part (p: 0 for the issuing thread), on
@@ -1203,6 +1235,7 @@ struct Sm90Forward {
             return;
         }
         registers_claim<CONSUMER_REGISTERS>();
+        turns_open();
         for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
             for (int part = 0; part < unit_parts<CAUSAL>(base, unit); part++, block++) {
                 set_tile(unit, part);
@@ -1210,6 +1243,7 @@ struct Sm90Forward {
                 consume(b, tiles, ring, block);
                 ring += tiles;
             }
+        turns_close();
     }
 
     // SCHEDULED (after run_specialized's barrier set-up): the CTAs take the row blocks of one list
