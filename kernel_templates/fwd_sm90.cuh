@@ -269,6 +269,23 @@ struct Sm90Forward {
         SCHED_READERS = CONSUMER_THREADS + PRODUCER_THREADS - 1
     };
     static_assert(!(CONTINUOUS_TURNS && SCHEDULED), "a scheduled grid's consumers keep each block's turns");
+    // RESCALE_SLACK >= 0 (OnlineSoftmax::update's SLACK): a row's max moves only when a tile's exceeds
+    // it by more than RESCALE_SLACK (log2 units: P reaches 2^8, in range for bf16 and fp16 and the
+    // fp32 sums), and a warp whose rows' maxima all held skips O's rescale (rescale), FlashAttention-4's
+    // lazy rescale: fewer instructions, less energy a tile at the board's power limit. NOTE: only
+    // where it measured faster, the sweep's 16-bit warp-specialized kernels of head_dim 64 and 256
+    // (H100, PERF_NOTES v27.6: +2.0% and +3.3% over their f16 and bf16 rows, up to +7%); head_dim
+    // 128 lost 1-4% without a mask from 2k keys (0.993 over its rows), the exact form (a warp skips
+    // only where no row's max moved, SLACK 0) 0.980 there. Not measured, so off: windows, softcaps
+    // (whose head_dim 256 windowed kernels then spilled 24-32 bytes), varlen, paged and GQA-packed
+    // rows. FP8 keeps it off: its P takes the range already (P_LOG2_SHIFT). An enumerator (see
+    // PRODUCER_THREADS).
+    enum : int {
+        RESCALE_SLACK = SPECIALIZED && !FP8 && !WINDOW && !SOFTCAP && !VARLEN && !PACK_GQA &&
+                                (HEAD_DIM == 64 || HEAD_DIM == 256)
+                            ? 8
+                            : -1
+    };
     // FP8: P = 2^(S - (row max - 8)) <= 256 before its rounding to e4m3 (see the top comment)
     static constexpr float P_LOG2_SHIFT = 8.f;
 
@@ -682,8 +699,8 @@ struct Sm90Forward {
                 mask_scores(scores, mask, row0 + warp * 16, key0, masked, prescale);
             }
         };
-        softmax_step<SOFTCAP, HOLD_TILES>(softmax, s, correction, factor, shift, softcap_scale, masked, fold_scale,
-                                          mask_tile, hold);
+        softmax_step<SOFTCAP, HOLD_TILES, RESCALE_SLACK>(softmax, s, correction, factor, shift, softcap_scale,
+                                                         masked, fold_scale, mask_tile, hold);
     }
 
     __device__ __forceinline__ static void zero(float (&o)[1][D_TILES][4])
@@ -1037,6 +1054,16 @@ struct Sm90Forward {
                 named_barrier_sync(TURN_BARRIER, 256);
     }
 
+    // O times its rows' corrections; with RESCALE_SLACK, not by a warp whose every correction is 1
+    // (its rows' maxima held: a warp-uniform branch).
+    __device__ __forceinline__ static void rescale(float (&o)[1][D_TILES][4], const float (&correction)[1][2])
+    {
+        if constexpr (RESCALE_SLACK >= 0)
+            if (!__any_sync(FULL_WARP, correction[0][0] != 1.f || correction[0][1] != 1.f))
+                return;
+        rescale_output(o, correction);
+    }
+
     // PERSISTENT, if `done`: this consumer thread is done with Q of the block (its last Q K^T has
     // completed): the producer may load the next block's. NOTE: the test too only where PERSISTENT
     // (a test of nothing still moved other variants' branches).
@@ -1085,7 +1112,7 @@ struct Sm90Forward {
                 wait_full(b.slot(b.v_full, i - 1), b.phase(i - 1), true);
                 turn_begin();
                 qk_issue(s, b.stage(i));
-                rescale_output(o, correction);
+                rescale(o, correction);
                 pv_issue(o, a, b.stage(i - 1));
                 turn_end(false);
                 wgmma_wait<1>();   // Q K^T(t) is done, P V(t - 1) may still run
@@ -1107,7 +1134,7 @@ struct Sm90Forward {
                 clear_tail_rows(tiles - 1, b.stage(last));
             if constexpr (!CONTINUOUS_TURNS)
                 turn_begin();
-            rescale_output(o, correction);
+            rescale(o, correction);
             pv_issue(o, a, b.stage(last));
             if constexpr (!CONTINUOUS_TURNS)
                 turn_end(true);

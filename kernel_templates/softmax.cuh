@@ -74,8 +74,10 @@ struct OnlineSoftmax {
     // consumer's GEMMs (PERF_NOTES v25). A masked tile caps first (soft_cap), then masks.
     // HOLD_TILES > 0: every row's max first, then the exponentials of the first HOLD_TILES n-tiles,
     // then hold(their partial sum) (fwd_sm90.cuh's HOLD_TILES: a later wait kept after them), then
-    // the rest.
-    template <bool CAP = false, int HOLD_TILES = 0, typename Hold = NoHold>
+    // the rest. SLACK >= 0: a row's max moves only when a tile's exceeds it by more than SLACK (log2
+    // units: P then reaches 2^SLACK), so that most tiles leave it, and its correction exactly 1 (the
+    // SFU's exp2 of 0; a consumer may skip O's rescale); -1: the max moves to any larger tile max.
+    template <bool CAP = false, int HOLD_TILES = 0, int SLACK = -1, typename Hold = NoHold>
     __device__ __forceinline__ void update(float (&s)[M_TILES][N_TILES][4], float (&correction)[M_TILES][2],
                                            float factor, float shift = 0.f, float cap_scale = 0.f,
                                            const Hold &hold = {})
@@ -85,7 +87,7 @@ struct OnlineSoftmax {
             for (int m = 0; m < M_TILES; m++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    const float offset = open_row<CAP>(s, correction, m, h, factor, shift, cap_scale);
+                    const float offset = open_row<CAP, SLACK>(s, correction, m, h, factor, shift, cap_scale);
                     float sum = 0.f;
 #pragma unroll
                     for (int n = 0; n < N_TILES; n++)
@@ -101,7 +103,7 @@ struct OnlineSoftmax {
             for (int m = 0; m < M_TILES; m++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    offset[m][h] = open_row<CAP>(s, correction, m, h, factor, shift, cap_scale);
+                    offset[m][h] = open_row<CAP, SLACK>(s, correction, m, h, factor, shift, cap_scale);
                     sum[m][h] = 0.f;
                 }
 #pragma unroll
@@ -125,8 +127,9 @@ struct OnlineSoftmax {
     }
 
     // update's first step for row (m, h): the tile's max (CAP: of the capped scores) joins the
-    // row's; the correction of what the row accumulated so far; the offset the exponents take.
-    template <bool CAP>
+    // row's (SLACK: see update); the correction of what the row accumulated so far; the offset the
+    // exponents take.
+    template <bool CAP, int SLACK = -1>
     __device__ __forceinline__ float open_row(float (&s)[M_TILES][N_TILES][4], float (&correction)[M_TILES][2],
                                               int m, int h, float factor, float shift, float cap_scale)
     {
@@ -142,10 +145,16 @@ struct OnlineSoftmax {
         tile_max = quad_max(tile_max);
         if constexpr (CAP)
             tile_max = tanh_approx(tile_max);
-        const float new_max = fmaxf(row_max[m][h], tile_max * factor - shift);
+        float new_max;
+        if constexpr (SLACK >= 0) {
+            const float candidate = tile_max * factor - shift;
+            new_max = candidate > row_max[m][h] + float(SLACK) ? candidate : row_max[m][h];
+        } else {
+            new_max = fmaxf(row_max[m][h], tile_max * factor - shift);
+        }
         const bool none_yet = new_max == -infinity();   // exp2(-inf - -inf) would be NaN
         const float offset = none_yet ? 0.f : new_max;
-        correction[m][h] = exp2_approx(row_max[m][h] - offset);
+        correction[m][h] = exp2_approx(row_max[m][h] - offset);   // a held max: exp2(0), exactly 1
         row_max[m][h] = new_max;
         return offset;
     }
@@ -183,22 +192,23 @@ struct OnlineSoftmax {
 // A tile's scores -> P, with its softcap (SOFTCAP) and its mask: a tile without a masked score is
 // capped inside the softmax (update<true>); another takes the tanh pass, then `mask_tile(s)` (the
 // family's masking) where the tile is masked or the scale was not folded into the exponent, then the
-// softmax. HOLD_TILES, hold: OnlineSoftmax::update's.
-template <bool SOFTCAP, int HOLD_TILES = 0, int M_TILES, int N_TILES, typename Mask, typename Hold = NoHold>
+// softmax. HOLD_TILES, SLACK, hold: OnlineSoftmax::update's.
+template <bool SOFTCAP, int HOLD_TILES = 0, int SLACK = -1, int M_TILES, int N_TILES, typename Mask,
+          typename Hold = NoHold>
 __device__ __forceinline__ void softmax_step(OnlineSoftmax<M_TILES, N_TILES> &softmax, float (&s)[M_TILES][N_TILES][4],
                                              float (&correction)[M_TILES][2], float factor, float shift,
                                              float softcap_scale, bool masked, bool fold_scale,
                                              const Mask &mask_tile, const Hold &hold = {})
 {
     if (SOFTCAP && !masked) {
-        softmax.template update<true, HOLD_TILES>(s, correction, factor, shift, softcap_scale, hold);
+        softmax.template update<true, HOLD_TILES, SLACK>(s, correction, factor, shift, softcap_scale, hold);
         return;
     }
     if constexpr (SOFTCAP)
         soft_cap(s, softcap_scale);
     if (masked || !fold_scale)
         mask_tile(s);
-    softmax.template update<false, HOLD_TILES>(s, correction, factor, shift, 0.f, hold);
+    softmax.template update<false, HOLD_TILES, SLACK>(s, correction, factor, shift, 0.f, hold);
 }
 
 constexpr float LOG2E = 1.4426950408889634f;

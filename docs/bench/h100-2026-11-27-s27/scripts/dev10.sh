@@ -1,0 +1,10 @@
+#!/bin/bash
+export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64 FLASHCORE_LIB=$PWD/.carry/lib/libflashcore.so PYTHONPATH=$PWD/python FC_QUICK_FIRST_CALL=0
+mkdir -m 700 -p /tmp/fcdb; export FC_TUNING_DB=/tmp/fcdb/k.db
+T=$PWD/.carry-tpl
+date -u > $OUT/times.txt
+timeout 120 python3 tools/ab_rounds.py --ours-templates $T/lz3 --baseline-templates $T/main2 --dims 64,256 --dtypes bf16 --rounds 5 --json $OUT/abr-lz3.json > $OUT/abr-lz3.log 2>&1
+date -u >> $OUT/times.txt
+( FC_TEMPLATE_DIR=$T/lz3 timeout 130 python3 tools/check.py --matrix base --head-dims 64,256 --repeats 2 > $OUT/lz3-check-base.log 2>&1; echo "rc $?" >> $OUT/lz3-check-base.log )
+date -u >> $OUT/times.txt
+cd $OUT && tar czf extra.tgz *.json && rm -f *.json
