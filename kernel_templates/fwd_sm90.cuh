@@ -1038,7 +1038,7 @@ struct Sm90Forward {
     __device__ __forceinline__ void turn_end(bool last) const
     {
         if constexpr (PINGPONG)
-            if (CONTINUOUS_TURNS || !last || group != CONSUMERS - 1)
+            if (!last || group != CONSUMERS - 1)   // CONTINUOUS_TURNS: never last (no final turn)
                 named_barrier_arrive(TURN_BARRIER + (group + 1) % CONSUMERS, 256);
     }
     __device__ __forceinline__ void turns_open() const

@@ -111,7 +111,7 @@ def main(argv=None):
             agreement = bench.match(launches[0].out, launches[1].out)
             kernels = [context.plan(q, k, v, causal=p.causal, **extra)[0] for context in (ours, base)]
             times = bench.alternated({"ours": launches[0], "baseline": launches[1]}, args.rounds)
-            ratios = [b / o for o, b in zip(times["ours"], times["baseline"])]
+            ratios = bench.round_ratios(times["baseline"], times["ours"])
             row = {**p._asdict(), "kernels": kernels, "check": agreement, "ours_ms": times["ours"],
                    "baseline_ms": times["baseline"],
                    "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),

@@ -447,11 +447,17 @@ def later_rounds(results, calls, rounds):
     return times
 
 
+def round_ratios(numerators, denominators):
+    """The rounds' ratios of two calls timed in alternation (alternated): numerator / denominator,
+    round by round."""
+    return [a / b for a, b in zip(numerators, denominators)]
+
+
 def round_ratio(times, name, over="ours"):
     """The median over the rounds of times[name] / times[over]; None where either was not timed."""
     if name not in times or over not in times:
         return None
-    return statistics.median(a / b for a, b in zip(times[name], times[over]))
+    return statistics.median(round_ratios(times[name], times[over]))
 
 
 def run_problem(context, problem, device, others=None, power=None, rounds=1):

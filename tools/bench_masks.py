@@ -195,7 +195,7 @@ def uncapped_name(kernel):
 
 def overhead(with_ms, without_ms):
     """The median over the rounds of (time with / time without), less 1."""
-    return statistics.median(a / b for a, b in zip(with_ms, without_ms)) - 1
+    return statistics.median(bench.round_ratios(with_ms, without_ms)) - 1
 
 
 def overhead_rows(context, dtypes, dims, seqlens, with_peers, forced_context, rounds=1):
