@@ -272,7 +272,10 @@ static void test_plan_names_the_kernel_and_why(void **state)
     p.seqlen_k = 2048;   /* two consumer warpgroups and a producer */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
-    p.seqlen_k = 4096;   /* ... from 4k keys, 192-key tiles */
+    p.seqlen_k = 4096;   /* causal up to 4k keys, still 128-key tiles (their lazy rescale) ... */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
+    p.seqlen_k = 8192;   /* ... from 8k causal keys, 192-key tiles */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
     p.window_left = 512;   /* ... not with a window (its span, not the sequence, sets the tiles it crosses) */
@@ -354,10 +357,10 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_non_null(strstr(fc_context_errmsg(ctx), "head_dim 100"));
     p.head_dim = 128;   /* a window: the same kernel and tiles with the switch ("_win") */
     p.window_left = 256;
-    p.seqlen_k = 4096;
+    p.seqlen_k = 8192;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_win_m128n128s2w12p_sm_90a");
-    p.window_left = 4095;   /* wider than the keys: no window (and 4k keys: 192-key tiles) */
+    p.window_left = 8191;   /* wider than the keys: no window (and 8k causal keys: 192-key tiles) */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
     p.causal = 0;
@@ -827,7 +830,7 @@ static void test_tuned_fp8_attention_winner(void **state)
     p.dtype = FC_BF16;   /* 16-bit: its bucket's FP8-attention winner is not its kernel */
     p.out_dtype = FC_DTYPE_SAME;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
     assert_null(strstr(info.reason, "tuned"));
     p.kv_dtype = FC_E4M3;   /* an FP8 cache beside a 16-bit q: a 16-bit bucket's, never FP8 attention's */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
