@@ -273,19 +273,20 @@ struct Sm90Forward {
     // it by more than RESCALE_SLACK (log2 units: P reaches 2^8, in range for bf16 and fp16 and the
     // fp32 sums), and a warp whose rows' maxima all held skips O's rescale (rescale), FlashAttention-4's
     // lazy rescale: fewer instructions, less energy a tile at the board's power limit. NOTE: only
-    // where it measured faster (H100, PERF_NOTES v27.6, v28.1): the 16-bit warp-specialized kernels
-    // of head_dim 64 and 256 (+2.0% and +3.3% over their f16 and bf16 rows, up to +7%) and head_dim
-    // 128's of 128-key tiles (+0.8% to +2.6% on the sweep's rows that take them); head_dim 128's
-    // 192-key tiles lost 1-4% without a mask from 2k keys, head_dim 96's 128-key tiles 0.995x, the
-    // plain schedule (one warpgroup, no producer) -1.3% to +0.5%. Not measured, so off: windows,
-    // softcaps (whose head_dim 256 windowed kernels then spilled 24-32 bytes), varlen, paged and
+    // where it measured faster (H100, PERF_NOTES v27.6, v28.1, v28.4): the 16-bit warp-specialized
+    // kernels of head_dim 64 and 256 (+2.0% and +3.3% over their f16 and bf16 rows, up to +7%) and
+    // head_dim 128's of 128-key tiles (+0.8% to +2.6% on the sweep's rows that take them); with a
+    // softcap, head_dim 64's (+0.7% to +2.5%) and 128's (+3.0%: 0.999-1.051 over 12 rows). Head_dim
+    // 128's 192-key tiles lost 1-4% without a mask from 2k keys, head_dim 96's 128-key tiles 0.995x,
+    // the plain schedule (one warpgroup, no producer) -1.3% to +0.5%. Not measured, so off: windows,
+    // head_dim 256's softcaps (whose windowed kernels then spilled 24-32 bytes), varlen, paged and
     // GQA-packed rows. FP8 keeps it off: at head_dim 256 a slack of 2 (P's shift lowered to 6) ran
     // 1.031x, of 0.75 (the shift kept) 1.017x, but each moved the relative RMSE above FA3's fp8 on
     // every row (5.21% against 5.16% at 512 keys; main's equals FA3's), the issue's bar (v28.1).
     // An enumerator (see PRODUCER_THREADS).
     enum : int {
-        RESCALE_SLACK = SPECIALIZED && !FP8 && !WINDOW && !SOFTCAP && !VARLEN && !PACK_GQA &&
-                                (HEAD_DIM == 64 || HEAD_DIM == 256 || (HEAD_DIM == 128 && BLOCK_N == 128))
+        RESCALE_SLACK = SPECIALIZED && !FP8 && !WINDOW && !VARLEN && !PACK_GQA &&
+                                (HEAD_DIM == 64 || (HEAD_DIM == 256 && !SOFTCAP) || (HEAD_DIM == 128 && BLOCK_N == 128))
                             ? 8
                             : -1
     };
