@@ -666,7 +666,9 @@ struct Sm90Forward {
                 asm volatile("" : "+r"(a[k][i])::"memory");
     }
 
-    // Masks tile t's scores where needed and turns them into P, giving the O correction.
+    // Masks tile t's scores where needed and turns them into P, giving the O correction. UNMASKED: the
+    // caller knows the tile has no masked key and the scale folded (unmasked_tiles_end): no mask code.
+    template <bool UNMASKED = false>
     __device__ __forceinline__ void softmax_tile(float (&s)[1][N_TILES][4], OnlineSoftmax<1, N_TILES> &softmax,
                                                  float (&correction)[1][2], int t)
     {
@@ -677,12 +679,14 @@ struct Sm90Forward {
             scale_log2 *= qk_descale;
             softcap_scale *= qk_descale;
         }
-        const bool fold_scale = SOFTCAP || scale_log2 > 0.f;
+        const bool fold_scale = UNMASKED || SOFTCAP || scale_log2 > 0.f;
         const float factor = SOFTCAP ? base.softcap_log2 : fold_scale ? scale_log2 : 1.f;
         const float prescale = fold_scale ? 1.f : scale_log2;
         const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
-        bool masked;
-        if constexpr (PACK_GQA)
+        bool masked = false;
+        if constexpr (UNMASKED)
+            ;
+        else if constexpr (PACK_GQA)
             masked = mask.partial(row0, row0 + block_rows() - 1, key0, BLOCK_N);
         else
             masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
@@ -1058,6 +1062,27 @@ struct Sm90Forward {
                 named_barrier_sync(TURN_BARRIER, 256);
     }
 
+    // The key tiles before this one have no masked key for any of the block's rows, and the scale folds
+    // into the exponent: the consumers' loop runs them without mask code (consume), so that ptxas keeps
+    // the wait for P V(t - 1) after the row max and a share of the exponentials, where FlashAttention-3's
+    // masking-free loop has it (PERF_NOTES v28.5). Windows: 1 (their first tiles may be masked too).
+    // Not masked by causality or the sequence's end: key0 + BLOCK_N <= the keys the block's first row
+    // sees (KeyMask::partial without a window).
+    __device__ __forceinline__ int unmasked_tiles_end() const
+    {
+        if constexpr (WINDOW) {
+            return 1;
+        } else {
+            float scale_log2 = base.scale_log2;
+            if constexpr (FP8)
+                scale_log2 *= qk_descale;
+            if (!SOFTCAP && !(scale_log2 > 0.f))
+                return 1;
+            const int seen = CAUSAL ? min(mask.seqlen_k(), row0 + 1 + mask.diagonal()) : mask.seqlen_k();
+            return seen > 0 ? seen / BLOCK_N : 0;
+        }
+    }
+
     // O times its rows' corrections; with RESCALE_SLACK, not by a warp whose every correction is 1
     // (its rows' maxima held: a warp-uniform branch).
     __device__ __forceinline__ static void rescale(float (&o)[1][D_TILES][4], const float (&correction)[1][2])
@@ -1110,7 +1135,7 @@ struct Sm90Forward {
             release_q_if(tiles == 1, b);
             softmax_tile(s, softmax, correction, 0);   // O is 0: its correction changes nothing
             p_fragments(a, s);
-            for (int t = 1; t < tiles; t++) {
+            const auto step = [&](int t, bool unmasked) {   // inlined with a constant `unmasked`
                 const int i = ring + t;
                 wait_full(b.slot(b.k_full, i), b.phase(i), false);
                 wait_full(b.slot(b.v_full, i - 1), b.phase(i - 1), true);
@@ -1123,12 +1148,21 @@ struct Sm90Forward {
                 wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
                 mbarrier_arrive(b.slot(b.k_empty, i));
                 release_q_if(t == tiles - 1, b);
-                softmax_tile(s, softmax, correction, t);
+                if (unmasked)
+                    softmax_tile<true>(s, softmax, correction, t);
+                else
+                    softmax_tile<false>(s, softmax, correction, t);
                 wgmma_wait<0>();
                 pv_retire(o, a);
                 mbarrier_arrive(b.slot(b.v_empty, i - 1));
                 p_fragments(a, s);
-            }
+            };
+            const int unmasked_end = min(tiles, unmasked_tiles_end());
+            int t = 1;
+            for (; t < unmasked_end; t++)
+                step(t, true);
+            for (; t < tiles; t++)
+                step(t, false);
             const int last = ring + tiles - 1;
             wait_full(b.slot(b.v_full, last), b.phase(last), true);
             // VARLEN: before this consumer's turn. NOTE: no deadlock with ping-pong: every consumer
