@@ -314,7 +314,10 @@ struct Sm90Forward {
         kv_head = c.kv_head;
         row0 = c.row0;
         warp = threadIdx.x / WARP_SIZE;
-        group = threadIdx.x / 128;
+        // NOTE: through a shuffle, so that the compiler knows it warp-uniform and keeps Q's WGMMA
+        // descriptors in uniform registers (CUTLASS's canonical_warp_group_idx): the 16 ordinary registers
+        // they took let the 192-key loop keep its wait for P V(t - 1) after the max (PERF_NOTES v28.5).
+        group = __shfl_sync(FULL_WARP, threadIdx.x / 128, 0);
     }
 
     // PERSISTENT: the row block this CTA computes next.
