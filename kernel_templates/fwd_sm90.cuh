@@ -246,6 +246,11 @@ struct Sm90Forward {
     };
     static_assert(!HOLD_TILES || HOLD_BARRIER + (WARP_HOLD ? CONSUMER_THREADS / 32 : CONSUMERS) <= 16,
                   "the hold's named barriers, one a warp or a warpgroup, within the 16 a CTA has");
+    // The consumers' key tiles with no masked key run a loop without mask code (unmasked_tiles_end).
+    // NOTE: not for three consumers taking turns (head_dim 64's ping-pong kernels): there it lost 2-4.5%
+    // in 16-bit and 4-8% in FP8, where three without turns gained up to 4.6% (H100, PERF_NOTES v29.1).
+    // An enumerator (see PRODUCER_THREADS).
+    enum : int { LOOP_SPLIT = CONSUMERS == 2 || !PINGPONG };
     // PINGPONG's turns go round continuously across row blocks (FlashAttention-3's order, turn_begin),
     // or restart at consumer 0 each block. NOTE: continuous only where it measured faster: causal
     // 16-bit head_dim 128 kernels of two consumers and 128 keys or more (H100: +1.1% over the 7 bf16
@@ -669,6 +674,15 @@ struct Sm90Forward {
                 asm volatile("" : "+r"(a[k][i])::"memory");
     }
 
+    // HOLD_TILES: a word a consumer thread, written, never read. NOTE: here, not in softmax_tile, whose
+    // two instantiations (UNMASKED) would each have their own array: the 1 KiB more did not fit head_dim
+    // 256's 80-key kernels (CUDA_ERROR_INVALID_VALUE from their shared-memory attribute).
+    __device__ __forceinline__ static float *hold_sink()
+    {
+        __shared__ float words[CONSUMER_THREADS];
+        return words;
+    }
+
     // Masks tile t's scores where needed and turns them into P, giving the O correction. UNMASKED: the
     // caller knows the tile has no masked key and the scale folded (unmasked_tiles_end): no mask code.
     template <bool UNMASKED = false>
@@ -694,13 +708,13 @@ struct Sm90Forward {
         else
             masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
         const float shift = FP8 ? P_LOG2_SHIFT : 0.f;
-        __shared__ float hold_sink[CONSUMER_THREADS];   // HOLD_TILES: a word a thread, written, never read
+        float *const sink = hold_sink();
         const auto hold = [&](float partial_sum) {
             if constexpr (WARP_HOLD)   // the consumers are threads 0 to CONSUMER_THREADS - 1
-                warp_barrier_sync_after<HOLD_BARRIER>(smem_address(hold_sink), partial_sum);
+                warp_barrier_sync_after<HOLD_BARRIER>(smem_address(sink), partial_sum);
             else
                 named_barrier_sync_after(HOLD_BARRIER + group, 128,
-                                         smem_address(&hold_sink[threadIdx.x % CONSUMER_THREADS]), partial_sum);
+                                         smem_address(&sink[threadIdx.x % CONSUMER_THREADS]), partial_sum);
         };
         const auto mask_tile = [&](float(&scores)[1][N_TILES][4]) {
             if constexpr (PACK_GQA) {
@@ -1160,7 +1174,7 @@ struct Sm90Forward {
                 mbarrier_arrive(b.slot(b.v_empty, i - 1));
                 p_fragments(a, s);
             };
-            const int unmasked_end = min(tiles, unmasked_tiles_end());
+            const int unmasked_end = LOOP_SPLIT ? min(tiles, unmasked_tiles_end()) : 1;
             int t = 1;
             for (; t < unmasked_end; t++)
                 step(t, true);
