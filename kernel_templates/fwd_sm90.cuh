@@ -226,31 +226,28 @@ struct Sm90Forward {
     static_assert(!PACK_GQA || (SPECIALIZED && !VARLEN && !PERSISTENT && !FP8),
                   "GQA-packed rows: dense, 16-bit, warp-specialized, a CTA a row block");
     static constexpr int TURN_BARRIER = 1;   // named barriers TURN_BARRIER + consumer: "your turn"
-    // The wait for P V(t - 1) after the max and the first quarter of tile t's exponentials
-    // (OnlineSoftmax::update's hold: three consumers' warpgroup meets on barrier HOLD_BARRIER +
-    // group; with two (WARP_HOLD), each warp alone on HOLD_BARRIER + its index): ptxas otherwise
-    // moves it to the softmax's start, since P(t)'s conversion, which must follow it (a WGMMA's input
-    // registers may not be written while a group is in flight, ptxas C7513), is interleaved with the
-    // exponentials. NOTE: only where it measured faster, without a softcap: three consumers (head_dim
-    // 64), +1.4-6% from 4k keys in three runs (H100, PERF_NOTES v25.5); two consumers of 80-key tiles
-    // (head_dim 256) with a barrier a warp, +1-3% from 4k keys, -1% to -3.5% at 512-1k (v26.7). Two
-    // consumers of 128 or 192 keys keep ptxas's place: held by the warpgroup they lost 3-5% (head_dim
-    // 128 without a mask, v25.5), by the warp they moved -2.3% to +1.5% (v26.7); FP8's three
-    // consumers held 0.980x, and a softcap's kernels -3% to +4% (v25.5, v26.2). Enumerators (see
-    // PRODUCER_THREADS).
+    // The consumers' key tiles with no masked key run a loop without mask code (unmasked_tiles_end),
+    // where ptxas keeps the wait for P V(t - 1) after the row max and a share of the exponentials,
+    // FlashAttention-3's place (PERF_NOTES v28.5). NOTE: not for three consumers taking turns (head_dim
+    // 64's ping-pong kernels): there it lost 2-4.5% in 16-bit and 4-8% in FP8; elsewhere (H100,
+    // PERF_NOTES v29.1) head_dim 128 +2.3% (16-bit, GQA +4%), three consumers without turns up to +4.6%,
+    // head_dim 256 and FP8's two consumers 0 +- 1%. An enumerator (see PRODUCER_THREADS).
+    enum : int { LOOP_SPLIT = CONSUMERS == 2 || !PINGPONG };
+    // Where the loop is not split, the wait for P V(t - 1) after the max and the first quarter of tile
+    // t's exponentials (OnlineSoftmax::update's hold: a consumer warpgroup meets on barrier
+    // HOLD_BARRIER + group): ptxas otherwise moves it to the softmax's start, since P(t)'s conversion,
+    // which must follow it (a WGMMA's input registers may not be written while a group is in flight,
+    // ptxas C7513), is interleaved with the exponentials. NOTE: for three consumers taking turns
+    // without a softcap, where it measured +1.4-6% from 4k keys (H100, PERF_NOTES v25.5). On the split
+    // loop the holds lost: three consumers without turns -1.2% to -3.9%, head_dim 256's 80-key tiles
+    // (held a warp a barrier since v26.7) 0 +- 1% (v29.1); FP8's three consumers held 0.980x and a
+    // softcap's kernels -3% to +4% (v25.5, v26.2). Enumerators (see PRODUCER_THREADS).
     enum : int {
-        WARP_HOLD = CONSUMERS == 2,
-        HOLD_TILES = SPECIALIZED && !FP8 && !SOFTCAP && (CONSUMERS == 3 || (WARP_HOLD && BLOCK_N == 80))
-                         ? N_TILES / 4 : 0,
+        HOLD_TILES = SPECIALIZED && !FP8 && !SOFTCAP && !LOOP_SPLIT ? N_TILES / 4 : 0,
         HOLD_BARRIER = TURN_BARRIER + CONSUMERS + 3,   // after the turns', the clears' and the gatherers'
     };
-    static_assert(!HOLD_TILES || HOLD_BARRIER + (WARP_HOLD ? CONSUMER_THREADS / 32 : CONSUMERS) <= 16,
-                  "the hold's named barriers, one a warp or a warpgroup, within the 16 a CTA has");
-    // The consumers' key tiles with no masked key run a loop without mask code (unmasked_tiles_end).
-    // NOTE: not for three consumers taking turns (head_dim 64's ping-pong kernels): there it lost 2-4.5%
-    // in 16-bit and 4-8% in FP8, where three without turns gained up to 4.6% (H100, PERF_NOTES v29.1).
-    // An enumerator (see PRODUCER_THREADS).
-    enum : int { LOOP_SPLIT = CONSUMERS == 2 || !PINGPONG };
+    static_assert(!HOLD_TILES || HOLD_BARRIER + CONSUMERS <= 16,
+                  "the hold's named barriers, one a warpgroup, within the 16 a CTA has");
     // PINGPONG's turns go round continuously across row blocks (FlashAttention-3's order, turn_begin),
     // or restart at consumer 0 each block. NOTE: continuous only where it measured faster: causal
     // 16-bit head_dim 128 kernels of two consumers and 128 keys or more (H100: +1.1% over the 7 bf16
@@ -710,11 +707,8 @@ struct Sm90Forward {
         const float shift = FP8 ? P_LOG2_SHIFT : 0.f;
         float *const sink = hold_sink();
         const auto hold = [&](float partial_sum) {
-            if constexpr (WARP_HOLD)   // the consumers are threads 0 to CONSUMER_THREADS - 1
-                warp_barrier_sync_after<HOLD_BARRIER>(smem_address(sink), partial_sum);
-            else
-                named_barrier_sync_after(HOLD_BARRIER + group, 128,
-                                         smem_address(&sink[threadIdx.x % CONSUMER_THREADS]), partial_sum);
+            named_barrier_sync_after(HOLD_BARRIER + group, 128, smem_address(&sink[threadIdx.x % CONSUMER_THREADS]),
+                                     partial_sum);
         };
         const auto mask_tile = [&](float(&scores)[1][N_TILES][4]) {
             if constexpr (PACK_GQA) {

@@ -38,19 +38,6 @@ __device__ __forceinline__ void named_barrier_sync_after(int id, int threads, un
                  : "memory");
 }
 
-// named_barrier_sync_after for one warp alone: its barrier is FIRST_ID + the warp's index in the
-// CTA and its word sink_base + 4 x the thread's index, both computed here from %tid.x, so that no
-// register holds them through a loop (held in registers, the head_dim 256 kernels spilled 8-16
-// bytes; PERF_NOTES v26.7).
-template <int FIRST_ID>
-__device__ __forceinline__ void warp_barrier_sync_after(unsigned sink_base, float value)
-{
-    asm volatile("{\n\t.reg .u32 t, a, id;\n\tmov.u32 t, %%tid.x;\n\tshl.b32 a, t, 2;\n\tadd.u32 a, a, %0;\n\t"
-                 "st.shared.f32 [a], %1;\n\tshr.u32 id, t, 5;\n\tadd.u32 id, id, %2;\n\tbar.sync id, 32;\n\t}\n"
-                 ::"r"(sink_base), "f"(value), "n"(FIRST_ID)
-                 : "memory");
-}
-
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads)
 {
     asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
