@@ -14,8 +14,8 @@
 #define LONG_KEYS_FP8_D64 4096   /* ... FP8 attention's, causal (without a mask: always) */
 #define WIDE_KEYS_FP8 4096          /* from this many keys, FP8 attention takes the wider key tiles ... */
 #define WIDE_KEYS_FP8_CAUSAL 8192   /* ... and from this many causal ones (widen_fp8_key_tiles) */
-#define WIDE_KEYS_D128 4096  /* from this many keys, head_dim 128 takes 192-key tiles (widen_key_tiles) ... */
-#define WIDE_KEYS_D128_CAUSAL 8192   /* ... and from this many causal ones */
+#define WIDE_KEYS_D128 4096  /* from this many keys, head_dim 128's varlen and GQA-packed rows take 192-key tiles ... */
+#define WIDE_KEYS_D128_CAUSAL 8192   /* ... and from this many causal ones (widen_key_tiles) */
 #define WIDE_KEYS_D96 8192   /* ... head_dim 96 */
 #define STATIC_SMEM 256      /* the kernel's mbarriers */
 #define SWIZZLE_BYTES 128    /* every tile is 128B-swizzled: rows of 128 bytes */
@@ -246,16 +246,20 @@ static const char *page_path_reason(const struct fc_variant *v, const struct fc_
  * causal; at 1k 0.97x and 0.91x, where a wider last tile is more padding (H100, PERF_NOTES v14).
  * Since the 128-key tile rescales lazily (fwd_sm90.cuh's RESCALE_SLACK), causal rows keep it up to
  * 4k keys: 1.025x the 192-key tile at 4k, 1.024x GQA (Hq32 Hkv8) 4k, 0.996x at 8k, 0.984x at 16k
- * (H100, PERF_NOTES v28.2). Head_dim 96 (its Q and K padded to 128) gains from 8k keys: 1.04-1.05x
- * (`fcjit tune`, H100). */
+ * (H100, PERF_NOTES v28.2). Since the consumers' loop runs the unmasked tiles without mask code
+ * (fwd_sm90.cuh's LOOP_SPLIT), the 128-key tile is ahead at every length: without a mask 1.043x the
+ * 192-key tile at 2k keys, 1.042x at 4k, 1.023x at 8k, 1.007x at 16k; causal 1.024x at 8k, 1.004x at
+ * 16k (bf16, H100, PERF_NOTES v29.4), so dense head_dim 128 (the persistent grid) keeps it; varlen
+ * and GQA-packed rows (not measured since) still widen. Head_dim 96 (its Q and K padded to 128) gains
+ * from 8k keys: 1.04-1.05x (`fcjit tune`, H100). */
 static void widen_key_tiles(const struct fc_problem *problem, struct fc_variant *v)
 {
     const int d = problem->head_dim, keys = problem->max_seqlen_k;
     const int wide_d128 = problem->mask.causal ? WIDE_KEYS_D128_CAUSAL : WIDE_KEYS_D128;
     /* a window's rows see its span, not the sequence: its keys do not tell the tiles it crosses; a
      * softcap's tanh needs the registers (its 192-key variants spill 16-40 bytes) */
-    if (!((d == 128 && keys >= wide_d128) || (d == 96 && keys >= WIDE_KEYS_D96)) || v->paged || v->window ||
-        v->softcap || !specialized(v) || v->block_m != 128)
+    const int wide = (d == 128 && !persistent(v) && keys >= wide_d128) || (d == 96 && keys >= WIDE_KEYS_D96);
+    if (!wide || v->paged || v->window || v->softcap || !specialized(v) || v->block_m != 128)
         return;
     v->block_n = 192;
     if (fc_variant_check(v, NULL, 0))

@@ -275,9 +275,13 @@ static void test_plan_names_the_kernel_and_why(void **state)
     p.seqlen_k = 4096;   /* causal up to 4k keys, still 128-key tiles (their lazy rescale) ... */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
-    p.seqlen_k = 8192;   /* ... from 8k causal keys, 192-key tiles */
+    p.seqlen_k = 8192;   /* ... and at 8k causal keys (the split loop's, PERF_NOTES v29.4) */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
+    p.seqused_k = (const int32_t *)device_memory;   /* per-sequence lengths: 192-key tiles from 8k causal keys */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_var_m128n192s2w12p_sm_90a");
+    p.seqused_k = NULL;
     p.window_left = 512;   /* ... not with a window (its span, not the sequence, sets the tiles it crosses) */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_win_m128n128s2w12p_sm_90a");
@@ -360,14 +364,14 @@ static void test_plan_names_the_kernel_and_why(void **state)
     p.seqlen_k = 8192;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_causal_win_m128n128s2w12p_sm_90a");
-    p.window_left = 8191;   /* wider than the keys: no window (and 8k causal keys: 192-key tiles) */
+    p.window_left = 8191;   /* wider than the keys: no window */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
     p.causal = 0;
     p.window_left = -1;
     p.window_right = 0;   /* causal */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n192s2w12p_sm_90a");
+    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_m128n128s2w12p_sm_90a");
     p.window_right = 3;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_win_m128n128s2w12p_sm_90a");
@@ -728,7 +732,7 @@ static void test_tuned_winner_replaces_the_heuristic(void **state)
     assert_string_equal(info.reason, "tuned: test winner");
     p.causal = 0;   /* no bucket for it: the heuristic */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_f16_d128_m128n192s2w12p_sm_90a");
+    assert_string_equal(info.kernel, "sm90_f16_d128_m128n128s2w12p_sm_90a");
     p.causal = 1;
     p.window_left = 512;   /* a window: the winner's tiles with the switch, and the reason says so */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
