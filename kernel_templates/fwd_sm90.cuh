@@ -230,7 +230,7 @@ struct Sm90Forward {
     // where ptxas keeps the wait for P V(t - 1) after the row max and a share of the exponentials,
     // FlashAttention-3's place (PERF_NOTES v28.5). NOTE: not for three consumers taking turns (head_dim
     // 64's ping-pong kernels): there it lost 2-4.5% in 16-bit and 4-8% in FP8; elsewhere (H100,
-    // PERF_NOTES v29.1) head_dim 128 +2.3% (16-bit, GQA +4%), three consumers without turns up to +4.6%,
+    // PERF_NOTES v29.1) head_dim 128 +2.3% (16-bit, GQA +4%), three consumers without turns up to +4.8%,
     // head_dim 256 and FP8's two consumers 0 +- 1%. An enumerator (see PRODUCER_THREADS).
     enum : int { LOOP_SPLIT = CONSUMERS == 2 || !PINGPONG };
     // Where the loop is not split, the wait for P V(t - 1) after the max and the first quarter of tile
@@ -239,8 +239,8 @@ struct Sm90Forward {
     // which must follow it (a WGMMA's input registers may not be written while a group is in flight,
     // ptxas C7513), is interleaved with the exponentials. NOTE: for three consumers taking turns
     // without a softcap, where it measured +1.4-6% from 4k keys (H100, PERF_NOTES v25.5). On the split
-    // loop the holds lost: three consumers without turns -1.2% to -3.9%, head_dim 256's 80-key tiles
-    // (held a warp a barrier since v26.7) 0 +- 1% (v29.1); FP8's three consumers held 0.980x and a
+    // loop the holds lost: three consumers without turns -1.3% to -3.9%, head_dim 256's 80-key tiles
+    // (held a warp a barrier since v26.7) 0 +- 1% (v29.2); FP8's three consumers held 0.980x and a
     // softcap's kernels -3% to +4% (v25.5, v26.2). Enumerators (see PRODUCER_THREADS).
     enum : int {
         HOLD_TILES = SPECIALIZED && !FP8 && !SOFTCAP && !LOOP_SPLIT ? N_TILES / 4 : 0,
@@ -673,7 +673,7 @@ struct Sm90Forward {
 
     // HOLD_TILES: a word a consumer thread, written, never read. NOTE: here, not in softmax_tile, whose
     // two instantiations (UNMASKED) would each have their own array: the 1 KiB more did not fit head_dim
-    // 256's 80-key kernels (CUDA_ERROR_INVALID_VALUE from their shared-memory attribute).
+    // 256's 80-key kernels while they held (CUDA_ERROR_INVALID_VALUE, PERF_NOTES v29.1).
     __device__ __forceinline__ static float *hold_sink()
     {
         __shared__ float words[CONSUMER_THREADS];
