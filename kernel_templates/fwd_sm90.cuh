@@ -671,6 +671,14 @@ struct Sm90Forward {
                 asm volatile("" : "+r"(a[k][i])::"memory");
     }
 
+    // The scores' scale in log2 units (FP8: times q_descale * k_descale), and whether it goes into the
+    // exponent (softmax_step's fold_scale: with a softcap, or a positive scale; else mask_tile applies it).
+    __device__ __forceinline__ float qk_scale_log2() const
+    {
+        return FP8 ? base.scale_log2 * qk_descale : base.scale_log2;
+    }
+    __device__ __forceinline__ bool scale_folds() const { return SOFTCAP || qk_scale_log2() > 0.f; }
+
     // HOLD_TILES: a word a consumer thread, written, never read. NOTE: here, not in softmax_tile, whose
     // two instantiations (UNMASKED) would each have their own array: the 1 KiB more did not fit head_dim
     // 256's 80-key kernels while they held (CUDA_ERROR_INVALID_VALUE, PERF_NOTES v29.1).
@@ -688,12 +696,11 @@ struct Sm90Forward {
     {
         // the scale goes into the exp2 FFMA (with a softcap, the cap's: the scale went into the tanh);
         // FP8: times q_descale * k_descale
-        float scale_log2 = base.scale_log2, softcap_scale = base.softcap_scale;
-        if constexpr (FP8) {
-            scale_log2 *= qk_descale;
+        const float scale_log2 = qk_scale_log2();
+        float softcap_scale = base.softcap_scale;
+        if constexpr (FP8)
             softcap_scale *= qk_descale;
-        }
-        const bool fold_scale = UNMASKED || SOFTCAP || scale_log2 > 0.f;
+        const bool fold_scale = UNMASKED || scale_folds();
         const float factor = SOFTCAP ? base.softcap_log2 : fold_scale ? scale_log2 : 1.f;
         const float prescale = fold_scale ? 1.f : scale_log2;
         const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
@@ -1076,21 +1083,18 @@ struct Sm90Forward {
     // The key tiles before this one have no masked key for any of the block's rows, and the scale folds
     // into the exponent: the consumers' loop runs them without mask code (consume), so that ptxas keeps
     // the wait for P V(t - 1) after the row max and a share of the exponentials, where FlashAttention-3's
-    // masking-free loop has it (PERF_NOTES v28.5). Windows: 1 (their first tiles may be masked too).
-    // Not masked by causality or the sequence's end: key0 + BLOCK_N <= the keys the block's first row
-    // sees (KeyMask::partial without a window).
+    // masking-free loop has it (PERF_NOTES v28.5). Without a window, a tile is unmasked iff all its
+    // keys are below the block's first row's key_end (KeyMask::partial); windows: 1 (their first
+    // tiles may be masked too).
     __device__ __forceinline__ int unmasked_tiles_end() const
     {
         if constexpr (WINDOW) {
             return 1;
         } else {
-            float scale_log2 = base.scale_log2;
-            if constexpr (FP8)
-                scale_log2 *= qk_descale;
-            if (!SOFTCAP && !(scale_log2 > 0.f))
+            if (!scale_folds())
                 return 1;
-            const int seen = CAUSAL ? min(mask.seqlen_k(), row0 + 1 + mask.diagonal()) : mask.seqlen_k();
-            return seen > 0 ? seen / BLOCK_N : 0;
+            const int end = mask.key_end(row0 + 1);
+            return end > 0 ? end / BLOCK_N : 0;
         }
     }
 

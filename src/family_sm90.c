@@ -249,7 +249,7 @@ static const char *page_path_reason(const struct fc_variant *v, const struct fc_
  * (H100, PERF_NOTES v28.2). Since the consumers' loop runs the unmasked tiles without mask code
  * (fwd_sm90.cuh's LOOP_SPLIT), the 128-key tile is ahead at every length: without a mask 1.043x the
  * 192-key tile at 2k keys, 1.042x at 4k, 1.023x at 8k, 1.007x at 16k; causal 1.024x at 8k, 1.004x at
- * 16k (bf16, H100, PERF_NOTES v29.4), so dense head_dim 128 (the persistent grid) keeps it; varlen
+ * 16k (bf16, H100, PERF_NOTES v29.4), so dense head_dim 128 keeps it; varlen
  * and GQA-packed rows (not measured since) still widen. Head_dim 96 (its Q and K padded to 128) gains
  * from 8k keys: 1.04-1.05x (`fcjit tune`, H100). */
 static void widen_key_tiles(const struct fc_problem *problem, struct fc_variant *v)
@@ -258,7 +258,7 @@ static void widen_key_tiles(const struct fc_problem *problem, struct fc_variant 
     const int wide_d128 = problem->mask.causal ? WIDE_KEYS_D128_CAUSAL : WIDE_KEYS_D128;
     /* a window's rows see its span, not the sequence: its keys do not tell the tiles it crosses; a
      * softcap's tanh needs the registers (its 192-key variants spill 16-40 bytes) */
-    const int wide = (d == 128 && !persistent(v) && keys >= wide_d128) || (d == 96 && keys >= WIDE_KEYS_D96);
+    const int wide = (d == 128 && (v->varlen || v->pack_gqa) && keys >= wide_d128) || (d == 96 && keys >= WIDE_KEYS_D96);
     if (!wide || v->paged || v->window || v->softcap || !specialized(v) || v->block_m != 128)
         return;
     v->block_n = 192;
