@@ -31,6 +31,7 @@
 #                              empty cache, bench.py --baseline-db), the peers in the same process
 #   tools/gpu-host.sh ncu-pair Nsight Compute's full set on ours and FA3 over $NCU_SHAPES (ncu_pair),
 #                              reports, details and per-instruction SASS tables to $OUT
+#                              (NCU_PRECOMPILE=0: without the precompile step first)
 #   tools/gpu-host.sh compile-time  NVRTC's time on four sm90 sources, with $CT_SETS of
 #                              tools/compile_time.py's option sets, then the host costs (cold first call)
 #   tools/gpu-host.sh first-call  a new kernel's first call with and without the quick first call
@@ -402,8 +403,9 @@ tiles)
 host)
     step host-costs 120 host_costs
     ;;
-ncu-pair)   # Nsight Compute's full set on ours and FA3 ($NCU_SHAPES: shapes for ncu_pair, ';'-separated)
-    step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
+ncu-pair)   # Nsight Compute's full set on ours and FA3 ($NCU_SHAPES: shapes for ncu_pair, ';'-separated;
+            # NCU_PRECOMPILE=0: no precompile step, each shape's kernel compiled by its own run)
+    [ "${NCU_PRECOMPILE:-1}" = 0 ] || step precompile 200 "\$FCJIT --db \$DB precompile --arch sm_90a"
     IFS=';' read -ra shapes <<< "${NCU_SHAPES:-4 32 8 4096 128 1}"
     for sh in "${shapes[@]}"; do
         step "ncu-${sh// /-}" 300 "NCU_SHAPE='$sh' ncu_pair"
