@@ -109,10 +109,11 @@ def main(argv=None):
                 launches.append(launch)
             torch.cuda.synchronize(device)
             agreement = bench.match(launches[0].out, launches[1].out)
+            bitwise = bool(torch.equal(launches[0].out, launches[1].out))   # a change meant to keep every bit
             kernels = [context.plan(q, k, v, causal=p.causal, **extra)[0] for context in (ours, base)]
             times = bench.alternated({"ours": launches[0], "baseline": launches[1]}, args.rounds)
             ratios = bench.round_ratios(times["baseline"], times["ours"])
-            row = {**p._asdict(), "kernels": kernels, "check": agreement, "ours_ms": times["ours"],
+            row = {**p._asdict(), "kernels": kernels, "check": agreement, "bitwise": bitwise, "ours_ms": times["ours"],
                    "baseline_ms": times["baseline"],
                    "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
                    # one library: the same name is the same kernel; two: only the names --noise-kernels gives
@@ -123,7 +124,8 @@ def main(argv=None):
             print(f"[{index + 1}/{len(problems)}] {p.describe()}: ours {statistics.median(times['ours']):.4f} ms "
                   f"baseline {statistics.median(times['baseline']):.4f} ms, baseline / ours {row['ratio']:.3f} "
                   f"({row['ratio_min']:.3f}-{row['ratio_max']:.3f}), {kernels[0]}"
-                  f"{'' if kernels[0] == kernels[1] else ' vs ' + kernels[1]}, check {agreement['check']}", flush=True)
+                  f"{'' if kernels[0] == kernels[1] else ' vs ' + kernels[1]}, check {agreement['check']}"
+                  f"{', bitwise equal' if bitwise else ''}", flush=True)
             del q, k, v, launches
             torch.cuda.empty_cache()
     finally:
@@ -140,6 +142,7 @@ def main(argv=None):
     if same:
         print(f"  rows with the same kernel on both sides: {bench.geomean(same):.4f} ({len(same)} rows, "
               f"{min(same):.3f}-{max(same):.3f}): the noise floor")
+    print(f"  rows whose two outputs are equal bit for bit: {sum(r['bitwise'] for r in rows)} of {len(rows)}")
     bad = [r for r in rows if r["check"]["check"] != "ok"]
     if bad:
         print(f"  {len(bad)} rows whose outputs differ beyond bench.py's tolerance")
