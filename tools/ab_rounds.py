@@ -10,7 +10,8 @@ bench.py --baseline-lib times ours, then the baseline, once each per row: the cl
 drift between the two timings of a row moved identical kernels by up to 5% on an H100 (PERF_NOTES
 v23.5). Here each row's tensors are made once, the two are checked against each other, then timed
 in turn (ours, baseline, ours, ...) for --rounds rounds with bench.py's measure_ms, and the row's
-ratio is the median of the rounds' (baseline time / ours): above 1, ours is faster. The summary is
+ratio is the median of the rounds' (baseline time / ours): above 1, ours is faster. Each row also says
+whether the two outputs are equal bit for bit (for a change meant to keep every bit). The summary is
 the geometric mean of the rows' ratios, overall and by head_dim, and the spread of the identical-
 kernel rows (the same kernel name with --baseline-db alone; with --baseline-lib, names matching
 --noise-kernels, whose code the change left as it was, e.g. by their PTX): the noise floor of the run.
