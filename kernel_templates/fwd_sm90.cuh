@@ -288,8 +288,9 @@ struct Sm90Forward {
     // FP8 at head_dim 256 takes a slack of 0: the max moves as without the rule, so the output is the
     // same bit for bit, and a warp skips only multiplications by exactly 1 (none of its rows' maxima
     // rose); the skip's branch also keeps the 128 multiplications out of the Q K^T issue, which ptxas
-    // otherwise splits with them. NOTE: only there (H100, PERF_NOTES v30.2: +1.7%, up to +4.1% at 16k);
-    // FP8 head_dim 64 lost 2-8%, 128 moved -3% to +3% (0.99-1.00x). An enumerator (see PRODUCER_THREADS).
+    // otherwise splits with them. NOTE: only there (H100, PERF_NOTES v30.2: 1.017x, up to 1.041x at 16k);
+    // FP8 head_dim 64 lost (0.977x, the turns' rows 0.92-0.95x), 128 moved 0.94-1.03x by tile (0.989x;
+    // with FA3's FP8 order, the rescale after P V's wait, 1.001x). An enumerator (see PRODUCER_THREADS).
     enum : int {
         RESCALE_SLACK = SPECIALIZED && FP8 && HEAD_DIM == 256 && !WINDOW && !VARLEN && !SOFTCAP ? 0
                         : SPECIALIZED && !FP8 && !WINDOW && !VARLEN && !PACK_GQA &&
