@@ -10,7 +10,9 @@ over that head's query heads; or per tensor). In one process, on those tensors, 
     Hopper its output is e4m3 too, with a per-tensor scale (scale_s 448; scale_o from V's amax);
   - ours bf16: FlashCore on the bf16 originals.
 Times are medians of triton's do_bench with the L2 flushed between launches (tools/bench.py's
-measure_ms). TFLOP/s count 4 B H S^2 D, halved for causal. Ratios are time / our fp8 time (above 1:
+measure_ms); with --rounds N each row's calls are timed N times in turn (tools/bench.py's alternated),
+each time the median of its rounds and each ratio the median of the rounds' ratios, so that the
+clock's drift under the board's power limit reaches every call alike. TFLOP/s count 4 B H S^2 D, halved for causal. Ratios are time / our fp8 time (above 1:
 ours is faster): for each fp8 peer, for the faster of the two ("best"), and for our bf16, with their
 geometric means per head_dim. A peer that is not installed, or fails, is skipped with a note.
 
@@ -30,6 +32,7 @@ write, over that time).
     python3 tools/bench_fp8.py                       # d64/d128/d256, S 512..16384, causal and not
     python3 tools/bench_fp8.py --quick               # d64/d128 at S 1k/4k/16k
     python3 tools/bench_fp8.py --dims 128 --seqlens 4096,16384 --causal yes --json fp8.json
+    python3 tools/bench_fp8.py --rounds 3 --no-accuracy   # each row's calls timed 3 times in turn
     python3 tools/bench_fp8.py --quick --rotate --outliers 30   # what the rotation buys on outliers
 
 Prints progress, then the speed table, the geometric means and the accuracy table.
@@ -38,6 +41,7 @@ import argparse
 import importlib.metadata
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -225,7 +229,7 @@ def quantize_timing(x):
 
 
 def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accuracy=True, rotate=False,
-            outliers=0.0):
+            outliers=0.0, rounds=1):
     """One row: the timings of TIMED and the accuracy of each implementation (see the docstring);
     with rotate, the rotation's accuracy and quantize_fp8's time too; outliers > 1: q and k's
     outlier dimensions times that."""
@@ -236,6 +240,7 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
     row = {"head_dim": head_dim, "batch": batch, "seqlen": seqlen, "heads": heads, "causal": causal,
            "flops": flop_count, "results": {}, "accuracy": {}}
     results, accuracy = row["results"], row["accuracy"]
+    calls = {}   # the timed callables by name, for the later rounds
     q, k, v = (torch.randn(batch, seqlen, heads, head_dim, dtype=torch.bfloat16, device=device)
                for _ in range(3))
     if outliers > 1:
@@ -258,6 +263,7 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
         call()
         torch.cuda.synchronize(device)
         results["ours_fp8"] = timed_entry(call, call.out, ref, "fp8", flop_count)
+        calls["ours_fp8"] = call
         results["ours_fp8"]["kernel"] = context.plan(*head_codes, causal=causal)[0]
         if with_accuracy:
             accuracy["ours_fp8_head"] = results["ours_fp8"]["rel_rmse"]
@@ -270,6 +276,7 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
         call()
         torch.cuda.synchronize(device)
         results["ours_bf16"] = timed_entry(call, call.out, ref, "bf16", flop_count)
+        calls["ours_bf16"] = call
         results["ours_bf16"]["kernel"] = context.plan(q, k, v, causal=causal)[0]
         accuracy["ours_bf16"] = results["ours_bf16"]["rel_rmse"]
     except flashcore.FlashCoreError as error:
@@ -279,6 +286,7 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
     try:
         call = bench.fa3_call(*head_codes, causal=causal, **head_scales)
         results["fa3_fp8"] = timed_entry(call, call(), ref, "fp8", flop_count)
+        calls["fa3_fp8"] = call
         if with_accuracy:
             accuracy["fa3_fp8_head"] = results["fa3_fp8"]["rel_rmse"]
             accuracy["fa3_fp8_tensor"] = relative_rmse(
@@ -297,16 +305,29 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
             graph()
             torch.cuda.synchronize(device)
             results["cudnn_fp8"] = timed_entry(graph, graph.dequantized(), ref, "fp8", flop_count)
+            calls["cudnn_fp8"] = graph
             accuracy["cudnn_fp8_tensor"] = results["cudnn_fp8"]["rel_rmse"]
         except Exception as error:   # noqa: BLE001  (a peer never stops the benchmark)
             results["cudnn_fp8"] = {"error": first_line(error)}
 
-    ours = results["ours_fp8"].get("ms")
-    peer_ms = {name: results[name].get("ms") for name in PEERS + ("ours_bf16",)}
-    row["ratios"] = {name: (ms / ours if ms and ours else None) for name, ms in peer_ms.items()}
-    fp8_peers = [peer_ms[name] for name in PEERS if peer_ms[name]]
-    row["ratios"]["best_fp8_peer"] = min(fp8_peers) / ours if fp8_peers and ours else None
-    row["best_fp8_peer"] = min((name for name in PEERS if peer_ms[name]), key=peer_ms.get, default=None)
+    # rounds 2 to `rounds`: every timed call again, in turn (bench.alternated); each time is the median
+    # of its rounds and each ratio the median of the rounds' ratios
+    times = {name: [results[name]["ms"]] for name in calls}
+    if rounds > 1:
+        for name, more in bench.alternated(calls, rounds - 1).items():
+            times[name] += more
+    for name, ms in times.items():
+        results[name]["rounds_ms"] = ms
+        results[name]["ms"] = statistics.median(ms)
+        results[name]["tflops"] = flop_count / results[name]["ms"] / 1e9
+    row["rounds"] = rounds
+    ours = times.get("ours_fp8")
+    row["ratios"] = {name: (statistics.median(bench.round_ratios(times[name], ours))
+                            if ours and name in times else None) for name in PEERS + ("ours_bf16",)}
+    peers = [name for name in PEERS if name in times]
+    row["ratios"]["best_fp8_peer"] = (statistics.median(
+        min(times[name][i] for name in peers) / ours[i] for i in range(len(ours))) if peers and ours else None)
+    row["best_fp8_peer"] = min(peers, key=lambda name: results[name]["ms"], default=None)
     return row
 
 
@@ -395,6 +416,9 @@ def report(meta, rows):
     peers = meta["peers"]
     print(f"torch {meta['torch']}, CUDA {meta['cuda']}, cuDNN {meta['cudnn']}, FlashCore {meta['flashcore']}, "
           f"fa3-fwd {peers['fa3'] or '(none)'}, cudnn-frontend {peers['cudnn_frontend'] or '(none)'}")
+    if meta.get("rounds", 1) > 1:
+        print(f"each row's calls timed {meta['rounds']} times in turn: times are the medians of the rounds, "
+              "ratios the medians of the rounds' ratios")
     print("16k tokens, hidden 2048, heads = 2048 / D, Sq = Sk = S, bf16 inputs quantized to e4m3 "
           "(descale amax / 448); ours and FA3 timed with per-(batch, head) descales, cuDNN per tensor "
           "(its output e4m3, ours and FA3's bf16). Ratios: time / our fp8 time (above 1: ours faster).")
@@ -459,6 +483,9 @@ def parse_args(argv):
     parser.add_argument("--quick", action="store_true", help="d64/d128 at S 1k/4k/16k")
     parser.add_argument("--accuracy", action=argparse.BooleanOptionalAction, default=True,
                         help="also the per-tensor and per-head accuracy runs (default on)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time each row's calls N times in turn: each time is the median of its rounds "
+                             "and each ratio the median of the rounds' ratios (default 1)")
     parser.add_argument("--json", metavar="OUT", help="write the metadata and rows here")
     parser.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
     parser.add_argument("--rotate", action="store_true",
@@ -468,6 +495,8 @@ def parse_args(argv):
                         help=f"> 1: every {OUTLIER_EVERY}th dimension of q and k from {OUTLIER_FIRST} "
                              "times X (default 0: plain N(0, 1))")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     if args.outliers < 0 or 0 < args.outliers <= 1:
         parser.error(f"--outliers takes a factor above 1 (or 0: none), not {args.outliers:g}")
     for seqlen in args.seqlens or ():
@@ -492,6 +521,7 @@ def main(argv=None):
     meta = bench.collect_metadata(args.device, with_ours=True)
     meta["peers"] = peer_versions()
     meta["accuracy"] = args.accuracy
+    meta["rounds"] = args.rounds
     if args.rotate:
         meta["rotate"] = True
     if args.outliers:
@@ -506,7 +536,7 @@ def main(argv=None):
     with flashcore.Context(args.device) as context:
         for index, (dim, seqlen, causal) in enumerate(problems):
             row = run_row(context, cudnn, handle, dim, seqlen, causal, device, args.accuracy, args.rotate,
-                          args.outliers)
+                          args.outliers, args.rounds)
             rows.append(row)
             times = ", ".join(f"{name} {entry['ms'] * 1e3:.1f} us" if "ms" in entry else f"{name} n/a"
                               for name, entry in row["results"].items())
