@@ -107,8 +107,9 @@ def build_problems(dims, dtypes, causal_modes, seqlens, extra):
         for dtype in dtypes:
             for causal in causal_modes:
                 problems.append(Problem("small", dtype, 2, 8, 8, 512, 512, 64, causal, unit="us"))
-            if True in causal_modes:
+            if True in causal_modes:   # issue 16's two GQA prefill shapes
                 problems.append(Problem("gqa", dtype, 4, 32, 8, 4096, 4096, 128, True))
+                problems.append(Problem("gqa", dtype, 1, 64, 8, 8192, 8192, 128, True))
             # Sq = 1: causal or not is the same problem; SDPA's top-left causal would not be.
             for batch, seqlen_k in ((64, 8192), (8, 32768)):
                 problems.append(Problem("decode", dtype, batch, 32, 8, 1, seqlen_k, 128, False,
