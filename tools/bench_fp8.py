@@ -240,7 +240,7 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
     row = {"head_dim": head_dim, "batch": batch, "seqlen": seqlen, "heads": heads, "causal": causal,
            "flops": flop_count, "results": {}, "accuracy": {}}
     results, accuracy = row["results"], row["accuracy"]
-    calls = {}   # the timed callables by name, for the later rounds
+    calls = {}   # the timed calls by name, for the later rounds: (call, None), bench.later_rounds' form
     q, k, v = (torch.randn(batch, seqlen, heads, head_dim, dtype=torch.bfloat16, device=device)
                for _ in range(3))
     if outliers > 1:
@@ -263,7 +263,7 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
         call()
         torch.cuda.synchronize(device)
         results["ours_fp8"] = timed_entry(call, call.out, ref, "fp8", flop_count)
-        calls["ours_fp8"] = call
+        calls["ours_fp8"] = (call, None)
         results["ours_fp8"]["kernel"] = context.plan(*head_codes, causal=causal)[0]
         if with_accuracy:
             accuracy["ours_fp8_head"] = results["ours_fp8"]["rel_rmse"]
@@ -276,7 +276,7 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
         call()
         torch.cuda.synchronize(device)
         results["ours_bf16"] = timed_entry(call, call.out, ref, "bf16", flop_count)
-        calls["ours_bf16"] = call
+        calls["ours_bf16"] = (call, None)
         results["ours_bf16"]["kernel"] = context.plan(q, k, v, causal=causal)[0]
         accuracy["ours_bf16"] = results["ours_bf16"]["rel_rmse"]
     except flashcore.FlashCoreError as error:
@@ -286,7 +286,7 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
     try:
         call = bench.fa3_call(*head_codes, causal=causal, **head_scales)
         results["fa3_fp8"] = timed_entry(call, call(), ref, "fp8", flop_count)
-        calls["fa3_fp8"] = call
+        calls["fa3_fp8"] = (call, None)
         if with_accuracy:
             accuracy["fa3_fp8_head"] = results["fa3_fp8"]["rel_rmse"]
             accuracy["fa3_fp8_tensor"] = relative_rmse(
@@ -305,25 +305,19 @@ def run_row(context, cudnn, handle, head_dim, seqlen, causal, device, with_accur
             graph()
             torch.cuda.synchronize(device)
             results["cudnn_fp8"] = timed_entry(graph, graph.dequantized(), ref, "fp8", flop_count)
-            calls["cudnn_fp8"] = graph
+            calls["cudnn_fp8"] = (graph, None)
             accuracy["cudnn_fp8_tensor"] = results["cudnn_fp8"]["rel_rmse"]
         except Exception as error:   # noqa: BLE001  (a peer never stops the benchmark)
             results["cudnn_fp8"] = {"error": first_line(error)}
 
-    # rounds 2 to `rounds`: every timed call again, in turn (bench.alternated); each time is the median
-    # of its rounds and each ratio the median of the rounds' ratios
-    times = {name: [results[name]["ms"]] for name in calls}
-    if rounds > 1:
-        for name, more in bench.alternated(calls, rounds - 1).items():
-            times[name] += more
-    for name, ms in times.items():
-        results[name]["rounds_ms"] = ms
-        results[name]["ms"] = statistics.median(ms)
+    # rounds 2 to `rounds`: every timed call again, in turn (bench.later_rounds): each time the median
+    # of its rounds, each ratio the median of the rounds' ratios
+    times = bench.later_rounds(results, calls, rounds)
+    for name in times:
         results[name]["tflops"] = flop_count / results[name]["ms"] / 1e9
     row["rounds"] = rounds
     ours = times.get("ours_fp8")
-    row["ratios"] = {name: (statistics.median(bench.round_ratios(times[name], ours))
-                            if ours and name in times else None) for name in PEERS + ("ours_bf16",)}
+    row["ratios"] = {name: bench.round_ratio(times, name, over="ours_fp8") for name in PEERS + ("ours_bf16",)}
     peers = [name for name in PEERS if name in times]
     row["ratios"]["best_fp8_peer"] = (statistics.median(
         min(times[name][i] for name in peers) / ours[i] for i in range(len(ours))) if peers and ours else None)
