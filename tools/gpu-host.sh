@@ -29,8 +29,9 @@
 #   tools/gpu-host.sh tune-ab  `fcjit tune --spec $TUNE_SPEC` from an empty database, then bench.py ($AB_ARGS)
 #                              with those winners against the shipped ones (the same library on an
 #                              empty cache, bench.py --baseline-db), the peers in the same process
-#   tools/gpu-host.sh ncu-pair Nsight Compute's full set on ours and FA3 over $NCU_SHAPES (ncu_pair),
-#                              reports, details and per-instruction SASS tables to $OUT
+#   tools/gpu-host.sh ncu-pair Nsight Compute's full set on ours and FA3 over $NCU_SHAPES (ncu_pair; a
+#                              shape's seventh field e4m3: FP8 attention against FA3's fp8), reports,
+#                              details and per-instruction SASS tables to $OUT
 #                              (NCU_PRECOMPILE=0: without the precompile step first)
 #   tools/gpu-host.sh compile-time  NVRTC's time on four sm90 sources, with $CT_SETS of
 #                              tools/compile_time.py's option sets, then the host costs (cold first call)
@@ -241,18 +242,26 @@ torch.cuda.synchronize()"
 }
 
 ncu_pair() {   # Nsight Compute's full set (per-instruction stall sampling too) on ours and FA3, one problem
-    # ($NCU_SHAPE: batch heads_q heads_kv seqlen head_dim causal(0/1), bf16); reports and their text to $OUT
-    local b hq hkv s d c
-    read -r b hq hkv s d c <<< "${NCU_SHAPE:-4 32 8 4096 128 1}"
-    local tag="b${b}h${hq}-${hkv}s${s}d${d}c${c}"
+    # ($NCU_SHAPE: batch heads_q heads_kv seqlen head_dim causal(0/1) [dtype: bf16, or e4m3 for FP8
+    # attention, FA3's fp8 with descales of 1]); reports and their text to $OUT
+    local b hq hkv s d c dt
+    read -r b hq hkv s d c dt <<< "${NCU_SHAPE:-4 32 8 4096 128 1}"
+    dt=${dt:-bf16}
+    local tag="b${b}h${hq}-${hkv}s${s}d${d}c${c}${dt/#bf16/}"
     ncu --clock-control none --set full --import-source no -k regex:fc_attention_kernel -c 1 -f -o "$OUT/ncu-ours-$tag" \
         "$FCJIT" --db "$DB" run --batch $b --heads-q $hq --heads-kv $hkv --seqlen $s --head-dim $d \
-        $([ "$c" = 1 ] && echo --causal) --dtype bf16 --iters 1 --warmup 0 --check-rows 2
+        $([ "$c" = 1 ] && echo --causal) --dtype $dt --iters 1 --warmup 0 --check-rows 2
     ncu --clock-control none --set full --import-source no -k regex:device_kernel -c 1 -f -o "$OUT/ncu-fa3-$tag" python3 -c "
 import torch, fa3_fwd_interface
+fp8 = '$dt' == 'e4m3'
 q = torch.randn($b, $s, $hq, $d, device='cuda', dtype=torch.bfloat16)
 k, v = (torch.randn($b, $s, $hkv, $d, device='cuda', dtype=torch.bfloat16) for _ in range(2))
-fa3_fwd_interface.flash_attn_func(q, k, v, causal=bool($c))
+scales = {}
+if fp8:   # e4m3 codes of N(0, 1), descales of 1 per (batch, K/V head)
+    q, k, v = (x.clamp(-6, 6).to(torch.float8_e4m3fn) for x in (q, k, v))
+    one = torch.ones($b, $hkv, device='cuda', dtype=torch.float32)
+    scales = dict(q_descale=one, k_descale=one, v_descale=one)
+fa3_fwd_interface.flash_attn_func(q, k, v, causal=bool($c), **scales)
 torch.cuda.synchronize()"
     local who
     for who in ours fa3; do
@@ -261,8 +270,10 @@ torch.cuda.synchronize()"
         python3 tools/ncu_stalls.py --top 30 "$OUT/ncu-$who-$tag-sass.csv" > "$OUT/ncu-$who-$tag-stalls.txt"
     done
     python3 tools/ncu_stalls.py --mix "$OUT/ncu-ours-$tag-sass.csv" "$OUT/ncu-fa3-$tag-sass.csv" > "$OUT/ncu-mix-$tag.txt"
-    # the device tool brings back a few files: the tables in one archive, the reports left out
-    (cd "$OUT" && tar czf "ncu-$tag.tgz" ncu-*-"$tag".txt ncu-*-"$tag"-sass.csv ncu-*-"$tag"-stalls.txt &&
+    # the device tool brings back a few files: the tables in one archive, the reports left out, and of
+    # FA3's only its details page (metrics: its SASS table and stall list stay on the host, never in
+    # the repository)
+    (cd "$OUT" && tar czf "ncu-$tag.tgz" ncu-*-"$tag".txt ncu-ours-"$tag"-sass.csv ncu-ours-"$tag"-stalls.txt &&
         rm -f ncu-*-"$tag".ncu-rep ncu-*-"$tag"-sass.csv ncu-*-"$tag"-stalls.txt ncu-ours-"$tag".txt ncu-fa3-"$tag".txt)
     cat "$OUT/ncu-mix-$tag.txt"
 }
