@@ -710,13 +710,9 @@ struct Sm90Forward {
         const float factor = SOFTCAP ? base.softcap_log2 : fold_scale ? scale_log2 : 1.f;
         const float prescale = fold_scale ? 1.f : scale_log2;
         const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
-        bool masked = false;
-        if constexpr (UNMASKED)
-            ;
-        else if constexpr (PACK_GQA)
-            masked = mask.partial(row0, row0 + block_rows() - 1, key0, BLOCK_N);
-        else
-            masked = mask.partial(row0, row0 + BLOCK_M - 1, key0, BLOCK_N);
+        bool masked = false;   // UNMASKED: the caller knows it is not
+        if constexpr (!UNMASKED)
+            masked = mask.partial(row0, row0 + (PACK_GQA ? block_rows() : BLOCK_M) - 1, key0, BLOCK_N);
         const float shift = FP8 ? P_LOG2_SHIFT : 0.f;
         float *const sink = hold_sink();
         const auto hold = [&](float partial_sum) {
