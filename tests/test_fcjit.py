@@ -137,6 +137,24 @@ def test_bad_spec_names_line_and_column(cli, directory):
     assert code == EXIT_USAGE and "no variant" in err, (code, err)
 
 
+def test_shipped_precompile_set_takes_the_shipped_winners(cli):
+    """`fcjit precompile` without --spec lists every variant tuning_db/winners.tsv names (for the
+    --arch given), so that a first call finds its GPU model's tuned kernel cached."""
+    winners_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tuning_db", "winners.tsv")
+    with open(winners_path) as handle:
+        winners = {line.split("\t")[5] for line in handle if line.strip() and not line.startswith("#")}
+    assert winners and all(name.endswith("_sm_90a") for name in winners), sorted(winners)[:5]
+    code, out, err = cli.run("--json", "precompile", "--dry-run", "--arch", "sm_90a")
+    assert code == EXIT_OK, (code, err)
+    listed = set(json.loads(out.strip().splitlines()[-1])["variants"])
+    assert winners <= listed, sorted(winners - listed)
+    code, out, err = cli.run("--json", "precompile", "--dry-run", "--arch", "sm_80")
+    assert code == EXIT_OK and not winners & set(json.loads(out.strip().splitlines()[-1])["variants"]), err
+    spec_only = os.path.join(os.path.dirname(winners_path), "precompile.yaml")
+    code, out, err = cli.run("--json", "precompile", "--dry-run", "--arch", "sm_90a", "--spec", spec_only)
+    assert code == EXIT_OK and len(json.loads(out.strip().splitlines()[-1])["variants"]) < len(listed), err
+
+
 def test_precompile_fills_then_hits_the_cache(cli, directory):
     if not nvrtc_available(cli):
         return "skipped: NVRTC is not available here"
@@ -665,6 +683,7 @@ def main():
             (test_run_without_gpu_says_so, (cli,)),
             (test_quantize_checks_input_before_the_gpu, (cli,)),
             (test_bad_spec_names_line_and_column, (cli, directory)),
+            (test_shipped_precompile_set_takes_the_shipped_winners, (cli,)),
             (test_precompile_fills_then_hits_the_cache, (cli, directory)),
             (test_verify_finds_a_corrupted_cubin_and_precompile_repairs_it, (cli, directory)),
             (test_tune_dry_run_pairs_buckets_with_candidates, (cli, directory)),

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@ static const char HELP[] =
     "usage: fcjit precompile [--arch ARCH]... [--spec FILE] [--jobs N] [--force] [--dry-run]\n"
     "\n"
     "Compiles every kernel variant of a spec into the kernel cache. Needs NVRTC, not a GPU.\n"
+    "Without --spec: the shipped set, tuning_db/precompile.yaml and every variant that\n"
+    "tuning_db/winners.tsv (the shipped tuned winners) names.\n"
     "Kernels already cached are not compiled again.\n"
     "\n"
     "  --arch ARCH   target(s), e.g. sm_90a, sm_80 (repeat or comma-separate); default: the spec's\n"
@@ -95,7 +98,57 @@ static int uses_default_tiles(const struct fc_variant *v)
     return d.block_m == v->block_m && d.block_n == v->block_n && d.stages == v->stages && d.warps == v->warps;
 }
 
-/* The spec's variants, or with --arch: each distinct variant of the spec for each given arch. */
+/* Whether v is for one of the --arch targets (every target without --arch). */
+static int wanted_arch(const struct options *o, const struct fc_variant *v)
+{
+    for (int a = 0; a < o->arch_count; a++)
+        if (v->arch == o->arches[a] && v->arch_specific == o->arch_specific[a])
+            return 1;
+    return o->arch_count == 0;
+}
+
+/* The shipped set also takes the variant of every row of the embedded tuning_db/winners.tsv (for
+ * the --arch targets), so that a GPU model's tuned winners are cached beside the heuristic's
+ * choices: a first call then finds its tuned kernel built. A row whose variant does not parse or
+ * cannot be built is skipped, as src/tuning.c skips it. */
+static enum fc_status add_shipped_winners(const struct options *o, struct fc_variant_list *list)
+{
+    const struct fc_embedded_file *f = fc_embedded_find(fc_embedded_data, "winners.tsv");
+    if (!f)
+        return FC_OK;
+    size_t rows = 0;
+    for (size_t i = 0; i < f->length; i++)
+        rows += f->text[i] == '\n';
+    if (rows > (SIZE_MAX / sizeof *list->items) - list->count - 1)
+        return FC_ERR_NOMEM;
+    struct fc_variant *items = realloc(list->items, (list->count + rows + 1) * sizeof *items);
+    if (!items)
+        return FC_ERR_NOMEM;
+    list->items = items;
+    for (const char *line = f->text, *end = f->text + f->length; line < end;) {
+        const char *next = memchr(line, '\n', (size_t)(end - line));
+        next = next ? next + 1 : end;
+        const char *field = line;   /* the sixth tab-separated field: the variant's name */
+        for (int tabs = 0; tabs < 5 && field && field < next; tabs++) {
+            field = memchr(field, '\t', (size_t)(next - field));
+            field = field ? field + 1 : NULL;
+        }
+        const char *stop = field ? memchr(field, '\t', (size_t)(next - field)) : NULL;
+        char name[FC_VARIANT_NAME_MAX];
+        struct fc_variant v;
+        if (*line != '#' && stop && (size_t)(stop - field) < sizeof name) {
+            memcpy(name, field, (size_t)(stop - field));
+            name[stop - field] = '\0';
+            if (fc_variant_parse_name(name, &v) == 0 && wanted_arch(o, &v) && fc_variant_check(&v, NULL, 0) == 0)
+                list->items[list->count++] = v;
+        }
+        line = next;
+    }
+    return fc_variants_unique(list->items, &list->count) ? FC_ERR_NOMEM : FC_OK;
+}
+
+/* The spec's variants, or with --arch: each distinct variant of the spec for each given arch;
+ * without --spec, the shipped winners' too (add_shipped_winners). */
 static enum fc_status load_variants(const struct options *o, struct fc_variant_list *list)
 {
     char err[1024] = "";
@@ -111,7 +164,7 @@ static enum fc_status load_variants(const struct options *o, struct fc_variant_l
         return status;
     }
     if (!o->arch_count)
-        return FC_OK;
+        return o->spec ? FC_OK : add_shipped_winners(o, list);
     struct fc_variant *items = calloc(list->count * (size_t)o->arch_count, sizeof *items);
     if (!items)
         return FC_ERR_NOMEM;
@@ -134,7 +187,7 @@ static enum fc_status load_variants(const struct options *o, struct fc_variant_l
     free(list->items);
     list->items = items;
     list->count = n;
-    return FC_OK;
+    return o->spec ? FC_OK : add_shipped_winners(o, list);
 }
 
 /* One worker: compiles items i = worker, worker + jobs, ... and reports each on fd. */
