@@ -1,0 +1,21 @@
+#!/bin/bash
+# session 31, call 10 (H100): head_dim 64 causal 512-2k (16-bit) on 64-key tiles against the shipped
+# selection (128), 5 alternations; then those buckets tuned again with both tiles (--margin 1),
+# exported, and head_dim 64 checked on that database
+export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64 FLASHCORE_LIB=$PWD/.carry/lib/libflashcore.so PYTHONPATH=$PWD/python FC_QUICK_FIRST_CALL=0
+mkdir -m 700 -p /tmp/fcdb; export FC_TUNING_DB=/tmp/fcdb/k.db
+python3 -m pip install -q --no-index --no-deps .peers/*/*.whl > /tmp/pip.log 2>&1
+nvidia-smi --query-gpu=name,power.limit,clocks.max.sm,driver_version --format=csv > $OUT/gpu.txt
+stamp() { date -u +"%H:%M:%S $1" >> $OUT/gpu.txt; }
+S=docs/bench/h100-2026-11-27-s31
+mkdir -p $OUT/j
+stamp ab
+timeout 90 python3 tools/ab_rounds.py --ours-variant sm90:m64n64s2w4 --dtypes bf16,f16 --dims 64 --seqlens 512,1024,2048 --causal yes --rounds 5 --json $OUT/j/abr-d64c-n64.json > $OUT/abr-d64c-n64.log 2>&1
+stamp tune
+timeout 120 .carry/bin/fcjit --db $FC_TUNING_DB tune --spec $S/tune-d64-causal-short.yaml --iters 30 --margin 1 > $OUT/tune.log 2>&1; echo "rc $?" >> $OUT/tune.log
+.carry/bin/fcjit --db $FC_TUNING_DB cache export $OUT/tune-all.tsv >> $OUT/tune.log 2>&1
+stamp check
+timeout 100 python3 tools/check.py --matrix base --head-dims 64 --repeats 2 > $OUT/check-d64.log 2>&1; echo "rc $?" >> $OUT/check-d64.log
+FC_FORCE_VARIANT=sm90:m64n64s2w4 timeout 100 python3 tools/check.py --matrix base --head-dims 64 --repeats 2 > $OUT/check-d64-n64.log 2>&1; echo "rc $?" >> $OUT/check-d64-n64.log
+stamp end
+cd $OUT && mkdir -p logs && mv *.log logs/ && tar czf logs.tgz logs j && rm -rf logs j
