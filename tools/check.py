@@ -899,11 +899,14 @@ def parse_args(argv):
                              "lse are judged, then the context waits for the planned kernel, whose "
                              "out is judged (the call without lse) and whose runs must be "
                              "bit-identical. Default: off, every call the planned kernel")
-    parser.add_argument("--families", type=lambda text: text.split(","), default=[None],
+    parser.add_argument("--families", type=lambda text: text.split(","), default=None,
                         help="comma-separated families to force in turn through FC_FORCE_VARIANT "
                              "(reference, sm80, sm90, decode, or any FC_FORCE_VARIANT value), each "
-                             "on the cases it takes (default: the selector's choice)")
+                             "on the cases it takes (default: FC_FORCE_VARIANT's value where the "
+                             "environment sets it, else the selector's choice)")
     args = parser.parse_args(argv)
+    if args.families is None:   # the environment's forced variant, as every other tool takes it
+        args.families = [os.environ.get("FC_FORCE_VARIANT") or None]
     if args.quantize == "library" and args.dtype != "e4m3":
         parser.error("--quantize library: FP8 attention's inputs only; pass --dtype e4m3 too")
     if args.rotate and args.quantize != "library":

@@ -86,6 +86,21 @@ def test_e4m3_inputs_quantizes_q_k_and_v_per_kv_head():
     assert torch.unique(one["q_descale"]).numel() == 1
 
 
+def test_check_takes_the_environments_forced_variant(monkeypatch):
+    """FC_FORCE_VARIANT=V tools/check.py checks V (as tools/gpu-host.sh's `variants` runs it), not
+    the selector's choice; --families overrides it; without either, the selector's choice."""
+    pytest.importorskip("torch")
+    import check
+
+    monkeypatch.setenv("FC_FORCE_VARIANT", "sm90:m64n64s2w4")
+    assert check.parse_args([]).families == ["sm90:m64n64s2w4"]
+    assert check.parse_args(["--families", "sm80,reference"]).families == ["sm80", "reference"]
+    monkeypatch.delenv("FC_FORCE_VARIANT")
+    assert check.parse_args([]).families == [None]
+    monkeypatch.setenv("FC_FORCE_VARIANT", "")
+    assert check.parse_args([]).families == [None]
+
+
 def test_bench_rounds_take_medians_of_times_and_of_ratios(monkeypatch):
     import bench
 
