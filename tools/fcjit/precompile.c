@@ -18,6 +18,7 @@
 #include "context_internal.h"
 #include "embedded_internal.h"
 #include "fcjit.h"
+#include "tuning_internal.h"
 
 #define MAX_ARCHES 8
 #define RESULT_LINE_MAX 1024
@@ -107,10 +108,10 @@ static int wanted_arch(const struct options *o, const struct fc_variant *v)
     return o->arch_count == 0;
 }
 
-/* The shipped set also takes the variant of every row of the embedded tuning_db/winners.tsv (for
- * the --arch targets), so that a GPU model's tuned winners are cached beside the heuristic's
- * choices: a first call then finds its tuned kernel built. A row whose variant does not parse or
- * cannot be built is skipped, as src/tuning.c skips it. */
+/* The shipped set also takes the variant of every winner row of the embedded tuning_db/winners.tsv
+ * (for the --arch targets), so that a GPU model's tuned winners are cached beside the heuristic's
+ * choices: a first call then finds its tuned kernel built. Rows are read by src/tuning.c's own
+ * parser; a line it refuses, or a variant that cannot be built, is skipped, as fc_tuned_load skips it. */
 static enum fc_status add_shipped_winners(const struct options *o, struct fc_variant_list *list)
 {
     const struct fc_embedded_file *f = fc_embedded_find(fc_embedded_data, "winners.tsv");
@@ -127,22 +128,12 @@ static enum fc_status add_shipped_winners(const struct options *o, struct fc_var
     list->items = items;
     for (const char *line = f->text, *end = f->text + f->length; line < end;) {
         const char *next = memchr(line, '\n', (size_t)(end - line));
-        next = next ? next + 1 : end;
-        const char *field = line;   /* the sixth tab-separated field: the variant's name */
-        for (int tabs = 0; tabs < 5 && field && field < next; tabs++) {
-            field = memchr(field, '\t', (size_t)(next - field));
-            field = field ? field + 1 : NULL;
-        }
-        const char *stop = field ? memchr(field, '\t', (size_t)(next - field)) : NULL;
-        char name[FC_VARIANT_NAME_MAX];
+        struct fc_tuning_row row;
         struct fc_variant v;
-        if (*line != '#' && stop && (size_t)(stop - field) < sizeof name) {
-            memcpy(name, field, (size_t)(stop - field));
-            name[stop - field] = '\0';
-            if (fc_variant_parse_name(name, &v) == 0 && wanted_arch(o, &v) && fc_variant_check(&v, NULL, 0) == 0)
-                list->items[list->count++] = v;
-        }
-        line = next;
+        if (fc_tuning_row_parse(line, &row) == 0 && row.winner && fc_variant_parse_name(row.variant, &v) == 0 &&
+            wanted_arch(o, &v) && fc_variant_check(&v, NULL, 0) == 0)
+            list->items[list->count++] = v;
+        line = next ? next + 1 : end;
     }
     return fc_variants_unique(list->items, &list->count) ? FC_ERR_NOMEM : FC_OK;
 }
