@@ -233,6 +233,10 @@ struct Sm90Forward {
     // PERF_NOTES v29.1) head_dim 128 +2.3% (16-bit, GQA +4%), three consumers without turns up to +4.8%,
     // head_dim 256 and FP8's two consumers 0 +- 1%. An enumerator (see PRODUCER_THREADS).
     enum : int { LOOP_SPLIT = CONSUMERS == 2 || !PINGPONG };
+    // NOTE: the consumers carry their ring position and build K's and V's descriptors from slot 0's
+    // with two consumers only: three (head_dim 64) measured 1.2% slower so (PERF_NOTES v32.1), and
+    // the plain schedule's single warpgroup was not measured. An enumerator (see PRODUCER_THREADS).
+    enum : int { CARRIED_RING = CONSUMERS == 2 };
     // Where the loop is not split, the wait for P V(t - 1) after the max and the first quarter of tile
     // t's exponentials (OnlineSoftmax::update's hold: a consumer warpgroup meets on barrier
     // HOLD_BARRIER + group): ptxas otherwise moves it to the softmax's start, since P(t)'s conversion,
@@ -381,6 +385,26 @@ struct Sm90Forward {
     // bytes, swizzled over the line's span, atoms of 8 lines; a column block per line of keys).
     using VtTile = SmemTile<VT_LINE, VT_BLOCK_BYTES, 8 * VT_LINE>;
     __device__ __forceinline__ VtTile vt_smem(int stage) const { return {v_tile(stage)}; }
+    // The K and V rings as the consumers' MMAs read them (slot 0's descriptors plus a slot's offset).
+    using KRing = SmemRing<KTile, KV_BYTES>;
+    using VRing = SmemRing<VTile, KV_BYTES>;
+    using VtRing = SmemRing<VtTile, VT_BYTES>;
+    __device__ __forceinline__ KRing k_ring() const { return {k_smem(0)}; }
+    __device__ __forceinline__ VRing v_ring() const { return {v_smem(0)}; }
+    __device__ __forceinline__ VtRing vt_ring() const { return {vt_smem(0)}; }
+    // The MMAs' descriptors of a slot: CARRIED_RING, from the ring's; else each slot's address encoded.
+    __device__ __forceinline__ unsigned long long k_major(int stage, int block) const
+    {
+        return CARRIED_RING ? k_ring().k_major(stage, block) : k_smem(stage).k_major(block);
+    }
+    __device__ __forceinline__ unsigned long long v_major(int stage) const
+    {
+        return CARRIED_RING ? v_ring().mn_major(stage) : v_smem(stage).mn_major();
+    }
+    __device__ __forceinline__ unsigned long long vt_major(int stage, int block) const
+    {
+        return CARRIED_RING ? vt_ring().k_major(stage, block) : vt_smem(stage).k_major(block);
+    }
 
     // PACK_GQA: the query rows a consumer warpgroup's 64 rows hold (each with its q_per_kv heads), and
     // the CTA's block's, from row0 (else BLOCK_M). NOTE: the other variants use BLOCK_M as they did:
@@ -613,7 +637,7 @@ struct Sm90Forward {
 #pragma unroll
         for (int k = 0; k < K_STEPS; k++) {
             const int block = k / STEPS_PER_BLOCK, step = STEP_DESCRIPTOR * (k % STEPS_PER_BLOCK);
-            wgmma_ss<BLOCK_N, In>(d, q_smem(group).k_major(block) + step, k_smem(stage).k_major(block) + step, k > 0);
+            wgmma_ss<BLOCK_N, In>(d, q_smem(group).k_major(block) + step, k_major(stage, block) + step, k > 0);
         }
         wgmma_commit();
     }
@@ -649,14 +673,13 @@ struct Sm90Forward {
     {
         float(&d)[V_WIDTH / 2] = reinterpret_cast<float(&)[V_WIDTH / 2]>(o);
         if constexpr (FP8) {   // V^T K-major: k-step k is 32 bytes into the lines of column block k / VT_LINE_STEPS
-            const VtTile vt = vt_smem(stage);
             wgmma_fence_registers(d);
             wgmma_fence();
 #pragma unroll
             for (int k = 0; k < P_STEPS; k++)
-                wgmma_rs<V_WIDTH, In>(d, a[k], vt.k_major(k / VT_LINE_STEPS) + STEP_DESCRIPTOR * (k % VT_LINE_STEPS));
+                wgmma_rs<V_WIDTH, In>(d, a[k], vt_major(stage, k / VT_LINE_STEPS) + STEP_DESCRIPTOR * (k % VT_LINE_STEPS));
         } else {
-            const unsigned long long dv = v_smem(stage).mn_major();
+            const unsigned long long dv = v_major(stage);
             wgmma_fence_registers(d);
             wgmma_fence();
 #pragma unroll
@@ -817,13 +840,38 @@ struct Sm90Forward {
     // SCHEDULED, then per slot of the scheduled blocks (run_scheduled) published, read. Slots are
     // taken in ring order: the ring's i-th tile goes to slot i % STAGES, its round i / STAGES (the
     // staging ring's: i % VS_STAGES, i / VS_STAGES).
+    // A tile's place in the K/V ring as the consumers' loop carries it: its slot (stage) and the
+    // parity of its round (the phase its full barriers complete). CARRIED_RING: those two, next() a
+    // compare and selects; else the ring index, both divided out where used (next(i): the ring's
+    // next tile, its index i). NOTE: without CARRIED_RING the loop takes every index from its count
+    // (of(ring + t)), as it did before: one carried from tile to tile changed three consumers' code.
+    struct RingPosition {
+        unsigned carried_stage, carried_phase;   // CARRIED_RING
+        int index;                               // else
+        static __device__ __forceinline__ RingPosition of(int i)
+        {
+            if constexpr (CARRIED_RING)
+                return {unsigned(i) % STAGES, unsigned(i) / STAGES & 1, 0};
+            else
+                return {0, 0, i};
+        }
+        __device__ __forceinline__ RingPosition next(int i) const
+        {
+            if constexpr (CARRIED_RING)
+                return carried_stage + 1 == STAGES ? RingPosition{0, carried_phase ^ 1, 0}
+                                                   : RingPosition{carried_stage + 1, carried_phase, 0};
+            else
+                return {0, 0, i};
+        }
+        __device__ __forceinline__ int stage() const { return CARRIED_RING ? int(carried_stage) : index % STAGES; }
+        __device__ __forceinline__ int phase() const { return CARRIED_RING ? int(carried_phase) : index / STAGES & 1; }
+    };
+
     struct Barriers {
         unsigned q, k_full, v_full, k_empty, v_empty, q_empty, vs_full, vs_empty, sched_full, sched_empty;
         __device__ __forceinline__ unsigned slot(unsigned first, int i) const { return first + 8 * (i % STAGES); }
+        __device__ __forceinline__ unsigned slot(unsigned first, RingPosition at) const { return first + 8 * at.stage(); }
         __device__ __forceinline__ unsigned staging(unsigned first, int i) const { return first + 8 * (i % VS_STAGES); }
-        // the stage and the full barriers' phase of the ring's i-th tile
-        static __device__ __forceinline__ int stage(int i) { return i % STAGES; }
-        static __device__ __forceinline__ int phase(int i) { return (i / STAGES) & 1; }
     };
 
     // The producer thread: Q, then K and V of every tile, each into its slot once every consumer
@@ -1142,28 +1190,33 @@ struct Sm90Forward {
             unsigned a[P_STEPS][4];   // P of the tile before
             if (PINGPONG && !CONTINUOUS_TURNS && group == CONSUMERS - 1)
                 named_barrier_arrive(TURN_BARRIER, 256);   // consumer 0 goes first
-            wait_full(b.slot(b.k_full, ring), b.phase(ring), false);
+            RingPosition at = RingPosition::of(ring);   // tile t's place (the loop carries it)
+            wait_full(b.slot(b.k_full, at), at.phase(), false);
             turn_begin();
-            qk_issue(s, b.stage(ring));
+            qk_issue(s, at.stage());
             turn_end(false);
             wgmma_wait<0>();
             wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
-            mbarrier_arrive(b.slot(b.k_empty, ring));
+            mbarrier_arrive(b.slot(b.k_empty, at));
             release_q_if(tiles == 1, b);
             softmax_tile(s, softmax, correction, 0);   // O is 0: its correction changes nothing
             p_fragments(a, s);
             const auto step = [&](int t, bool unmasked) {   // inlined with a constant `unmasked`
                 const int i = ring + t;
-                wait_full(b.slot(b.k_full, i), b.phase(i), false);
-                wait_full(b.slot(b.v_full, i - 1), b.phase(i - 1), true);
+                const RingPosition previous = at;
+                at = at.next(i);
+                // tile t - 1's (NOTE: a call at each use, as the index's slot and phase were)
+                const auto before = [&] { return CARRIED_RING ? previous : RingPosition::of(i - 1); };
+                wait_full(b.slot(b.k_full, at), at.phase(), false);
+                wait_full(b.slot(b.v_full, before()), before().phase(), true);
                 turn_begin();
-                qk_issue(s, b.stage(i));
+                qk_issue(s, at.stage());
                 rescale(o, correction);
-                pv_issue(o, a, b.stage(i - 1));
+                pv_issue(o, a, before().stage());
                 turn_end(false);
                 wgmma_wait<1>();   // Q K^T(t) is done, P V(t - 1) may still run
                 wgmma_fence_registers(reinterpret_cast<float(&)[BLOCK_N / 2]>(s));
-                mbarrier_arrive(b.slot(b.k_empty, i));
+                mbarrier_arrive(b.slot(b.k_empty, at));
                 release_q_if(t == tiles - 1, b);
                 if (unmasked)
                     softmax_tile<true>(s, softmax, correction, t);
@@ -1171,7 +1224,7 @@ struct Sm90Forward {
                     softmax_tile<false>(s, softmax, correction, t);
                 wgmma_wait<0>();
                 pv_retire(o, a);
-                mbarrier_arrive(b.slot(b.v_empty, i - 1));
+                mbarrier_arrive(b.slot(b.v_empty, before()));
                 p_fragments(a, s);
             };
             const int unmasked_end = LOOP_SPLIT ? min(tiles, unmasked_tiles_end()) : 1;
@@ -1180,23 +1233,24 @@ struct Sm90Forward {
                 step(t, true);
             for (; t < tiles; t++)
                 step(t, false);
-            const int last = ring + tiles - 1;
-            wait_full(b.slot(b.v_full, last), b.phase(last), true);
+            if constexpr (!CARRIED_RING)
+                at = RingPosition::of(ring + tiles - 1);   // the last tile's (CARRIED_RING: at is)
+            wait_full(b.slot(b.v_full, at), at.phase(), true);
             // VARLEN: before this consumer's turn. NOTE: no deadlock with ping-pong: every consumer
             // has taken its turns of the loop (each needs only the previous consumer's turn of the
             // same tile, passed before that one got here), and the final turns come after the clear.
             if constexpr (VARLEN && !FP8)   // FP8: the producer cleared staged V (clear_staged_tail)
-                clear_tail_rows(tiles - 1, b.stage(last));
+                clear_tail_rows(tiles - 1, at.stage());
             if constexpr (!CONTINUOUS_TURNS)
                 turn_begin();
             rescale(o, correction);
-            pv_issue(o, a, b.stage(last));
+            pv_issue(o, a, at.stage());
             if constexpr (!CONTINUOUS_TURNS)
                 turn_end(true);
             wgmma_wait<0>();
             pv_retire(o, a);
             if constexpr (PERSISTENT)   // the slot is free for the ring's next tile
-                mbarrier_arrive(b.slot(b.v_empty, last));
+                mbarrier_arrive(b.slot(b.v_empty, at));
         }
         softmax.finish();
         store(o, softmax);

@@ -143,6 +143,28 @@ struct SmemTile {
     static __device__ __forceinline__ unsigned long long mn_step(int k) { return ATOM_STRIDE / 8 * k; }
 };
 
+// A ring of such tiles in shared memory, SLOT_BYTES apart from `first`: slot s's descriptors are
+// slot 0's plus s * SLOT_BYTES in 16-byte units (the address field holds any shared address >> 4,
+// so the sum never carries into the next field). A loop over the ring adds a slot's offset to
+// descriptors encoded once, where encoding each slot's address masks, shifts and ORs every time.
+template <class Tile, int SLOT_BYTES>
+struct SmemRing {
+    static_assert(SLOT_BYTES % 16 == 0, "slots at whole descriptor units");
+    Tile first;
+    __device__ __forceinline__ unsigned long long k_major(unsigned slot, int block) const
+    {
+        return at(first.k_major(block), slot);
+    }
+    __device__ __forceinline__ unsigned long long mn_major(unsigned slot) const { return at(first.mn_major(), slot); }
+    // NOTE: the sum in the low word alone, masked to its two fields (bits 0-13 and 16-29): a 64-bit
+    // sum was reassociated with the k-steps' offsets, and without the mask ptxas could not rule out
+    // a carry and added each k-step's offset with a carry and a move of the constant high word.
+    static __device__ __forceinline__ unsigned long long at(unsigned long long descriptor, unsigned slot)
+    {
+        return descriptor >> 32 << 32 | (static_cast<unsigned>(descriptor) + slot * (SLOT_BYTES / 16) & 0x3fff3fffu);
+    }
+};
+
 // A from registers (the mma.sync A fragment of each warp's 16 rows), B an MN-major descriptor
 // (imm-trans-b = 1): the P V step of attention, P straight from the softmax registers.
 #define FC_WGMMA_RS(TAG, TY, N, COUNT, PLACES, A, B, PRED, ...)                                                     \
