@@ -385,25 +385,19 @@ struct Sm90Forward {
     // bytes, swizzled over the line's span, atoms of 8 lines; a column block per line of keys).
     using VtTile = SmemTile<VT_LINE, VT_BLOCK_BYTES, 8 * VT_LINE>;
     __device__ __forceinline__ VtTile vt_smem(int stage) const { return {v_tile(stage)}; }
-    // The K and V rings as the consumers' MMAs read them (slot 0's descriptors plus a slot's offset).
-    using KRing = SmemRing<KTile, KV_BYTES>;
-    using VRing = SmemRing<VTile, KV_BYTES>;
-    using VtRing = SmemRing<VtTile, VT_BYTES>;
-    __device__ __forceinline__ KRing k_ring() const { return {k_smem(0)}; }
-    __device__ __forceinline__ VRing v_ring() const { return {v_smem(0)}; }
-    __device__ __forceinline__ VtRing vt_ring() const { return {vt_smem(0)}; }
-    // The MMAs' descriptors of a slot: CARRIED_RING, from the ring's; else each slot's address encoded.
+    // The MMAs' descriptors of a K/V slot: CARRIED_RING, slot 0's plus the slot's offset (SmemRing);
+    // else the slot's address encoded.
     __device__ __forceinline__ unsigned long long k_major(int stage, int block) const
     {
-        return CARRIED_RING ? k_ring().k_major(stage, block) : k_smem(stage).k_major(block);
+        return CARRIED_RING ? SmemRing<KTile, KV_BYTES>{k_smem(0)}.k_major(stage, block) : k_smem(stage).k_major(block);
     }
     __device__ __forceinline__ unsigned long long v_major(int stage) const
     {
-        return CARRIED_RING ? v_ring().mn_major(stage) : v_smem(stage).mn_major();
+        return CARRIED_RING ? SmemRing<VTile, KV_BYTES>{v_smem(0)}.mn_major(stage) : v_smem(stage).mn_major();
     }
     __device__ __forceinline__ unsigned long long vt_major(int stage, int block) const
     {
-        return CARRIED_RING ? vt_ring().k_major(stage, block) : vt_smem(stage).k_major(block);
+        return CARRIED_RING ? SmemRing<VtTile, VT_BYTES>{vt_smem(0)}.k_major(stage, block) : vt_smem(stage).k_major(block);
     }
 
     // PACK_GQA: the query rows a consumer warpgroup's 64 rows hold (each with its q_per_kv heads), and
