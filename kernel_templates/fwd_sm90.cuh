@@ -108,7 +108,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
           bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false,
-          bool PERSISTENT = false, bool FP8 = false, bool PACK_GQA = false>
+          bool PERSISTENT = false, bool FP8 = false, bool PACK_GQA = false, bool SCHEDULED_GRID = false>
 struct Sm90Forward {
     using In = typename KvElement<T, FP8>::type;   // Q, K and V storage: T, or e4m3 (FP8); O is T
     using E = Element<In>;
@@ -260,21 +260,20 @@ struct Sm90Forward {
     // tiles moved -2% to +2% (v23.10), head_dim 96 causal -1.9% to +2.5%, 0.999x, and GQA-packed
     // few-query rows (head_dim 128, 16 x 4 rows against 16k keys) 185 us either way (v27.5). An
     // enumerator (see PRODUCER_THREADS).
+    // SCHEDULED (SCHEDULED_GRID: the host's choice, src/family_sm90.c's scheduled; a persistent causal
+    // grid): the CTAs take their row blocks from a counter (run_scheduled); its slots of scheduled
+    // blocks, and the threads that read each: the consumers, and FP8's producer threads but the
+    // publisher (16-bit producers but the publisher have left). NOTE: enumerators (see PRODUCER_THREADS).
     enum : int {
-        CONTINUOUS_TURNS =
-            PINGPONG && CAUSAL && !FP8 && !PACK_GQA && HEAD_DIM == 128 && CONSUMERS == 2 && BLOCK_N >= 128
-    };
-    // SCHEDULED (PERSISTENT, CAUSAL, FP8, head_dim up to 128): the CTAs take their row blocks from
-    // a counter (run_scheduled); its slots of scheduled blocks, and the threads that read each: the
-    // consumers, and the producer threads but the publisher. NOTE: not the 16-bit kernels nor FP8's
-    // head_dim 256, whose K/V rows are 256 bytes or more: they ran 0.89-0.98x their static pairs
-    // (src/family_sm90.c's scheduled; H100, PERF_NOTES v19). NOTE: enumerators (see PRODUCER_THREADS).
-    enum : int {
-        SCHEDULED = PERSISTENT && CAUSAL && FP8 && HEAD_DIM <= 128,
+        SCHEDULED = SCHEDULED_GRID,
         SCHED_SLOTS = 2,
-        SCHED_READERS = CONSUMER_THREADS + PRODUCER_THREADS - 1
+        SCHED_READERS = CONSUMER_THREADS + (FP8 ? PRODUCER_THREADS - 1 : 0)
     };
-    static_assert(!(CONTINUOUS_TURNS && SCHEDULED), "a scheduled grid's consumers keep each block's turns");
+    static_assert(!SCHEDULED || (PERSISTENT && CAUSAL), "a counter deals the row blocks of persistent causal grids");
+    enum : int {
+        CONTINUOUS_TURNS = PINGPONG && CAUSAL && !FP8 && !PACK_GQA && !SCHEDULED && HEAD_DIM == 128 &&
+                           CONSUMERS == 2 && BLOCK_N >= 128   // a scheduled grid's consumers keep each block's turns
+    };
     // RESCALE_SLACK >= 0 (OnlineSoftmax::update's SLACK): a row's max moves only when a tile's exceeds
     // it by more than RESCALE_SLACK (log2 units: P reaches 2^8, in range for bf16 and fp16 and the
     // fp32 sums), and a warp whose rows' maxima all held skips O's rescale (rescale), FlashAttention-4's
@@ -1263,7 +1262,7 @@ struct Sm90Forward {
         b.q_empty = b.v_empty + 8 * STAGES;   // PERSISTENT only
         b.vs_full = b.q_empty + 8 * PERSISTENT;   // FP8 only
         b.vs_empty = b.vs_full + 8 * VS_STAGES;
-        b.sched_full = b.vs_empty + 8 * VS_STAGES;   // SCHEDULED only
+        b.sched_full = b.vs_full + (FP8 ? 16 * VS_STAGES : 0);   // SCHEDULED only
         b.sched_empty = b.sched_full + 8 * SCHED_SLOTS;
         const int tiles = key_tiles();         // PERSISTENT: each block's, in run_persistent
         if (threadIdx.x == 0) {
@@ -1454,6 +1453,8 @@ struct Sm90Forward {
         if (group == CONSUMERS) {   // the producer warpgroup: every thread transposes V, thread 0 publishes and issues
             registers_release<PRODUCER_REGISTERS>();
             const unsigned p = threadIdx.x - CONSUMER_THREADS;
+            if (!FP8 && p != 0)   // 16-bit: thread 0 alone publishes and issues
+                return;
             for (int block = 0, ring = 0; take(block, p == 0, false, next); block++)
                 ring = produce_block(b, block, ring, p);
             return;

@@ -45,6 +45,17 @@ static int persistent(const struct fc_variant *v)
     return specialized(v) && !v->varlen && !v->paged && !v->pack_gqa;
 }
 
+/* A persistent causal grid that takes its row blocks from a counter (fwd_sm90.cuh's SCHEDULED_GRID),
+ * where a key's K and V rows are at most 128 bytes: FP8 at head_dim 64 and 128 (1.02-1.06x its static
+ * pairs from 8k keys, H100, PERF_NOTES v19) and 16-bit head_dim 64 (1.010-1.025x at 4k-16k keys, three
+ * consumers; 1.05-1.10x at 1k-2k, PERF_NOTES v33). NOTE: not with rows of 256 bytes or more (16-bit
+ * from head_dim 128, FP8 at 256): there the CTAs, no longer in step, spread over more heads' K and V
+ * than L2 keeps, and the counter ran 0.89-0.98x the static pairs (v19). */
+static int scheduled(const struct fc_variant *v)
+{
+    return persistent(v) && v->causal && v->head_dim * in_bytes(v) <= 128;
+}
+
 /* GQA-packed rows (fwd_sm90.cuh's PACK_GQA): each consumer warpgroup's 64 rows are 64 / q_per_kv query
  * rows x the q_per_kv query heads of one K/V head, so a problem's rows per K/V head are seqlen_q x
  * q_per_kv, in blocks of this many query rows. */
@@ -449,21 +460,15 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     if (v->varlen)
         return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128, with per-sequence lengths (each "
                "sequence's rows from its first token; keys past its end masked and their V rows zeroed)";
+    if (scheduled(v))
+        return "sm90 kernel: TMA + WGMMA, warp-specialized (1.3-2.6x the sm80 kernel in the H200 sweep), on a "
+               "persistent grid (as many CTAs as the SMs hold) whose CTAs take their causal row blocks from a "
+               "counter, each its next when free (K and V rows of at most 128 bytes: 1.01-1.10x the static pairs)";
     if (persistent(v))
         return "sm90 kernel: TMA + WGMMA, warp-specialized (1.3-2.6x the sm80 kernel in the H200 sweep), on a "
                "persistent grid (as many CTAs as the SMs hold, each looping over row blocks)";
     return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128 (1.3-2.6x the sm80 kernel in the H200 "
            "sweep)";
-}
-
-/* A persistent grid that takes its row blocks from a counter (fwd_sm90.cuh's SCHEDULED: FP8, causal,
- * head_dim up to 128): 1.02-1.06x its static pairs from 8k keys. NOTE: not where a key's K row is 256
- * bytes or more (16-bit from head_dim 128, FP8 at 256): there the CTAs, no longer in step, spread
- * over more heads' K and V than L2 keeps, and the counter ran 0.89-0.98x the static pairs (H100,
- * PERF_NOTES v19). */
-static int scheduled(const struct fc_variant *v)
-{
-    return persistent(v) && v->causal && v->q_fp8 && v->head_dim <= 128;
 }
 
 /* NOTE: a scheduled grid's last heads (attention_common.cuh's scheduled_block) give their blocks
@@ -557,18 +562,19 @@ static void fit_forced(struct fc_variant *v)
 
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
-    /* the VARLEN, PAGED and PERSISTENT arguments only where set (PERSISTENT: neither of the others):
-     * the other variants' source (and cache key) stays */
-    if (v->q_fp8)   /* every switch spelled out: FP8 is the last */
-        return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s, %s, false, %s, true>",
+    /* the VARLEN, PAGED and PERSISTENT arguments only where set (PERSISTENT: neither of the others;
+     * SCHEDULED_GRID, the last, after PERSISTENT only): the other variants' source (and cache key) stays */
+    if (v->q_fp8)   /* every switch spelled out up to FP8 */
+        return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s, %s, false, %s, true%s>",
                         fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                         v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
-                        v->softcap ? "true" : "false", v->varlen ? "true" : "false", persistent(v) ? "true" : "false");
+                        v->softcap ? "true" : "false", v->varlen ? "true" : "false", persistent(v) ? "true" : "false",
+                        scheduled(v) ? ", false, true" : "");
     return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
                     v->softcap ? "true" : "false", v->varlen ? ", true" : "", v->paged ? ", true" : "",
-                    persistent(v) ? ", false, false, true" : "",
+                    persistent(v) ? (scheduled(v) ? ", false, false, true, false, false, true" : ", false, false, true") : "",
                     v->pack_gqa ? ", false, false, false, false, true" : "");
 }
 

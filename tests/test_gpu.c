@@ -1013,19 +1013,34 @@ static struct fc_check_case fp8_attention_case(struct fc_check_case c, int n)
     return c;
 }
 
-/* FP8 causal persistent grids take their row blocks from a counter of the context's, one per stream,
- * which each launch's last take zeroes for the next (src/counters.c): launches of two problems on two
- * streams, back to back and never synchronized, each into its own output, planned for one SM (the
- * CTA takes every block from the counter), give every output the bits of the problem's launch
- * alone. A counter shared by the streams, or one left unzeroed, skips or repeats blocks: poison or
- * other bits. */
-static void test_sm90_scheduled_grids_on_concurrent_streams(void **state)
+/* The two kinds of grid that take their row blocks from a counter (fwd_sm90.cuh's SCHEDULED: causal,
+ * persistent, K/V rows of at most 128 bytes): FP8 attention at head_dim 128 on the default schedule
+ * (two consumers), and 16-bit head_dim 64 on three consumers taking turns. */
+enum { SCHEDULED_KINDS = 2, SCHEDULED_THREE_CONSUMERS = 6 };   /* the latter: SM90_FORCED's index */
+
+static struct fc_context *scheduled_context(int kind)
 {
-    (void)state;
-    if (!sm90_ctx[0])
-        skip();
+    assert_string_equal(SM90_FORCED[SCHEDULED_THREE_CONSUMERS].variant, "sm90:m192n128w16p1");
+    return sm90_ctx[kind ? SCHEDULED_THREE_CONSUMERS : 0];
+}
+
+static struct fc_check_case scheduled_case(int kind, int shape, int head_dim, int n)
+{
+    if (kind)
+        return make_case(shape, 64, FC_BF16, 1);
+    return fp8_attention_case(make_case(shape, head_dim, FC_BF16, 1), n);
+}
+
+/* Scheduled grids take their row blocks from a counter of the context's, one per stream, which each
+ * launch's last take zeroes for the next (src/counters.c): launches of two problems on two streams,
+ * back to back and never synchronized, each into its own output, planned for one SM (the CTA takes
+ * every block from the counter), give every output the bits of the problem's launch alone. A counter
+ * shared by the streams, or one left unzeroed, skips or repeats blocks: poison or other bits.
+ * Returns the launches whose output differs. */
+static int scheduled_grids_on_concurrent_streams(int kind)
+{
     enum { PROBLEMS = 2, LAUNCHES = 12 };
-    struct fc_context *forced = sm90_ctx[0];   /* FP8 attention: warp-specialized, persistent */
+    struct fc_context *forced = scheduled_context(kind);
     const int sm_count = forced->target.sm_count;
     forced->target.sm_count = 1;
     struct fc_check_run runs[PROBLEMS];
@@ -1034,7 +1049,7 @@ static void test_sm90_scheduled_grids_on_concurrent_streams(void **state)
     char msg[FC_MESSAGE_MAX] = "";
     const int shapes[PROBLEMS] = {3, 7};   /* 1000 x 1000 keys; 129 rows against 1000, BHSD, GQA 4 */
     for (int p = 0; p < PROBLEMS; p++) {
-        struct fc_check_case c = fp8_attention_case(make_case(shapes[p], 128, FC_BF16, 1), p);
+        struct fc_check_case c = scheduled_case(kind, shapes[p], 128, p);
         assert_int_equal(fc_check_prepare(forced, &c, &runs[p], msg, sizeof msg), FC_OK);
         struct fc_plan_info info;
         assert_int_equal(fc_attention_plan(forced, &runs[p].params, &info), FC_OK);
@@ -1083,37 +1098,50 @@ static void test_sm90_scheduled_grids_on_concurrent_streams(void **state)
         fc_check_release(&runs[p]);
     }
     forced->target.sm_count = sm_count;
+    return differing;
+}
+
+static void test_sm90_scheduled_grids_on_concurrent_streams(void **state)
+{
+    (void)state;
+    if (!sm90_ctx[0])
+        skip();
+    int differing = 0;
+    for (int kind = 0; kind < SCHEDULED_KINDS; kind++)
+        differing += scheduled_grids_on_concurrent_streams(kind);
     assert_int_equal(differing, 0);
 }
 
-/* Without a counter to give (src/counters.c: none left, or a capture that would need a new chunk), an
- * FP8 causal grid takes its static units of two blocks through the same handshake: planned for one
+/* Without a counter to give (src/counters.c: none left, or a capture that would need a new chunk), a
+ * scheduled grid takes its static units of two blocks through the same handshake: planned for one
  * SM, the counters made to look spent, every case still matches the reference. */
 static void test_sm90_scheduled_grids_without_a_counter(void **state)
 {
     (void)state;
     if (!sm90_ctx[0])
         skip();
-    struct fc_context *forced = sm90_ctx[0];
-    struct fc_counters *counters = &forced->counters;
-    const int sm_count = forced->target.sm_count, chunk_count = counters->chunk_count, next = counters->next;
-    struct fc_stream_counter streams[FC_COUNTER_STREAMS];
-    memcpy(streams, counters->streams, sizeof streams);
-    forced->target.sm_count = 1;
-    counters->chunk_count = FC_COUNTER_CHUNKS;   /* spent: no chunk may be added, no stream has one */
-    counters->next = FC_COUNTER_CHUNK;
-    memset(counters->streams, 0, sizeof counters->streams);
     static const int SHAPES_USED[] = {0, 2, 3, 5, 7};
     int failures = 0;
-    for (int d = 64; d <= 128; d += 64)
-        for (size_t s = 0; s < sizeof SHAPES_USED / sizeof SHAPES_USED[0]; s++) {
-            struct fc_check_case c = fp8_attention_case(make_case(SHAPES_USED[s], d, FC_BF16, 1), (int)s);
-            failures += run_and_report(forced, &c);
-        }
-    counters->chunk_count = chunk_count;
-    counters->next = next;
-    memcpy(counters->streams, streams, sizeof streams);
-    forced->target.sm_count = sm_count;
+    for (int kind = 0; kind < SCHEDULED_KINDS; kind++) {
+        struct fc_context *forced = scheduled_context(kind);
+        struct fc_counters *counters = &forced->counters;
+        const int sm_count = forced->target.sm_count, chunk_count = counters->chunk_count, next = counters->next;
+        struct fc_stream_counter streams[FC_COUNTER_STREAMS];
+        memcpy(streams, counters->streams, sizeof streams);
+        forced->target.sm_count = 1;
+        counters->chunk_count = FC_COUNTER_CHUNKS;   /* spent: no chunk may be added, no stream has one */
+        counters->next = FC_COUNTER_CHUNK;
+        memset(counters->streams, 0, sizeof counters->streams);
+        for (int d = 64; d <= (kind ? 64 : 128); d += 64)
+            for (size_t s = 0; s < sizeof SHAPES_USED / sizeof SHAPES_USED[0]; s++) {
+                struct fc_check_case c = scheduled_case(kind, SHAPES_USED[s], d, (int)s);
+                failures += run_and_report(forced, &c);
+            }
+        counters->chunk_count = chunk_count;
+        counters->next = next;
+        memcpy(counters->streams, streams, sizeof streams);
+        forced->target.sm_count = sm_count;
+    }
     assert_int_equal(failures, 0);
 }
 
