@@ -252,14 +252,6 @@ struct Sm90Forward {
     };
     static_assert(!HOLD_TILES || HOLD_BARRIER + CONSUMERS <= 16,
                   "the hold's named barriers, one a warpgroup, within the 16 a CTA has");
-    // PINGPONG's turns go round continuously across row blocks (FlashAttention-3's order, turn_begin),
-    // or restart at consumer 0 each block. NOTE: continuous only where it measured faster: causal
-    // 16-bit head_dim 128 kernels of two consumers and 128 keys or more (H100: +1.1% over the 7 bf16
-    // causal rows, +2.1-2.7% at 512 keys, GQA +0.1-1.3%, PERF_NOTES v27.4, as in v23.10); head_dim
-    // 128 without a mask lost 1.5-5.8% from 4k keys, head_dim 64's three consumers and 256's 80-key
-    // tiles moved -2% to +2% (v23.10), head_dim 96 causal -1.9% to +2.5%, 0.999x, and GQA-packed
-    // few-query rows (head_dim 128, 16 x 4 rows against 16k keys) 185 us either way (v27.5). An
-    // enumerator (see PRODUCER_THREADS).
     // SCHEDULED (SCHEDULED_GRID: the host's choice, src/family_sm90.c's scheduled; a persistent causal
     // grid): the CTAs take their row blocks from a counter (run_scheduled); its slots of scheduled
     // blocks, and the threads that read each: the consumers, and FP8's producer threads but the
@@ -270,9 +262,17 @@ struct Sm90Forward {
         SCHED_READERS = CONSUMER_THREADS + (FP8 ? PRODUCER_THREADS - 1 : 0)
     };
     static_assert(!SCHEDULED || (PERSISTENT && CAUSAL), "a counter deals the row blocks of persistent causal grids");
+    // PINGPONG's turns go round continuously across row blocks (FlashAttention-3's order, turn_begin),
+    // or restart at consumer 0 each block. NOTE: continuous only where it measured faster: causal
+    // 16-bit head_dim 128 kernels of two consumers and 128 keys or more (H100: +1.1% over the 7 bf16
+    // causal rows, +2.1-2.7% at 512 keys, GQA +0.1-1.3%, PERF_NOTES v27.4, as in v23.10); head_dim
+    // 128 without a mask lost 1.5-5.8% from 4k keys, head_dim 64's three consumers and 256's 80-key
+    // tiles moved -2% to +2% (v23.10), head_dim 96 causal -1.9% to +2.5%, 0.999x, and GQA-packed
+    // few-query rows (head_dim 128, 16 x 4 rows against 16k keys) 185 us either way (v27.5); a scheduled
+    // grid's consumers keep each block's turns. An enumerator (see PRODUCER_THREADS).
     enum : int {
         CONTINUOUS_TURNS = PINGPONG && CAUSAL && !FP8 && !PACK_GQA && !SCHEDULED && HEAD_DIM == 128 &&
-                           CONSUMERS == 2 && BLOCK_N >= 128   // a scheduled grid's consumers keep each block's turns
+                           CONSUMERS == 2 && BLOCK_N >= 128
     };
     // RESCALE_SLACK >= 0 (OnlineSoftmax::update's SLACK): a row's max moves only when a tile's exceeds
     // it by more than RESCALE_SLACK (log2 units: P reaches 2^8, in range for bf16 and fp16 and the

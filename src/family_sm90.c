@@ -49,8 +49,9 @@ static int persistent(const struct fc_variant *v)
  * where a key's K and V rows are at most 128 bytes: FP8 at head_dim 64 and 128 (1.02-1.06x its static
  * pairs from 8k keys, H100, PERF_NOTES v19) and 16-bit head_dim 64 (1.010-1.025x at 4k-16k keys, three
  * consumers; 1.05-1.10x at 1k-2k, PERF_NOTES v33). NOTE: not with rows of 256 bytes or more (16-bit
- * from head_dim 128, FP8 at 256): there the CTAs, no longer in step, spread over more heads' K and V
- * than L2 keeps, and the counter ran 0.89-0.98x the static pairs (v19). */
+ * from head_dim 128, FP8 at 256), where the counter ran 0.89-0.98x the static pairs (v19); at 16-bit
+ * head_dim 128 0.965x (v33.3), its idle tail gone but each SM's work 4.4% longer, the L2 hit rate no
+ * lower (v33.5; with a hold or P in two register sets 0.973x, v33.6). */
 static int scheduled(const struct fc_variant *v)
 {
     return persistent(v) && v->causal && v->head_dim * in_bytes(v) <= 128;
