@@ -571,11 +571,11 @@ static int kernel_type(const struct fc_variant *v, char *out, size_t size)
                         v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
                         v->softcap ? "true" : "false", v->varlen ? "true" : "false", persistent(v) ? "true" : "false",
                         scheduled(v) ? ", false, true" : "");
-    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s%s>",
+    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
                     v->softcap ? "true" : "false", v->varlen ? ", true" : "", v->paged ? ", true" : "",
-                    persistent(v) ? (scheduled(v) ? ", false, false, true, false, false, true" : ", false, false, true") : "",
+                    persistent(v) ? ", false, false, true" : "", scheduled(v) ? ", false, false, true" : "",
                     v->pack_gqa ? ", false, false, false, false, true" : "");
 }
 
