@@ -132,7 +132,9 @@ struct fc_sm90_args {
      * takes its static units of two blocks (attention_common.cuh's persistent_units). Other variants
      * read none of the three. */
     int *next_block;
-    int tail_heads;   /* the list's last (batch, head)s, whose blocks come heaviest first across them */
+    int tail_heads;   /* the last (batch, head)s, whose blocks come heaviest first across them: the list's
+                         (scheduled), or one a unit after the static pairs (attention_common.cuh's
+                         persistent_units, causal; 0: pairs throughout) */
     int blocks;       /* the list's row blocks: m_blocks * heads_q * batch */
 };
 

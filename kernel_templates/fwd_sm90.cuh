@@ -341,7 +341,10 @@ struct Sm90Forward {
     }
 
     // PERSISTENT: row block `part` of unit `unit` (attention_common.cuh's tile_coordinates).
-    __device__ __forceinline__ void set_tile(int unit, int part) { set_block(tile_coordinates<CAUSAL>(base, BLOCK_M, unit, part)); }
+    __device__ __forceinline__ void set_tile(int unit, int part)
+    {
+        set_block(tile_coordinates<CAUSAL>(base, BLOCK_M, unit, part, args.tail_heads));
+    }
 
     // VARLEN: the same argument followed by the per-sequence lengths (fc_args.h).
     __device__ Sm90Forward(const fc_sm90_varlen_args &a, char *shared) : Sm90Forward(a.sm90, shared) {}
@@ -1347,13 +1350,13 @@ struct Sm90Forward {
             run_scheduled(b);
             return;
         }
-        const int units = persistent_units<CAUSAL>(base);   // the host checked the row blocks fit an int
+        const int units = persistent_units<CAUSAL>(base, args.tail_heads);   // the host checked the row blocks fit an int
         if (group == CONSUMERS) {   // the producer warpgroup: one thread issues, the rest leave
             registers_release<PRODUCER_REGISTERS>();
             if constexpr (FP8) {   // every thread transposes V; thread 0 issues
                 const unsigned p = threadIdx.x - CONSUMER_THREADS;
                 for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
-                    for (int part = 0; part < unit_parts<CAUSAL>(base, unit); part++, block++) {
+                    for (int part = 0; part < unit_parts<CAUSAL>(base, unit, args.tail_heads); part++, block++) {
                         set_tile(unit, part);
                         ring = produce_block(b, block, ring, p);
                     }
@@ -1362,7 +1365,7 @@ struct Sm90Forward {
             if (threadIdx.x != CONSUMER_THREADS)
                 return;
             for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
-                for (int part = 0; part < unit_parts<CAUSAL>(base, unit); part++, block++) {
+                for (int part = 0; part < unit_parts<CAUSAL>(base, unit, args.tail_heads); part++, block++) {
                     set_tile(unit, part);
                     ring = produce_block(b, block, ring, 0);
                 }
@@ -1371,7 +1374,7 @@ struct Sm90Forward {
         registers_claim<CONSUMER_REGISTERS>();
         turns_open();
         for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
-            for (int part = 0; part < unit_parts<CAUSAL>(base, unit); part++, block++) {
+            for (int part = 0; part < unit_parts<CAUSAL>(base, unit, args.tail_heads); part++, block++) {
                 set_tile(unit, part);
                 const int tiles = key_tiles();
                 consume(b, tiles, ring, block);
@@ -1415,7 +1418,7 @@ struct Sm90Forward {
                     if (valid)
                         set_block(block_coordinates<false>(base, BLOCK_M, scheduled_block(base, next, args.tail_heads)));
                 } else {
-                    valid = unit < persistent_units<CAUSAL>(base);
+                    valid = unit < persistent_units<CAUSAL>(base, args.tail_heads);
                     if (valid)
                         set_tile(unit, part);
                 }
@@ -1429,7 +1432,7 @@ struct Sm90Forward {
                     if (args.next_block)
                         next = gridDim.x + atomicAdd(args.next_block, 1);
                     else
-                        next = part + 1 < unit_parts<CAUSAL>(base, unit) ? next + 1 : (unit + gridDim.x) << 1;
+                        next = part + 1 < unit_parts<CAUSAL>(base, unit, args.tail_heads) ? next + 1 : (unit + gridDim.x) << 1;
                 }
                 return valid;
             }

@@ -3,9 +3,11 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "family_internal.h"
+#include "mask_internal.h"
 #include "tma_internal.h"
 
 #define SHORT_KEYS 1024      /* up to this many keys, causal head_dim 128 takes the small tiles */
@@ -465,6 +467,10 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         return "sm90 kernel: TMA + WGMMA, warp-specialized (1.3-2.6x the sm80 kernel in the H200 sweep), on a "
                "persistent grid (as many CTAs as the SMs hold) whose CTAs take their causal row blocks from a "
                "counter, each its next when free (K and V rows of at most 128 bytes: 1.01-1.10x the static pairs)";
+    if (persistent(v) && v->causal)
+        return "sm90 kernel: TMA + WGMMA, warp-specialized (1.3-2.6x the sm80 kernel in the H200 sweep), on a "
+               "persistent grid (as many CTAs as the SMs hold, each looping over causal row blocks in pairs of equal "
+               "work, the last heads' blocks one at a time, heaviest first, dealt so that the CTAs finish together)";
     if (persistent(v))
         return "sm90 kernel: TMA + WGMMA, warp-specialized (1.3-2.6x the sm80 kernel in the H200 sweep), on a "
                "persistent grid (as many CTAs as the SMs hold, each looping over row blocks)";
@@ -485,6 +491,136 @@ static int schedule_tail(const struct fc_problem *p, int m_blocks, unsigned grid
     if (heads < 1)
         heads = 1;
     return (int)(heads < all ? heads : all);
+}
+
+/* NOTE: a static persistent causal grid (not scheduled) deals its last heads' blocks one a unit,
+ * heaviest first (attention_common.cuh's static_tail_rank): the CTAs that the pairs' last round
+ * leaves without a unit take the heaviest, and the rounds after it even out the sums. How many
+ * heads: static_tail's, up to STATIC_TAIL_ROUNDS rounds' worth of blocks. By the sums it forms, the
+ * pairs alone keep the busiest CTA 3% above the mean at head_dim 128 from 2k keys (1024 or 2048 units
+ * on 132 CTAs); the tail brings it within 0.1-0.5% with 2-16 heads. */
+#define STATIC_TAIL_ROUNDS 4
+
+/* A row block's weight in the static tail's sums: its key tiles, and a quarter tile for its Q load
+ * and its output (the kernel's key_tiles; a window's first tile on). */
+static int64_t tail_weight(const struct fc_problem *p, const struct fc_variant *v, int64_t m)
+{
+    const int64_t first = m * v->block_m, end = first + v->block_m;
+    const struct fc_key_range keys = fc_mask_keys(&p->mask, p->seqlen_q, p->seqlen_k, (int)first,
+                                                  (int)(end < p->seqlen_q ? end : p->seqlen_q));
+    const int64_t tiles = keys.end > keys.begin ? (keys.end + v->block_n - 1) / v->block_n - keys.begin / v->block_n : 0;
+    return 4 * tiles + 1;
+}
+
+/* The busiest CTA's sum with the last t (batch, head)s in the static tail (0: none; load: g entries of
+ * scratch), the deal of attention_common.cuh's static_tail_rank without its divisions: unit u on CTA
+ * u % g, the pairs at their mean weight, the tail's ranks heaviest first (weight: by block). */
+static int64_t busiest_cta(const int64_t *weight, int m_blocks, int64_t pair_sum, int64_t pairs, int64_t front,
+                           int64_t t, int64_t g, int64_t *load)
+{
+    const int64_t n = t * m_blocks, rounds = front / g, skipped = front % g;
+    for (int64_t c = 0; c < g; c++)
+        load[c] = pair_sum * (rounds + (c < skipped)) / pairs;
+    int64_t rank = 0, level = m_blocks - 1, in_level = 0;   /* rank's block: weight[level], in_level of t */
+#define FC_DEAL(c) do { load[c] += weight[level]; rank++; if (++in_level == t) { in_level = 0; level--; } } while (0)
+    for (int64_t c = skipped; c < g && rank < n; c++)   /* the pairs' last round's CTAs left out */
+        FC_DEAL(c);
+    for (int64_t round = 1; rank < n; round++) {
+        if (round % 2 && rank + g <= n)   /* a full round backwards */
+            for (int64_t c = g - 1; c >= 0; c--)
+                FC_DEAL(c);
+        else
+            for (int64_t c = 0; c < g && rank < n; c++)
+                FC_DEAL(c);
+    }
+#undef FC_DEAL
+    int64_t busiest = 0;
+    for (int64_t c = 0; c < g; c++)
+        busiest = load[c] > busiest ? load[c] : busiest;
+    return busiest;
+}
+
+/* The static tail's (batch, head)s for a causal persistent grid of `fit` CTAs (0: pairs throughout,
+ * and where the sums cannot be formed); *grid: its CTAs, min(units, fit), where the count is not 0.
+ * Of none and the counts whose blocks fill about two and four rounds of the grid, the one whose
+ * busiest CTA's sum is least (the fewest heads on a tie). NOTE: the counts between cost a plan too much host time (every call
+ * plans: 15-250 us for the whole search), and these two came within 0.3% of its sums on average
+ * (400 shapes of 66 to 264 CTAs, PERF_NOTES v34). */
+static int choose_static_tail(const struct fc_problem *p, const struct fc_variant *v, int m_blocks, unsigned fit,
+                              int64_t limit, unsigned *grid)
+{
+    const int64_t heads = (int64_t)p->heads_q * p->batch, pairs = FC_PERSISTENT_HEAD_UNITS(m_blocks, 1);
+    int64_t *weight = calloc((size_t)m_blocks, sizeof *weight), *load = calloc(fit, sizeof *load);
+    if (!weight || !load) {
+        free(weight);
+        free(load);
+        return 0;
+    }
+    int64_t pair_sum = 0;
+    for (int64_t m = 0; m < m_blocks; m++)
+        pair_sum += weight[m] = tail_weight(p, v, m);
+    const int64_t front = pairs * heads, g = front < (int64_t)fit ? front : (int64_t)fit;
+    int64_t best_max = busiest_cta(weight, m_blocks, pair_sum, pairs, front, 0, g, load);
+    int best = 0;
+    for (int rounds = 2; rounds <= STATIC_TAIL_ROUNDS; rounds += 2) {
+        int64_t t = (int64_t)rounds * fit / m_blocks;
+        t = t < heads ? t : heads;
+        const int64_t tail_front = (heads - t) * pairs, units = tail_front + t * m_blocks;
+        if (t <= best || units > limit)
+            continue;
+        const int64_t tail_g = units < (int64_t)fit ? units : (int64_t)fit;
+        const int64_t busiest = busiest_cta(weight, m_blocks, pair_sum, pairs, tail_front, t, tail_g, load);
+        if (busiest < best_max) {
+            best_max = busiest;
+            best = (int)t;
+            *grid = (unsigned)tail_g;
+        }
+    }
+    free(weight);
+    free(load);
+    return best;
+}
+
+/* What choose_static_tail depends on (zeroed, then set: compared as bytes). */
+struct static_tail_key {
+    int64_t heads, limit;
+    struct fc_mask mask;
+    int seqlen_q, seqlen_k, block_m, block_n, m_blocks;
+    unsigned fit;
+};
+
+/* choose_static_tail, its last answer kept per thread: every call plans, and its sums cost 1-2 us
+ * (the plan alone 0.1 us; PERF_NOTES v34), while a caller's calls mostly repeat one shape. */
+static int static_tail(const struct fc_problem *p, const struct fc_variant *v, int m_blocks, unsigned fit,
+                       int64_t limit, unsigned *grid)
+{
+    static _Thread_local struct {
+        int valid, tail;
+        unsigned grid;
+        struct static_tail_key key;
+    } last;
+    if (m_blocks < 2 || FC_PERSISTENT_HEAD_UNITS(m_blocks, 1) * (int64_t)p->heads_q * p->batch <= fit)
+        return 0;
+    struct static_tail_key key;
+    memset(&key, 0, sizeof key);
+    key.heads = (int64_t)p->heads_q * p->batch;
+    key.limit = limit;
+    key.mask = p->mask;
+    key.seqlen_q = p->seqlen_q;
+    key.seqlen_k = p->seqlen_k;
+    key.block_m = v->block_m;
+    key.block_n = v->block_n;
+    key.m_blocks = m_blocks;
+    key.fit = fit;
+    if (!last.valid || memcmp(&key, &last.key, sizeof key)) {
+        last.grid = *grid;
+        last.tail = choose_static_tail(p, v, m_blocks, fit, limit, &last.grid);
+        last.key = key;
+        last.valid = 1;
+    }
+    if (last.tail)
+        *grid = last.grid;
+    return last.tail;
 }
 
 /* GQA-packed rows: a CTA per block of packed_block_rows query rows of each (batch, K/V head), the
@@ -521,9 +657,9 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
         /* the kernel's units: a scheduled grid's row blocks, else attention_common.cuh's
          * persistent_units (causal: row blocks in pairs) */
         const int list = scheduled(&plan->variant);
-        const unsigned units = list ? plan->grid
-                                    : plan->grid / (unsigned)plan->m_blocks *
-                                          (unsigned)FC_PERSISTENT_HEAD_UNITS(plan->m_blocks, plan->variant.causal);
+        unsigned units = list ? plan->grid
+                              : plan->grid / (unsigned)plan->m_blocks *
+                                    (unsigned)FC_PERSISTENT_HEAD_UNITS(plan->m_blocks, plan->variant.causal);
         const unsigned fit = (unsigned)(target->sm_count > 0 ? target->sm_count : H100_SMS) *
                              (unsigned)ctas_per_sm(&plan->variant);
         /* the kernel's int counters step past units by gridDim.x (a scheduled grid without a counter
@@ -535,9 +671,14 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
             return FC_ERR_UNSUPPORTED;
         }
         plan->grid = units < fit ? units : fit;
-        plan->units = units;
-        if (list)
+        plan->scheduled = list;
+        if (list) {
             plan->tail_heads = schedule_tail(problem, plan->m_blocks, plan->grid);
+        } else if (plan->variant.causal) {   /* the static tail's units: one block each */
+            plan->tail_heads = static_tail(problem, &plan->variant, plan->m_blocks, fit, limit, &plan->grid);
+            units += (unsigned)plan->tail_heads * (unsigned)(plan->m_blocks - FC_PERSISTENT_HEAD_UNITS(plan->m_blocks, 1));
+        }
+        plan->units = units;
     }
     return status;
 }
@@ -704,7 +845,7 @@ static enum fc_status launch(const struct fc_launch *l)
     if (status != FC_OK)
         return status;
     struct fc_sm90_args *a = (struct fc_sm90_args *)args.bytes;   /* the prefix of every form's argument */
-    if (plan->tail_heads && l->counters) {
+    if (plan->scheduled && l->counters) {
         CUdeviceptr counter;
         if ((status = fc_counters_take(l->counters, l->cuda, l->stream, &counter, l->msg, l->msg_size)) != FC_OK)
             return status;

@@ -149,6 +149,7 @@ enum fc_status fc_plan_block_grid(const struct fc_problem *problem, struct fc_pl
     plan->splits = 1;
     plan->split_keys = 0;
     plan->units = 0;
+    plan->scheduled = 0;
     plan->tail_heads = 0;
     return FC_OK;
 }

@@ -40,7 +40,10 @@ struct fc_plan {
     int splits, split_keys; /* CTAs per (batch, K/V head) along the keys and keys each; else 1, 0 */
     int requested_splits;   /* the splits forced (fewer if there are too few tiles); 0: chosen */
     unsigned units;         /* a persistent grid's units of row blocks, which its CTAs take in turn; 0: none */
-    int tail_heads;         /* a causal persistent grid: its list's last (batch, head)s (fc_sm90_args); 0: none */
+    int scheduled;          /* a persistent grid whose CTAs take row blocks from a counter (fwd_sm90.cuh's
+                               run_scheduled); 0: static units */
+    int tail_heads;         /* a causal persistent grid's last (batch, head)s (fc_sm90_args), whose blocks come
+                               heaviest first (scheduled: from the counter; static: one a unit); 0: none */
     const char *reason;     /* a constant sentence: why this kernel */
     const char *declined;   /* why the family before it in the table did not take the problem, or NULL */
     struct fc_variant heuristic;   /* the selector's own choice: the variant, unless a winner replaced it */

@@ -264,11 +264,27 @@ static void test_sm90_kernel_matches_reference_over_awkward_shapes(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* 1 if context plans case c on a static persistent grid with a tail (src/family_sm90.c's static_tail). */
+static int takes_static_tail(struct fc_context *context, const struct fc_check_case *c)
+{
+    struct fc_check_run run;
+    struct fc_problem problem;
+    struct fc_plan plan;
+    char msg[FC_MESSAGE_MAX] = "";
+    int tail = 0;
+    if (fc_check_prepare(context, c, &run, msg, sizeof msg) == FC_OK &&
+        fc_context_plan(context, &run.params, &problem, &plan, msg) == FC_OK)
+        tail = plan.units && !plan.scheduled && plan.tail_heads > 0;
+    fc_check_release(&run);
+    return tail;
+}
+
 /* The persistent grid (dense warp-specialized sm90 variants) looping: each forced schedule planned as
  * for a GPU of one SM, so that one CTA (two with one consumer warpgroup) takes every row block in
  * turn: the K/V ring's phases across many blocks, the Q-empty barrier, causal units of two blocks,
  * blocks with no visible key (causal Sq > Sk, windows) between blocks with keys, ping-pong turns
- * starting afresh each block. Plain-schedule variants run their usual grid. */
+ * starting afresh each block; then planned for 3 and 8 SMs, causal shapes whose last heads' blocks
+ * are dealt one a unit (the static tail). Plain-schedule variants run their usual grid. */
 static void test_sm90_persistent_grid_loops_over_row_blocks(void **state)
 {
     (void)state;
@@ -277,7 +293,8 @@ static void test_sm90_persistent_grid_loops_over_row_blocks(void **state)
     static const int LOOP_SHAPES[] = {0, 2, 3, 5, 7};   /* 8 to 66 row blocks of 128 */
     static const int LOOP_FEATURES[] = {0, 3, 4, 7};    /* causal window, wide window, sinks, all three */
     static const int LOOP_DIMS[] = {64, 96, 128, 256};
-    int failures = 0;
+    static const int TAIL_SHAPES[] = {3, 5, 7};   /* Sq > Sk, Sq < Sk, GQA strided */
+    int failures = 0, tails = 0;
     for (size_t i = 0; i < SM90_FORCED_COUNT; i++) {
         struct fc_context *forced = sm90_ctx[i];
         const int sm_count = forced->target.sm_count;
@@ -300,11 +317,28 @@ static void test_sm90_persistent_grid_loops_over_row_blocks(void **state)
                 cases++;
             }
         }
+        /* a few SMs: causal grids whose last heads' blocks are dealt one a unit (the static tail,
+         * attention_common.cuh's static_tail_rank), its first rounds beside the pairs' last */
+        for (int sms = 3; sms <= 8; sms += 5) {
+            forced->target.sm_count = sms;
+            for (size_t d = 0; d < sizeof LOOP_DIMS / sizeof LOOP_DIMS[0]; d++) {
+                if (LOOP_DIMS[d] > SM90_FORCED[i].max_head_dim)
+                    continue;
+                for (size_t s = 0; s < sizeof TAIL_SHAPES / sizeof TAIL_SHAPES[0]; s++) {
+                    struct fc_check_case c = make_case(TAIL_SHAPES[s], LOOP_DIMS[d], s % 2 ? FC_F16 : FC_BF16, 1);
+                    tails += takes_static_tail(forced, &c);
+                    failed += run_and_report(forced, &c);
+                    cases++;
+                }
+            }
+        }
         forced->target.sm_count = sm_count;
         print_message("%d cases, %d failed\n", cases, failed);
         failures += failed;
     }
+    print_message("%d cases on a static tail\n", tails);
     assert_int_equal(failures, 0);
+    assert_true(tails > 0);   /* the default schedules are persistent: some case must deal a tail */
 }
 
 static void test_reference_kernel_matches_reference_over_awkward_shapes(void **state)

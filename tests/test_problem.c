@@ -1331,17 +1331,41 @@ static void test_persistent_grid(void **state)
     assert_int_equal(plan.units, (unsigned)plan.m_blocks * 16);
     assert_int_equal(plan.grid, 132);
     assert_int_equal(plan.tail_heads, (4 * 132 + plan.m_blocks - 1) / plan.m_blocks);
+    assert_true(plan.scheduled);
+    /* the static pairs, and their last heads' blocks one a unit (the static tail): as many heads as
+     * leave the busiest CTA's sum least (src/family_sm90.c's static_tail; the same sums in Python
+     * give these counts), at most four rounds of the grid's worth */
     p.head_dim = 256;
     assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
-    assert_int_equal(plan.tail_heads, 0);
-    assert_int_equal(plan.units, (unsigned)(plan.m_blocks + 1) / 2 * 16);
+    assert_false(plan.scheduled);
+    assert_true(plan.tail_heads > 0 && plan.tail_heads <= (4 * 132 + plan.m_blocks - 1) / plan.m_blocks);
+    assert_int_equal(plan.units, (unsigned)(plan.m_blocks + 1) / 2 * (16 - (unsigned)plan.tail_heads) +
+                                     (unsigned)plan.m_blocks * (unsigned)plan.tail_heads);
     p.head_dim = 128;
     p.dtype = p.out_dtype = FC_F16;
     assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
-    assert_int_equal(plan.tail_heads, 0);
+    assert_false(plan.scheduled);
+    assert_int_equal(plan.m_blocks, 64);
+    assert_int_equal(plan.tail_heads, 4);
+    assert_int_equal(plan.units, 32 * 12 + 64 * 4);
+    assert_int_equal(plan.grid, 132);
+    p.seqlen_q = p.seqlen_k = 4096;   /* the GQA prefill row: B4 Hq32 Hkv8 */
+    p.batch = 4;
+    p.heads_q = 32;
+    p.heads_kv = 8;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.tail_heads, 8);
+    assert_int_equal(plan.units, 16 * (128 - 8) + 32 * 8);
+    p.seqlen_q = p.seqlen_k = 8192;
+    p.batch = 1;
+    p.heads_q = p.heads_kv = 16;
     p.causal = 0;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.tail_heads, 0);   /* not causal: every block weighs the same */
     /* an unknown SM count plans for an H100's 132 */
     const struct fc_target unknown = {90, 1, 0};
     p.seqlen_q = 16384;

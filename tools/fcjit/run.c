@@ -451,10 +451,14 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
         printf("  why:       %s\n", reason);
         printf("  grid:      %u CTAs of %u threads, %u bytes of dynamic shared memory", plan.grid, plan.threads,
                plan.smem_bytes);
-        if (plan.units && plan.tail_heads)   /* a scheduled persistent grid (fwd_sm90.cuh's run_scheduled) */
+        if (plan.units && plan.scheduled)   /* a scheduled persistent grid (fwd_sm90.cuh's run_scheduled) */
             printf(" (persistent: %u row blocks in one list, each head's in pairs of equal work, the last %d "
                    "(batch, head)s' heaviest first; each CTA takes the next block when it is free)",
                    plan.units, plan.tail_heads);
+        else if (plan.units && plan.tail_heads)   /* a static causal grid with a tail (attention_common.cuh) */
+            printf(" (persistent: %u units, CTA i taking units i, i + %u, ...: two row blocks of equal work, blocks "
+                   "p and last - p of a head, then the last %d (batch, head)s' blocks one a unit, heaviest first, "
+                   "dealt so that the CTAs' sums even out)", plan.units, plan.grid, plan.tail_heads);
         else if (plan.units)   /* a persistent grid (fwd_sm90.cuh) */
             printf(" (persistent: %u units of %s, CTA i taking units i, i + %u, ...)", plan.units,
                    plan.variant.causal ? "two row blocks of equal work, blocks p and last - p of a head"
