@@ -61,42 +61,42 @@ __device__ __forceinline__ BlockCoordinates packed_block_coordinates(const fc_ke
 // A persistent grid's units of work: its CTAs take units blockIdx.x, then gridDim.x apart, in turn,
 // each unit one row block (block_coordinates' order) or, causal, two of one (batch, head): row
 // blocks p and m_blocks - 1 - p, whose keys add up to the same count for every p, so that every
-// unit weighs the same (the middle block of an odd m_blocks alone); but the last `tail` (batch,
-// head)s' blocks are units of one block each, dealt heaviest first (static_tail_rank), so that the
-// CTAs the pairs' last round left idle take the heaviest of them and every CTA finishes with light
-// ones (the host chooses `tail`: src/family_sm90.c's static_tail; 0: pairs throughout). A unit's
-// blocks are tile_coordinates(.., unit, part) for part < unit_parts(unit). NOTE: not the heaviest
-// blocks of every head first: a round of CTAs then reads as many heads' K/V as it has CTAs, and L2
-// keeps none of them (0.52x at 512 causal keys, PERF_NOTES v10); nor block_coordinates' order, whose
-// heavy and light blocks a CTA meets by the grid's stride, e.g. only its heaviest when gridDim.x
-// is a multiple of m_blocks.
-template <bool CAUSAL>
+// unit weighs the same (the middle block of an odd m_blocks alone). With TAIL (causal), the last
+// `tail` (batch, head)s' blocks are units of one block each, dealt heaviest first (static_tail_rank),
+// so that the CTAs the pairs' last round left idle take the heaviest of them and every CTA finishes
+// with light ones (the host chooses `tail`: src/family_sm90.c's static_tail); without it, `tail` is
+// not read (and no code for it). A unit's blocks are tile_coordinates(.., unit, part) for part <
+// unit_parts(unit). NOTE: not the heaviest blocks of every head first: a round of CTAs then reads as
+// many heads' K/V as it has CTAs, and L2 keeps none of them (0.52x at 512 causal keys, PERF_NOTES
+// v10); nor block_coordinates' order, whose heavy and light blocks a CTA meets by the grid's stride,
+// e.g. only its heaviest when gridDim.x is a multiple of m_blocks.
+template <bool CAUSAL, bool TAIL>
 __device__ __forceinline__ int persistent_units(const fc_kernel_args &args, int tail)
 {
-    if constexpr (!CAUSAL)
-        return args.m_blocks * args.heads_q * args.batch;
+    if constexpr (!TAIL)
+        return FC_PERSISTENT_HEAD_UNITS(args.m_blocks, CAUSAL) * args.heads_q * args.batch;
     return FC_PERSISTENT_HEAD_UNITS(args.m_blocks, true) * (args.heads_q * args.batch - tail) + tail * args.m_blocks;
 }
 
-// The pairs' units before the tail's.
+// TAIL: the pairs' units before the tail's.
 __device__ __forceinline__ int front_units(const fc_kernel_args &args, int tail)
 {
     return FC_PERSISTENT_HEAD_UNITS(args.m_blocks, true) * (args.heads_q * args.batch - tail);
 }
 
-template <bool CAUSAL>
+template <bool CAUSAL, bool TAIL>
 __device__ __forceinline__ int unit_parts(const fc_kernel_args &args, int unit, int tail)
 {
     if constexpr (!CAUSAL)
         return 1;
-    if (unit >= front_units(args, tail))
+    if (TAIL && unit >= front_units(args, tail))
         return 1;
     const int p = unit % FC_PERSISTENT_HEAD_UNITS(args.m_blocks, true);
     return p == args.m_blocks - 1 - p ? 1 : 2;
 }
 
-// The tail's unit `unit` (front: the pairs' units before it, n: the tail's blocks) as a rank in the
-// tail's blocks heaviest first. Its CTA is unit % gridDim.x: the pairs' last round ends at CTA
+// TAIL: the tail's unit `unit` (front: the pairs' units before it, n: the tail's blocks) as a rank in
+// the tail's blocks heaviest first. Its CTA is unit % gridDim.x: the pairs' last round ends at CTA
 // front % gridDim.x, the tail's first ranks go to that CTA and those after it, in order; then the
 // grid's rounds in turn, each round's ranks to the CTAs in order and the next round's in reverse
 // order (a round the tail does not fill in order), so that the CTAs' sums even out.
@@ -109,24 +109,33 @@ __device__ __forceinline__ int static_tail_rank(int unit, int front, int n)
     return first + (round % 2 && first + grid <= n ? grid - 1 - cta : cta);
 }
 
-template <bool CAUSAL>
+template <bool CAUSAL, bool TAIL>
 __device__ __forceinline__ BlockCoordinates tile_coordinates(const fc_kernel_args &args, int block_m, int unit, int part,
                                                              int tail)
 {
     if constexpr (!CAUSAL)
         return block_coordinates<false>(args, block_m, unit);
-    const int pairs = FC_PERSISTENT_HEAD_UNITS(args.m_blocks, true), front = front_units(args, tail);
+    const int pairs = FC_PERSISTENT_HEAD_UNITS(args.m_blocks, true);
+    BlockCoordinates c;
+    if constexpr (!TAIL) {
+        const int p = unit % pairs, heads = unit / pairs;
+        c.head = heads % args.heads_q;
+        c.batch = heads / args.heads_q;
+        c.kv_head = c.head / args.q_per_kv;
+        c.row0 = (part == 0 ? args.m_blocks - 1 - p : p) * block_m;   // the heavier first
+        return c;
+    }
+    const int front = front_units(args, tail);
     int heads, m;
     if (unit < front) {
         const int p = unit % pairs;
         heads = unit / pairs;
-        m = part == 0 ? args.m_blocks - 1 - p : p;   // the heavier first
+        m = part == 0 ? args.m_blocks - 1 - p : p;
     } else {   // the tail's (batch, head)s' blocks, heaviest first across them
         const int rank = static_tail_rank(unit, front, tail * args.m_blocks);
         heads = front / pairs + rank % tail;
         m = args.m_blocks - 1 - rank / tail;
     }
-    BlockCoordinates c;
     c.head = heads % args.heads_q;
     c.batch = heads / args.heads_q;
     c.kv_head = c.head / args.q_per_kv;

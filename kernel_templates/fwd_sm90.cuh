@@ -108,7 +108,8 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
           bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false,
-          bool PERSISTENT = false, bool FP8 = false, bool PACK_GQA = false, bool SCHEDULED_GRID = false>
+          bool PERSISTENT = false, bool FP8 = false, bool PACK_GQA = false, bool SCHEDULED_GRID = false,
+          bool STATIC_TAIL = false>
 struct Sm90Forward {
     using In = typename KvElement<T, FP8>::type;   // Q, K and V storage: T, or e4m3 (FP8); O is T
     using E = Element<In>;
@@ -262,6 +263,11 @@ struct Sm90Forward {
         SCHED_READERS = CONSUMER_THREADS + (FP8 ? PRODUCER_THREADS - 1 : 0)
     };
     static_assert(!SCHEDULED || (PERSISTENT && CAUSAL), "a counter deals the row blocks of persistent causal grids");
+    // STATIC_TAIL (the host's choice, src/family_sm90.c's static_tail_grid): a persistent causal grid
+    // off the counter deals its last args.tail_heads (batch, head)s' blocks one a unit, heaviest first
+    // (attention_common.cuh's static_tail_rank); else its units are the pairs throughout (and no code
+    // for the tail).
+    static_assert(!STATIC_TAIL || (PERSISTENT && CAUSAL && !SCHEDULED), "the static tail: static causal grids");
     // PINGPONG's turns go round continuously across row blocks (FlashAttention-3's order, turn_begin),
     // or restart at consumer 0 each block. NOTE: continuous only where it measured faster: causal
     // 16-bit head_dim 128 kernels of two consumers and 128 keys or more (H100: +1.1% over the 7 bf16
@@ -343,7 +349,7 @@ struct Sm90Forward {
     // PERSISTENT: row block `part` of unit `unit` (attention_common.cuh's tile_coordinates).
     __device__ __forceinline__ void set_tile(int unit, int part)
     {
-        set_block(tile_coordinates<CAUSAL>(base, BLOCK_M, unit, part, args.tail_heads));
+        set_block(tile_coordinates<CAUSAL, STATIC_TAIL>(base, BLOCK_M, unit, part, args.tail_heads));
     }
 
     // VARLEN: the same argument followed by the per-sequence lengths (fc_args.h).
@@ -1350,13 +1356,13 @@ struct Sm90Forward {
             run_scheduled(b);
             return;
         }
-        const int units = persistent_units<CAUSAL>(base, args.tail_heads);   // the host checked the row blocks fit an int
+        const int units = persistent_units<CAUSAL, STATIC_TAIL>(base, args.tail_heads);   // the host checked the row blocks fit an int
         if (group == CONSUMERS) {   // the producer warpgroup: one thread issues, the rest leave
             registers_release<PRODUCER_REGISTERS>();
             if constexpr (FP8) {   // every thread transposes V; thread 0 issues
                 const unsigned p = threadIdx.x - CONSUMER_THREADS;
                 for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
-                    for (int part = 0; part < unit_parts<CAUSAL>(base, unit, args.tail_heads); part++, block++) {
+                    for (int part = 0; part < unit_parts<CAUSAL, STATIC_TAIL>(base, unit, args.tail_heads); part++, block++) {
                         set_tile(unit, part);
                         ring = produce_block(b, block, ring, p);
                     }
@@ -1365,7 +1371,7 @@ struct Sm90Forward {
             if (threadIdx.x != CONSUMER_THREADS)
                 return;
             for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
-                for (int part = 0; part < unit_parts<CAUSAL>(base, unit, args.tail_heads); part++, block++) {
+                for (int part = 0; part < unit_parts<CAUSAL, STATIC_TAIL>(base, unit, args.tail_heads); part++, block++) {
                     set_tile(unit, part);
                     ring = produce_block(b, block, ring, 0);
                 }
@@ -1374,7 +1380,7 @@ struct Sm90Forward {
         registers_claim<CONSUMER_REGISTERS>();
         turns_open();
         for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
-            for (int part = 0; part < unit_parts<CAUSAL>(base, unit, args.tail_heads); part++, block++) {
+            for (int part = 0; part < unit_parts<CAUSAL, STATIC_TAIL>(base, unit, args.tail_heads); part++, block++) {
                 set_tile(unit, part);
                 const int tiles = key_tiles();
                 consume(b, tiles, ring, block);
@@ -1418,7 +1424,7 @@ struct Sm90Forward {
                     if (valid)
                         set_block(block_coordinates<false>(base, BLOCK_M, scheduled_block(base, next, args.tail_heads)));
                 } else {
-                    valid = unit < persistent_units<CAUSAL>(base, args.tail_heads);
+                    valid = unit < persistent_units<CAUSAL, STATIC_TAIL>(base, args.tail_heads);
                     if (valid)
                         set_tile(unit, part);
                 }
@@ -1432,7 +1438,7 @@ struct Sm90Forward {
                     if (args.next_block)
                         next = gridDim.x + atomicAdd(args.next_block, 1);
                     else
-                        next = part + 1 < unit_parts<CAUSAL>(base, unit, args.tail_heads) ? next + 1 : (unit + gridDim.x) << 1;
+                        next = part + 1 < unit_parts<CAUSAL, STATIC_TAIL>(base, unit, args.tail_heads) ? next + 1 : (unit + gridDim.x) << 1;
                 }
                 return valid;
             }

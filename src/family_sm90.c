@@ -59,6 +59,16 @@ static int scheduled(const struct fc_variant *v)
     return persistent(v) && v->causal && v->head_dim * in_bytes(v) <= 128;
 }
 
+/* A static persistent causal grid (not scheduled) whose last heads' blocks come one a unit, heaviest
+ * first (fwd_sm90.cuh's STATIC_TAIL; how many: static_tail): 16-bit head_dim 128, +0.6% over the
+ * sweep's causal rows from 2k keys and +1-2% on the GQA rows (H100, PERF_NOTES v34). NOTE: not at
+ * 16-bit head_dim 256 (0.97x at 512 keys with no tail taken, the code alone; 1.00x from 2k) nor FP8
+ * at 256 (0.98x at 512 keys, 0.99-1.03x from 2k): there the kernels keep the pairs and their code. */
+static int static_tail_grid(const struct fc_variant *v)
+{
+    return persistent(v) && v->causal && !scheduled(v) && !v->q_fp8 && v->head_dim == 128;
+}
+
 /* GQA-packed rows (fwd_sm90.cuh's PACK_GQA): each consumer warpgroup's 64 rows are 64 / q_per_kv query
  * rows x the q_per_kv query heads of one K/V head, so a problem's rows per K/V head are seqlen_q x
  * q_per_kv, in blocks of this many query rows. */
@@ -467,7 +477,7 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         return "sm90 kernel: TMA + WGMMA, warp-specialized (1.3-2.6x the sm80 kernel in the H200 sweep), on a "
                "persistent grid (as many CTAs as the SMs hold) whose CTAs take their causal row blocks from a "
                "counter, each its next when free (K and V rows of at most 128 bytes: 1.01-1.10x the static pairs)";
-    if (persistent(v) && v->causal)
+    if (static_tail_grid(v))
         return "sm90 kernel: TMA + WGMMA, warp-specialized (1.3-2.6x the sm80 kernel in the H200 sweep), on a "
                "persistent grid (as many CTAs as the SMs hold, each looping over causal row blocks in pairs of equal "
                "work, the last heads' blocks one at a time, heaviest first, dealt so that the CTAs finish together)";
@@ -674,7 +684,7 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
         plan->scheduled = list;
         if (list) {
             plan->tail_heads = schedule_tail(problem, plan->m_blocks, plan->grid);
-        } else if (plan->variant.causal) {   /* the static tail's units: one block each */
+        } else if (static_tail_grid(&plan->variant)) {   /* the static tail's units: one block each */
             plan->tail_heads = static_tail(problem, &plan->variant, plan->m_blocks, fit, limit, &plan->grid);
             units += (unsigned)plan->tail_heads * (unsigned)(plan->m_blocks - FC_PERSISTENT_HEAD_UNITS(plan->m_blocks, 1));
         }
@@ -705,18 +715,20 @@ static void fit_forced(struct fc_variant *v)
 static int kernel_type(const struct fc_variant *v, char *out, size_t size)
 {
     /* the VARLEN, PAGED and PERSISTENT arguments only where set (PERSISTENT: neither of the others;
-     * SCHEDULED_GRID, the last, after PERSISTENT only): the other variants' source (and cache key) stays */
+     * SCHEDULED_GRID and STATIC_TAIL, the last, after PERSISTENT only): the other variants' source (and
+     * cache key) stays */
     if (v->q_fp8)   /* every switch spelled out up to FP8 */
         return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s, %s, false, %s, true%s>",
                         fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                         v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
                         v->softcap ? "true" : "false", v->varlen ? "true" : "false", persistent(v) ? "true" : "false",
                         scheduled(v) ? ", false, true" : "");
-    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s%s%s>",
+    return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s%s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
                     v->softcap ? "true" : "false", v->varlen ? ", true" : "", v->paged ? ", true" : "",
                     persistent(v) ? ", false, false, true" : "", scheduled(v) ? ", false, false, true" : "",
+                    static_tail_grid(v) ? ", false, false, false, true" : "",
                     v->pack_gqa ? ", false, false, false, false, true" : "");
 }
 
