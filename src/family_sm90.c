@@ -60,10 +60,11 @@ static int scheduled(const struct fc_variant *v)
 }
 
 /* A static persistent causal grid (not scheduled) whose last heads' blocks come one a unit, heaviest
- * first (fwd_sm90.cuh's STATIC_TAIL; how many: static_tail): 16-bit head_dim 128, +0.6% over the
- * sweep's causal rows from 2k keys and +1-2% on the GQA rows (H100, PERF_NOTES v34). NOTE: not at
- * 16-bit head_dim 256 (0.97x at 512 keys with no tail taken, the code alone; 1.00x from 2k) nor FP8
- * at 256 (0.98x at 512 keys, 0.99-1.03x from 2k): there the kernels keep the pairs and their code. */
+ * first (fwd_sm90.cuh's STATIC_TAIL; how many: static_tail): 16-bit head_dim 128, the GQA rows
+ * 1.010-1.014x the pairs in three runs, the sweep's causal rows 1.001x from 2k keys and 0.992-0.994x
+ * at 512 (no tail taken there: the code; H100, PERF_NOTES v34). NOTE: not at 16-bit head_dim 256
+ * (0.97x at 512 keys with no tail taken, 1.00x from 2k) nor FP8 at 256 (0.98x at 512 keys, 0.99-1.03x
+ * from 2k): there the kernels keep the pairs and their code. */
 static int static_tail_grid(const struct fc_variant *v)
 {
     return persistent(v) && v->causal && !scheduled(v) && !v->q_fp8 && v->head_dim == 128;
