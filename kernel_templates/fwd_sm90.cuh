@@ -346,7 +346,16 @@ struct Sm90Forward {
         row0 = c.row0;
     }
 
-    // PERSISTENT: row block `part` of unit `unit` (attention_common.cuh's tile_coordinates).
+    // PERSISTENT: the grid's units, unit `unit`'s row blocks, and row block `part` of it
+    // (attention_common.cuh's persistent_units, unit_parts and tile_coordinates).
+    __device__ __forceinline__ int unit_count() const
+    {
+        return persistent_units<CAUSAL, STATIC_TAIL>(base, args.tail_heads);
+    }
+    __device__ __forceinline__ int parts(int unit) const
+    {
+        return unit_parts<CAUSAL, STATIC_TAIL>(base, unit, args.tail_heads);
+    }
     __device__ __forceinline__ void set_tile(int unit, int part)
     {
         set_block(tile_coordinates<CAUSAL, STATIC_TAIL>(base, BLOCK_M, unit, part, args.tail_heads));
@@ -1356,13 +1365,13 @@ struct Sm90Forward {
             run_scheduled(b);
             return;
         }
-        const int units = persistent_units<CAUSAL, STATIC_TAIL>(base, args.tail_heads);   // the host checked the row blocks fit an int
+        const int units = unit_count();   // the host checked the row blocks fit an int
         if (group == CONSUMERS) {   // the producer warpgroup: one thread issues, the rest leave
             registers_release<PRODUCER_REGISTERS>();
             if constexpr (FP8) {   // every thread transposes V; thread 0 issues
                 const unsigned p = threadIdx.x - CONSUMER_THREADS;
                 for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
-                    for (int part = 0; part < unit_parts<CAUSAL, STATIC_TAIL>(base, unit, args.tail_heads); part++, block++) {
+                    for (int part = 0; part < parts(unit); part++, block++) {
                         set_tile(unit, part);
                         ring = produce_block(b, block, ring, p);
                     }
@@ -1371,7 +1380,7 @@ struct Sm90Forward {
             if (threadIdx.x != CONSUMER_THREADS)
                 return;
             for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
-                for (int part = 0; part < unit_parts<CAUSAL, STATIC_TAIL>(base, unit, args.tail_heads); part++, block++) {
+                for (int part = 0; part < parts(unit); part++, block++) {
                     set_tile(unit, part);
                     ring = produce_block(b, block, ring, 0);
                 }
@@ -1380,7 +1389,7 @@ struct Sm90Forward {
         registers_claim<CONSUMER_REGISTERS>();
         turns_open();
         for (int unit = blockIdx.x, ring = 0, block = 0; unit < units; unit += gridDim.x)
-            for (int part = 0; part < unit_parts<CAUSAL, STATIC_TAIL>(base, unit, args.tail_heads); part++, block++) {
+            for (int part = 0; part < parts(unit); part++, block++) {
                 set_tile(unit, part);
                 const int tiles = key_tiles();
                 consume(b, tiles, ring, block);
@@ -1424,7 +1433,7 @@ struct Sm90Forward {
                     if (valid)
                         set_block(block_coordinates<false>(base, BLOCK_M, scheduled_block(base, next, args.tail_heads)));
                 } else {
-                    valid = unit < persistent_units<CAUSAL, STATIC_TAIL>(base, args.tail_heads);
+                    valid = unit < unit_count();
                     if (valid)
                         set_tile(unit, part);
                 }
@@ -1438,7 +1447,7 @@ struct Sm90Forward {
                     if (args.next_block)
                         next = gridDim.x + atomicAdd(args.next_block, 1);
                     else
-                        next = part + 1 < unit_parts<CAUSAL, STATIC_TAIL>(base, unit, args.tail_heads) ? next + 1 : (unit + gridDim.x) << 1;
+                        next = part + 1 < parts(unit) ? next + 1 : (unit + gridDim.x) << 1;
                 }
                 return valid;
             }

@@ -519,8 +519,9 @@ static int64_t tail_weight(const struct fc_problem *p, const struct fc_variant *
     const int64_t first = m * v->block_m, end = first + v->block_m;
     const struct fc_key_range keys = fc_mask_keys(&p->mask, p->seqlen_q, p->seqlen_k, (int)first,
                                                   (int)(end < p->seqlen_q ? end : p->seqlen_q));
-    const int64_t tiles = keys.end > keys.begin ? (keys.end + v->block_n - 1) / v->block_n - keys.begin / v->block_n : 0;
-    return 4 * tiles + 1;
+    if (keys.end <= keys.begin)
+        return 1;
+    return 4 * ((keys.end + v->block_n - 1) / v->block_n - keys.begin / v->block_n) + 1;
 }
 
 /* The busiest CTA's sum with the last t (batch, head)s in the static tail (0: none; load: g entries of
@@ -554,9 +555,9 @@ static int64_t busiest_cta(const int64_t *weight, int m_blocks, int64_t pair_sum
 /* The static tail's (batch, head)s for a causal persistent grid of `fit` CTAs (0: pairs throughout,
  * and where the sums cannot be formed); *grid: its CTAs, min(units, fit), where the count is not 0.
  * Of none and the counts whose blocks fill about two and four rounds of the grid, the one whose
- * busiest CTA's sum is least (the fewest heads on a tie). NOTE: the counts between cost a plan too much host time (every call
- * plans: 15-250 us for the whole search), and these two came within 0.3% of its sums on average
- * (400 shapes of 66 to 264 CTAs, PERF_NOTES v34). */
+ * busiest CTA's sum is least (the fewest heads on a tie). NOTE: not every count up to four rounds'
+ * worth: that search cost 15-250 us a plan (and every call plans), and these two came within 0.3%
+ * of its sums on average (400 shapes of 66 to 264 CTAs, PERF_NOTES v34). */
 static int choose_static_tail(const struct fc_problem *p, const struct fc_variant *v, int m_blocks, unsigned fit,
                               int64_t limit, unsigned *grid)
 {
@@ -687,7 +688,8 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
             plan->tail_heads = schedule_tail(problem, plan->m_blocks, plan->grid);
         } else if (static_tail_grid(&plan->variant)) {   /* the static tail's units: one block each */
             plan->tail_heads = static_tail(problem, &plan->variant, plan->m_blocks, fit, limit, &plan->grid);
-            units += (unsigned)plan->tail_heads * (unsigned)(plan->m_blocks - FC_PERSISTENT_HEAD_UNITS(plan->m_blocks, 1));
+            const unsigned pairs = (unsigned)FC_PERSISTENT_HEAD_UNITS(plan->m_blocks, 1);
+            units += (unsigned)plan->tail_heads * ((unsigned)plan->m_blocks - pairs);
         }
         plan->units = units;
     }

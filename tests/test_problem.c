@@ -1359,9 +1359,15 @@ static void test_persistent_grid(void **state)
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
     assert_int_equal(plan.tail_heads, 8);
     assert_int_equal(plan.units, 16 * (128 - 8) + 32 * 8);
+    struct fc_problem gqa = problem;   /* the count is kept per thread for the last shape: switch back and forth */
     p.seqlen_q = p.seqlen_k = 8192;
     p.batch = 1;
     p.heads_q = p.heads_kv = 16;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.tail_heads, 4);
+    assert_int_equal(fc_plan_make(&gqa, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.tail_heads, 8);
     p.causal = 0;
     assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
     assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
