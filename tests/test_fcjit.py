@@ -627,6 +627,27 @@ def test_kv_dtype_e4m3_plan_and_explain(cli):
         assert code == EXIT_USAGE and err.strip(), (args, code, err)
 
 
+def test_explain_tells_the_persistent_grids_order(cli):
+    """explain (planned for an H100's 132 SMs without a GPU) tells a persistent causal grid's order: the
+    counter's list at head_dim 64, the static pairs with a tail at 16-bit head_dim 128 (the GQA prefill
+    row: 8 heads' blocks one a unit), the pairs alone at 256 and without a mask."""
+    gqa = ["--dtype", "bf16", "--head-dim", "128", "--causal", "--batch", "4", "--heads-q", "32", "--heads-kv", "8",
+           "--seqlen", "4096"]
+    code, out, err = cli.run("--json", "explain", *gqa)
+    assert code == EXIT_OK, (code, err)
+    grid = json.loads(out)
+    assert (grid["grid"], grid["units"], grid["scheduled"], grid["tail_heads"]) == (132, 16 * 120 + 32 * 8, False, 8), grid
+    code, out, err = cli.run("explain", *gqa)
+    assert code == EXIT_OK and "then the last 8 (batch, head)s' blocks one a unit, heaviest first" in out, out
+    code, out, err = cli.run("--json", "explain", "--dtype", "bf16", "--head-dim", "64", "--causal", "--seqlen", "4096",
+                             "--batch", "4", "--heads", "32")
+    assert code == EXIT_OK and json.loads(out)["scheduled"] is True, out
+    for args in (["--head-dim", "256", "--causal"], ["--head-dim", "128"]):
+        code, out, err = cli.run("--json", "explain", "--dtype", "bf16", "--seqlen", "4096", "--batch", "4", *args)
+        grid = json.loads(out)
+        assert code == EXIT_OK and grid["units"] > 0 and not grid["scheduled"] and grid["tail_heads"] == 0, (args, out)
+
+
 def test_explain_names_the_quick_first_call(cli):
     """explain names the quick first call's kernel where the planned one is the warp-specialized Hopper
     schedule, says why not elsewhere, and --no-quick-first-call (or FC_QUICK_FIRST_CALL=0) turns it off."""
@@ -704,6 +725,7 @@ def main():
             (test_kv_dtype_e4m3_plan_and_explain, (cli,)),
             (test_fp8_attention_plan, (cli,)),
             (test_explain_names_the_quick_first_call, (cli,)),
+            (test_explain_tells_the_persistent_grids_order, (cli,)),
         ]
         for test, args in tests:
             try:

@@ -439,10 +439,11 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
         fprintf(stderr, "fcjit explain: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
     } else if (g->json) {
         printf("{\"gpu\": \"%s\", \"arch\": \"%s\", \"kernel\": \"%s\", \"splits\": %d, \"grid\": %u, "
-               "\"threads\": %u, \"reason\": \"%s\", \"tuned_bucket\": \"%s\", \"tuned_buckets\": %zu, "
-               "\"heuristic\": \"%s\", \"features\": \"%s\", \"quick_first_call\": \"%s\"}\n",
-               gpu, arch, kernel, plan.splits, plan.grid, plan.threads, reason, bucket, ctx->tuned.count,
-               heuristic_name, mask, quick_name);
+               "\"threads\": %u, \"units\": %u, \"scheduled\": %s, \"tail_heads\": %d, \"reason\": \"%s\", "
+               "\"tuned_bucket\": \"%s\", \"tuned_buckets\": %zu, \"heuristic\": \"%s\", \"features\": \"%s\", "
+               "\"quick_first_call\": \"%s\"}\n",
+               gpu, arch, kernel, plan.splits, plan.grid, plan.threads, plan.units, plan.scheduled ? "true" : "false",
+               plan.tail_heads, reason, bucket, ctx->tuned.count, heuristic_name, mask, quick_name);
     } else {
         print_shape(&o);
         printf(" on %s (%s)\n  kernel:    %s\n", gpu, arch, kernel);
