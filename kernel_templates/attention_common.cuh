@@ -62,7 +62,7 @@ __device__ __forceinline__ BlockCoordinates packed_block_coordinates(const fc_ke
 // each unit one row block (block_coordinates' order) or, causal, two of one (batch, head): row
 // blocks p and m_blocks - 1 - p, whose keys add up to the same count for every p, so that every
 // unit weighs the same (the middle block of an odd m_blocks alone). With TAIL (causal), the last
-// `tail` (batch, head)s' blocks are units of one block each, dealt heaviest first (static_tail_rank),
+// `tail` (batch, head)s' blocks are units of one block each, dealt heaviest first (fc_args.h's fc_static_tail_rank),
 // so that the CTAs the pairs' last round left idle take the heaviest of them and every CTA finishes
 // with light ones (the host chooses `tail`: src/family_sm90.c's static_tail); without it, `tail` is
 // not read (and no code for it). A unit's blocks are tile_coordinates(.., unit, part) for part <
@@ -95,20 +95,6 @@ __device__ __forceinline__ int unit_parts(const fc_kernel_args &args, int unit, 
     return p == args.m_blocks - 1 - p ? 1 : 2;
 }
 
-// TAIL: the tail's unit `unit` (front: the pairs' units before it, n: the tail's blocks) as a rank in
-// the tail's blocks heaviest first. Its CTA is unit % gridDim.x: the pairs' last round ends at CTA
-// front % gridDim.x, the tail's first ranks go to that CTA and those after it, in order; then the
-// grid's rounds in turn, each round's ranks to the CTAs in order and the next round's in reverse
-// order (a round the tail does not fill in order), so that the CTAs' sums even out.
-__device__ __forceinline__ int static_tail_rank(int unit, int front, int n)
-{
-    const int grid = gridDim.x, round = unit / grid - front / grid, cta = unit % grid;
-    if (round == 0)
-        return cta - front % grid;
-    const int first = grid - front % grid + (round - 1) * grid;
-    return first + (round % 2 && first + grid <= n ? grid - 1 - cta : cta);
-}
-
 template <bool CAUSAL, bool TAIL>
 __device__ __forceinline__ BlockCoordinates tile_coordinates(const fc_kernel_args &args, int block_m, int unit, int part,
                                                              int tail)
@@ -132,7 +118,7 @@ __device__ __forceinline__ BlockCoordinates tile_coordinates(const fc_kernel_arg
         heads = unit / pairs;
         m = part == 0 ? args.m_blocks - 1 - p : p;
     } else {   // the tail's (batch, head)s' blocks, heaviest first across them
-        const int rank = static_tail_rank(unit, front, tail * args.m_blocks);
+        const int rank = fc_static_tail_rank(unit, front, tail * args.m_blocks, static_cast<int>(gridDim.x));
         heads = front / pairs + rank % tail;
         m = args.m_blocks - 1 - rank / tail;
     }

@@ -171,6 +171,28 @@ struct fc_sm90_varlen_args {
  * m_blocks - 1 - p together (attention_common.cuh's persistent_units; src/family_sm90.c's grid). */
 #define FC_PERSISTENT_HEAD_UNITS(m_blocks, causal) ((causal) ? ((m_blocks) + 1) / 2 : (m_blocks))
 
+/* A rule both sides compute: a device function in the kernels, a static one in the host's C. */
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define FC_SHARED_RULE __device__ __forceinline__
+#else
+#define FC_SHARED_RULE static inline
+#endif
+
+/* The static tail's deal (attention_common.cuh's tile_coordinates; src/family_sm90.c's static_tail
+ * forms the CTAs' sums by it): tail unit `unit` of a persistent grid of `grid` CTAs, after the pairs'
+ * `front` units, as a rank in the tail's n blocks heaviest first. Its CTA is unit % grid: the pairs'
+ * last round ends at CTA front % grid, the tail's first ranks go to that CTA and those after it, in
+ * order; then the grid's rounds in turn, each round's ranks to the CTAs in order and the next
+ * round's in reverse order (a round the tail does not fill in order), so that the sums even out. */
+FC_SHARED_RULE int fc_static_tail_rank(int unit, int front, int n, int grid)
+{
+    const int round = unit / grid - front / grid, cta = unit % grid;
+    if (round == 0)
+        return cta - front % grid;
+    const int first = grid - front % grid + (round - 1) * grid;
+    return first + (round % 2 && first + grid <= n ? grid - 1 - cta : cta);
+}
+
 struct fc_sm90_paged_args {
     struct fc_sm90_varlen_args varlen;
     struct fc_pages pages;

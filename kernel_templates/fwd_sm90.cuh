@@ -265,7 +265,7 @@ struct Sm90Forward {
     static_assert(!SCHEDULED || (PERSISTENT && CAUSAL), "a counter deals the row blocks of persistent causal grids");
     // STATIC_TAIL (the host's choice, src/family_sm90.c's static_tail_grid): a persistent causal grid
     // off the counter deals its last args.tail_heads (batch, head)s' blocks one a unit, heaviest first
-    // (attention_common.cuh's static_tail_rank); else its units are the pairs throughout (and no code
+    // (fc_args.h's fc_static_tail_rank); else its units are the pairs throughout (and no code
     // for the tail).
     static_assert(!STATIC_TAIL || (PERSISTENT && CAUSAL && !SCHEDULED), "the static tail: static causal grids");
     // PINGPONG's turns go round continuously across row blocks (FlashAttention-3's order, turn_begin),

@@ -505,7 +505,7 @@ static int schedule_tail(const struct fc_problem *p, int m_blocks, unsigned grid
 }
 
 /* NOTE: a static persistent causal grid (not scheduled) deals its last heads' blocks one a unit,
- * heaviest first (attention_common.cuh's static_tail_rank): the CTAs that the pairs' last round
+ * heaviest first (fc_args.h's fc_static_tail_rank): the CTAs that the pairs' last round
  * leaves without a unit take the heaviest, and the rounds after it even out the sums. How many
  * heads: static_tail's, up to STATIC_TAIL_ROUNDS rounds' worth of blocks. By the sums it forms, the
  * pairs alone keep the busiest CTA 3% above the mean at head_dim 128 from 2k keys (1024 or 2048 units
@@ -525,27 +525,16 @@ static int64_t tail_weight(const struct fc_problem *p, const struct fc_variant *
 }
 
 /* The busiest CTA's sum with the last t (batch, head)s in the static tail (0: none; load: g entries of
- * scratch), the deal of attention_common.cuh's static_tail_rank without its divisions: unit u on CTA
- * u % g, the pairs at their mean weight, the tail's ranks heaviest first (weight: by block). */
+ * scratch): unit u on CTA u % g, the pairs at their mean weight, the tail's units by fc_args.h's
+ * fc_static_tail_rank, the kernel's deal. */
 static int64_t busiest_cta(const int64_t *weight, int m_blocks, int64_t pair_sum, int64_t pairs, int64_t front,
                            int64_t t, int64_t g, int64_t *load)
 {
-    const int64_t n = t * m_blocks, rounds = front / g, skipped = front % g;
+    const int64_t n = t * m_blocks;
     for (int64_t c = 0; c < g; c++)
-        load[c] = pair_sum * (rounds + (c < skipped)) / pairs;
-    int64_t rank = 0, level = m_blocks - 1, in_level = 0;   /* rank's block: weight[level], in_level of t */
-#define FC_DEAL(c) do { load[c] += weight[level]; rank++; if (++in_level == t) { in_level = 0; level--; } } while (0)
-    for (int64_t c = skipped; c < g && rank < n; c++)   /* the pairs' last round's CTAs left out */
-        FC_DEAL(c);
-    for (int64_t round = 1; rank < n; round++) {
-        if (round % 2 && rank + g <= n)   /* a full round backwards */
-            for (int64_t c = g - 1; c >= 0; c--)
-                FC_DEAL(c);
-        else
-            for (int64_t c = 0; c < g && rank < n; c++)
-                FC_DEAL(c);
-    }
-#undef FC_DEAL
+        load[c] = pair_sum * (front / g + (c < front % g)) / pairs;
+    for (int64_t unit = front; unit < front + n; unit++)   /* int: the host checked the units fit one */
+        load[unit % g] += weight[m_blocks - 1 - fc_static_tail_rank((int)unit, (int)front, (int)n, (int)g) / t];
     int64_t busiest = 0;
     for (int64_t c = 0; c < g; c++)
         busiest = load[c] > busiest ? load[c] : busiest;
@@ -601,8 +590,9 @@ struct static_tail_key {
     unsigned fit;
 };
 
-/* choose_static_tail, its last answer kept per thread: every call plans, and its sums cost 1-2 us
- * (the plan alone 0.1 us; PERF_NOTES v34), while a caller's calls mostly repeat one shape. */
+/* choose_static_tail, its last answer kept per thread: every call plans, and its sums cost 7-8 us on
+ * the development VM (the plan alone 0.1 us; PERF_NOTES v34), while a caller's calls mostly repeat
+ * one shape. */
 static int static_tail(const struct fc_problem *p, const struct fc_variant *v, int m_blocks, unsigned fit,
                        int64_t limit, unsigned *grid)
 {

@@ -318,7 +318,7 @@ static void test_sm90_persistent_grid_loops_over_row_blocks(void **state)
             }
         }
         /* a few SMs: causal grids whose last heads' blocks are dealt one a unit (the static tail,
-         * attention_common.cuh's static_tail_rank), its first rounds beside the pairs' last */
+         * fc_args.h's fc_static_tail_rank), its first rounds beside the pairs' last */
         for (int sms = 3; sms <= 8; sms += 5) {
             forced->target.sm_count = sms;
             for (size_t d = 0; d < sizeof LOOP_DIMS / sizeof LOOP_DIMS[0]; d++) {
