@@ -470,7 +470,7 @@ static struct fc_plan plan_of(const struct fc_attention_params *p, struct fc_tar
 }
 
 /* The quick first call's plan (fc_plan_quick): a warp-specialized Hopper plan has one, the plain
- * schedule of one warpgroup (64-key tiles at head_dim 128), planned for the same problem with its own grid; a
+ * schedule of one warpgroup (64-key tiles), planned for the same problem with its own grid; a
  * plain plan, FP8 attention, other families have none. */
 static void test_quick_first_call_plan(void **state)
 {
@@ -494,11 +494,12 @@ static void test_quick_first_call_plan(void **state)
     assert_int_equal(quick.grid, 4 * 16 * 4096 / 64);
     assert_non_null(strstr(quick.reason, "quick first call"));
 
-    p.head_dim = 256;   /* 80-key tiles stay 80 */
+    p.head_dim = 256;   /* 64-key tiles at every head_dim (the planned 80 here) */
     assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
     plan = plan_of(&p, H100, NULL);
+    assert_int_equal(plan.variant.block_n, 80);
     assert_int_equal(fc_plan_quick(&problem, &H100, &plan, &quick), 1);
-    assert_int_equal(quick.variant.block_n, plan.variant.block_n);
+    assert_int_equal(quick.variant.block_n, 64);
     assert_int_equal(quick.variant.block_m, 64);
 
     p.head_dim = 64;   /* head_dim 64 at 512 keys: the plain schedule already */
