@@ -156,6 +156,15 @@ struct fc_sm90_varlen_args {
  * encodes its TMA map so. */
 #define FC_SM90_V_LINE_BYTES(head_dim) ((head_dim) == 96 ? 64 : 128)
 
+/* The sm90 module's second kernel (FP8, v_transposed variants: fwd_sm90.cuh's transpose_v_ahead): V's
+ * e4m3 rows (strides in bytes) to V^T in scratch, heads_kv x head_dim lines of padded_keys a batch. */
+struct fc_sm90_vt_args {
+    const void *v;
+    long long row_stride, head_stride, batch_stride;
+    void *vt;
+    int seqlen_k, padded_keys, heads_kv;
+};
+
 /* FP8 attention's V^T slot on the sm90 kernel: the keys of its lines, block_n up to 128 (one line a
  * head dim), else whole 128-key lines (a column block each, the last one's keys past the tile unused).
  * fwd_sm90.cuh's VT_BYTES; src/family_sm90.c's shared memory size. */

@@ -109,7 +109,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
           bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false,
           bool PERSISTENT = false, bool FP8 = false, bool PACK_GQA = false, bool SCHEDULED_GRID = false,
-          bool STATIC_TAIL = false>
+          bool STATIC_TAIL = false, bool V_TRANSPOSED = false>
 struct Sm90Forward {
     using In = typename KvElement<T, FP8>::type;   // Q, K and V storage: T, or e4m3 (FP8); O is T
     using E = Element<In>;
@@ -155,7 +155,8 @@ struct Sm90Forward {
         VT_LINE_STEPS = VT_LINE / E::MMA_K,   // FP8: P V's k-steps (32 keys) a line
     };
     static constexpr int SMEM_BYTES =
-        SWIZZLE_ALIGN + Q_BYTES + (FP8 ? STAGES * (KV_BYTES + VT_BYTES) + VS_STAGES * KV_BYTES : 2 * STAGES * KV_BYTES);
+        SWIZZLE_ALIGN + Q_BYTES +
+        (FP8 ? STAGES * (KV_BYTES + VT_BYTES) + (V_TRANSPOSED ? 0 : VS_STAGES * KV_BYTES) : 2 * STAGES * KV_BYTES);
     // V at head_dim 96: P V at its exact width (WGMMA n96), V in 64-byte-swizzled blocks of 32 columns
     // (three a row: a 128-byte swizzle's atoms are 64 columns wide, so n96 could not be described
     // there), each its own TMA box; K and Q stay padded (PERF_NOTES v9). Other odd multiples of 32
@@ -268,6 +269,12 @@ struct Sm90Forward {
     // (fc_args.h's fc_static_tail_rank); else its units are the pairs throughout (and no code
     // for the tail).
     static_assert(!STATIC_TAIL || (PERSISTENT && CAUSAL && !SCHEDULED), "the static tail: static causal grids");
+    // V_TRANSPOSED (FP8, dense, the host's choice: src/family_sm90.c's transposes_ahead): the module's
+    // second kernel has written V^T in P's key order (transpose_v_ahead, below) before this one runs;
+    // the producer thread loads it by TMA into the V^T slots as it loads K (produce_transposed): no
+    // staging ring, no transposes in shared memory.
+    static_assert(!V_TRANSPOSED || (FP8 && !VARLEN && !PAGED && BLOCK_N >= 128),
+                  "V^T from memory: FP8, dense, lines of 128 keys");
     // PINGPONG's turns go round continuously across row blocks (FlashAttention-3's order, turn_begin),
     // or restart at consumer 0 each block. NOTE: continuous only where it measured faster: causal
     // 16-bit head_dim 128 kernels of two consumers and 128 keys or more (H100: +1.1% over the 7 bf16
@@ -1003,6 +1010,11 @@ struct Sm90Forward {
     __device__ __forceinline__ void produce_fp8(const Barriers &b, int tiles, int ring, unsigned p,
                                                 const SequenceTmaOrigin &origin = {})
     {
+        if constexpr (V_TRANSPOSED) {   // thread 0 alone
+            if (p == 0)
+                produce_transposed(b, tiles, ring);
+            return;
+        }
         if (p == 0) {
             load_q(b.q, origin);
             if (tiles > 0)
@@ -1022,6 +1034,31 @@ struct Sm90Forward {
             fence_proxy_async();
             mbarrier_arrive(b.slot(b.v_full, i));
             mbarrier_arrive(b.staging(b.vs_empty, i));
+        }
+    }
+
+    // FP8, V_TRANSPOSED: the producer thread, as produce: Q, then K and V^T of every tile, each into
+    // its slot once the consumers released the tile that was there. V^T's map (src/family_sm90.c's
+    // encode_transposed) is (keys, head dim, K/V head, batch), boxes of a line of 128 keys x HEAD_DIM
+    // lines with the 128-byte swizzle: a box is a column block of the V^T slot (vt_smem), keys past
+    // the map's arrive as zeros.
+    __device__ __forceinline__ void produce_transposed(const Barriers &b, int tiles, int ring)
+    {
+        constexpr int VT_BLOCKS = VT_BYTES / VT_BLOCK_BYTES;
+        load_q(b.q);
+        for (int t = 0; t < tiles; t++) {
+            const int i = ring + t, stage = i % STAGES, round = i / STAGES;
+            if (round > 0)
+                mbarrier_wait(b.slot(b.k_empty, i), (round - 1) & 1);
+            mbarrier_arrive_expect_tx(b.slot(b.k_full, i), KV_BYTES);
+            load_tile(args.k_map, k_tile(stage), t, b.slot(b.k_full, i));
+            if (round > 0)
+                mbarrier_wait(b.slot(b.v_empty, i), (round - 1) & 1);
+            mbarrier_arrive_expect_tx(b.slot(b.v_full, i), VT_BYTES);
+            const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+            for (int j = 0; j < VT_BLOCKS; j++)
+                tma_load_4d(v_tile(stage) + j * VT_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.v_map),
+                            key0 + VT_LINE * j, 0, kv_head, batch, b.slot(b.v_full, i));
         }
     }
 
@@ -1289,7 +1326,7 @@ struct Sm90Forward {
                 mbarrier_init(b.q_empty, CONSUMER_THREADS);
             for (int s = 0; s < STAGES; s++) {   // filled by a TMA thread, or the gatherers (FP8 V^T: the transposers)
                 mbarrier_init(b.k_full + 8 * s, gathered(false) ? GATHERERS : 1);
-                mbarrier_init(b.v_full + 8 * s, FP8 ? PRODUCER_THREADS : gathered(true) ? GATHERERS : 1);
+                mbarrier_init(b.v_full + 8 * s, FP8 && !V_TRANSPOSED ? PRODUCER_THREADS : gathered(true) ? GATHERERS : 1);
                 mbarrier_init(b.k_empty + 8 * s, CONSUMER_THREADS);
                 mbarrier_init(b.v_empty + 8 * s, CONSUMER_THREADS);
             }
@@ -1487,5 +1524,42 @@ struct Sm90Forward {
         }
     }
 };
+
+// FP8, V_TRANSPOSED: the module's second kernel, launched before the attention kernel on the same
+// stream (src/family_sm90.c's launch): V (e4m3 rows of HEAD_DIM bytes at a's strides) to V^T, for each
+// (batch, K/V head) HEAD_DIM lines of a.padded_keys bytes (a multiple of 16), in the key order the
+// attention kernel's P takes (p_fragments; transpose_v's): key 16 g + 2 q + (r & 1) + 8 (r >> 1) at
+// byte 16 g + 4 q + r, zeros past seqlen_k. A CTA: 64 keys of one (batch, K/V head) through shared
+// memory (rows padded by 16 bytes, so that a warp's byte reads of 8 keys fall in different banks).
+template <int HEAD_DIM>
+__device__ __forceinline__ void transpose_v_ahead(const fc_sm90_vt_args &a)
+{
+    constexpr int KEYS = 64, CHUNKS = HEAD_DIM / 16, ROW = HEAD_DIM + 16;
+    __shared__ __align__(16) unsigned char rows[KEYS * ROW];
+    const int key0 = blockIdx.x * KEYS, head = blockIdx.y, batch = blockIdx.z;
+    const unsigned char *v = static_cast<const unsigned char *>(a.v) + batch * a.batch_stride + head * a.head_stride;
+    for (int i = threadIdx.x; i < KEYS * CHUNKS; i += blockDim.x) {
+        const int r = i / CHUNKS, c = i % CHUNKS, key = key0 + r;
+        uint4 x = make_uint4(0, 0, 0, 0);
+        if (key < a.seqlen_k)
+            x = *reinterpret_cast<const uint4 *>(v + key * a.row_stride + 16 * c);
+        *reinterpret_cast<uint4 *>(rows + r * ROW + 16 * c) = x;
+    }
+    __syncthreads();
+    unsigned char *vt = static_cast<unsigned char *>(a.vt) +
+                        (static_cast<long long>(batch) * a.heads_kv + head) * HEAD_DIM * a.padded_keys;
+    for (int i = threadIdx.x; i < HEAD_DIM * (KEYS / 16); i += blockDim.x) {
+        const int d = i / (KEYS / 16), g = i % (KEYS / 16), pos = key0 + 16 * g;
+        if (pos >= a.padded_keys)
+            continue;
+        const unsigned char *k = rows + 16 * g * ROW + d;
+        unsigned w[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            w[q] = k[(2 * q) * ROW] | k[(2 * q + 1) * ROW] << 8 | k[(2 * q + 8) * ROW] << 16 |
+                   static_cast<unsigned>(k[(2 * q + 9) * ROW]) << 24;
+        *reinterpret_cast<uint4 *>(vt + d * a.padded_keys + pos) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
 
 }  // namespace fc

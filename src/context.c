@@ -356,7 +356,10 @@ static enum fc_status load_module(struct fc_context *ctx, const struct fc_plan *
         return fc_cuda_fail(cu, r, "preparing the kernel", msg, FC_MESSAGE_MAX);
     }
     out->second = NULL;
-    const char *second = fc_family_of(plan->variant.family)->second_entry;
+    const struct fc_family *family = fc_family_of(plan->variant.family);
+    const char *second = family->second_entry;
+    if (second && family->second_source && family->second_source(&plan->variant, NULL, 0) == 0)
+        second = NULL;   /* this variant's unit has none (sm90: only v_transposed variants) */
     if (second && (r = cu->cuModuleGetFunction(&out->second, out->module, second))) {
         cu->cuModuleUnload(out->module);
         return fc_cuda_fail(cu, r, "preparing the module's second kernel", msg, FC_MESSAGE_MAX);

@@ -16,11 +16,13 @@ struct fc_family {
     const char *args_type;       /* the kernel's argument type (kernel_templates/fc_args.h) */
     const char *varlen_args_type;   /* ... of its VARLEN variants (per-sequence lengths); NULL: it has none */
     const char *paged_args_type;    /* ... of its PAGED variants (a page table); NULL: it has none */
-    const char *second_entry;    /* a second kernel in the module (decode: the combine), or NULL */
+    const char *second_entry;    /* a second kernel in the module (decode: the combine; sm90: V's transposer,
+                                    where second_source writes one), or NULL */
     int tuned;                   /* a tuned winner may replace the heuristic's choice of it */
     int splits_option;           /* FC_FORCE_VARIANT's `k` (CTAs along the keys) applies */
     int pingpong_option;         /* a variant's pingpong (consumers taking turns) may be 1 */
     int pack_gqa_option;         /* a variant's pack_gqa (rows of a K/V head's query heads) may be 1 */
+    int v_transposed_option;     /* a variant's v_transposed (FP8: V^T written before the kernel) may be 1 */
     int fp8_kv;                  /* takes e4m3 K/V (kv_fp8 variants: an FP8 KV cache) */
     const char *fp8_kv_why_not;  /* without fp8_kv: why not, for the selector's record (NULL: nothing to say) */
     int fp8_q;                   /* takes an e4m3 q too (q_fp8 variants: FP8 attention) */
@@ -55,7 +57,8 @@ struct fc_family {
     int (*quick_override)(const struct fc_variant *v, struct fc_plan_override *quick);
     /** The kernel's C++ type, e.g. "fc::Sm80Forward<fc::half_t, 128, true, 128, 64, 4>". */
     int (*kernel_type)(const struct fc_variant *v, char *out, size_t size);
-    /** Source of the second entry, appended to the unit (NULL without one). */
+    /** Source of the second entry, appended to the unit (NULL without one); 0 characters: this
+     *  variant's unit has none. */
     int (*second_source)(const struct fc_variant *v, char *out, size_t size);
     /** The grid when it is not one CTA per block_m query rows of a (batch, query head); NULL: that. */
     enum fc_status (*launch_shape)(const struct fc_problem *problem, const struct fc_target *target,

@@ -16,6 +16,8 @@
 #define LONG_KEYS_FP8_D64 4096   /* ... FP8 attention's, causal (without a mask: always) */
 #define WIDE_KEYS_FP8 4096          /* from this many keys, FP8 attention takes the wider key tiles ... */
 #define WIDE_KEYS_FP8_CAUSAL 8192   /* ... and from this many causal ones (widen_fp8_key_tiles) */
+#define TRANSPOSED_KEYS_FP8 4096    /* from this many keys, FP8 attention transposes V ahead (transposes_ahead) */
+#define VT_GRID_MAX 65535           /* the transposer's grid's y (K/V heads) and z (batch) */
 #define WIDE_KEYS_D128 4096  /* from this many keys, head_dim 128's varlen and GQA-packed rows take 192-key tiles ... */
 #define WIDE_KEYS_D128_CAUSAL 8192   /* ... and from this many causal ones (widen_key_tiles) */
 #define WIDE_KEYS_D96 8192   /* ... head_dim 96 */
@@ -91,12 +93,12 @@ static int padded_dim(const struct fc_variant *v)
 
 /* Q, then the stages of K and V, 128B-swizzled, plus 1 KB to align them. FP8: the V stages hold V^T
  * (head_dim rows of block_n keys, in lines of 128 keys past 128: fc_args.h's FC_SM90_FP8_VT_KEYS),
- * and FP8_V_STAGING V tiles as TMA writes them follow. */
+ * and FP8_V_STAGING V tiles as TMA writes them follow (v_transposed: none, V^T comes from memory). */
 static int smem_bytes(const struct fc_variant *v)
 {
     if (v->q_fp8)
-        return 1024 + (v->block_m + v->stages * v->block_n + FP8_V_STAGING * v->block_n) * padded_dim(v) +
-               v->stages * v->head_dim * FC_SM90_FP8_VT_KEYS(v->block_n);
+        return 1024 + (v->block_m + v->stages * v->block_n + (v->v_transposed ? 0 : FP8_V_STAGING) * v->block_n) *
+               padded_dim(v) + v->stages * v->head_dim * FC_SM90_FP8_VT_KEYS(v->block_n);
     return 1024 + (v->block_m + 2 * v->stages * v->block_n) * padded_dim(v) * fc_dtype_bytes(v->dtype);
 }
 
@@ -180,6 +182,10 @@ static int check(const struct fc_variant *v, char *why, size_t size)
         return fc_variant_fail(why, size, "the sm90 kernel's FP8 attention takes head_dim 64, 128, 192 or 256, the "
                                "warp-specialized schedule (its producer warpgroup transposes V) and no paged cache; not "
                                "head_dim %d, %d warps%s", v->head_dim, v->warps, v->paged ? ", a paged cache" : "");
+    if (v->v_transposed && (!v->q_fp8 || v->varlen || v->block_n < 128))
+        return fc_variant_fail(why, size, "the sm90 kernel reads V transposed ahead (v_transposed) in FP8 attention on "
+                               "dense batches, in lines of 128 keys; not %s%sblock_n %d",
+                               v->q_fp8 ? "" : "16-bit inputs, ", v->varlen ? "per-sequence lengths, " : "", v->block_n);
     if (v->pack_gqa && (!specialized(v) || v->q_fp8 || v->varlen))
         return fc_variant_fail(why, size, "the sm90 kernel packs the query heads of a K/V head (pack_gqa) with the "
                                "warp-specialized schedule, 16-bit inputs and dense batches only; not %d warps%s%s",
@@ -312,6 +318,20 @@ static void widen_fp8_key_tiles(const struct fc_problem *problem, struct fc_vari
     }
 }
 
+/* FP8 attention transposes V ahead (a kernel of its own writes V^T, which the attention kernel loads
+ * by TMA, where it otherwise transposes each tile in shared memory with its producer warpgroup) from
+ * TRANSPOSED_KEYS_FP8 keys at head_dim 256, on dense batches whose grid the transposer takes.
+ * NOTE: head_dim 256 ran 1.026-1.076x as fast at 4k keys, 1.095-1.117x at 16k, outputs bit for bit the
+ * same; head_dim 128 0.960-1.013x (4k-16k), so it keeps the transposes in shared memory; at 1k keys
+ * neither was taken; a third stage of the V^T ring moved nothing (0.984-1.019x) (H100, PERF_NOTES
+ * v35.3). head_dim 192 is not measured. The transposer reads and writes V once a call. */
+static int transposes_ahead(const struct fc_problem *problem, const struct fc_variant *v)
+{
+    return v->q_fp8 && !v->varlen && !v->paged && v->head_dim == 256 && v->block_n >= 128 &&
+           problem->max_seqlen_k >= TRANSPOSED_KEYS_FP8 && problem->heads_kv <= VT_GRID_MAX &&
+           problem->batch <= VT_GRID_MAX;
+}
+
 /* NOTE: FlashAttention-3's rule for packing a K/V head's query heads into a tile's rows: where the
  * packed rows fill the tiles better than the query rows of one head do (by PACK_FILL: 0.9, FA3's
  * should_pack_gqa), i.e. few query rows (speculative decoding, chunked-prefill tails) with GQA. Dense
@@ -396,8 +416,13 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
             v->pingpong = 1;
         }
         widen_fp8_key_tiles(problem, v);
+        v->v_transposed = transposes_ahead(problem, v);
         if (fc_variant_check(v, NULL, 0))
             return NULL;
+        if (v->v_transposed)
+            return "sm90 kernel: FP8 attention on WGMMA e4m3 (P rounded to e4m3), warp-specialized, persistent grid; "
+                   "V transposed ahead by a kernel of its own into scratch (V^T in P's key order), which the kernel "
+                   "loads by TMA (from 4k keys at head_dim 256, 1.03-1.12x the transposes in shared memory)";
         if (v->varlen)
             return "sm90 kernel: FP8 attention on WGMMA e4m3 (V transposed in shared memory, P rounded to e4m3), "
                    "warp-specialized, with per-sequence lengths (keys past a sequence's end masked, their staged "
@@ -715,7 +740,8 @@ static int kernel_type(const struct fc_variant *v, char *out, size_t size)
                         fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                         v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
                         v->softcap ? "true" : "false", v->varlen ? "true" : "false", persistent(v) ? "true" : "false",
-                        scheduled(v) ? ", false, true" : "");
+                        v->v_transposed ? (scheduled(v) ? ", false, true, false, true" : ", false, false, false, true")
+                        : scheduled(v) ? ", false, true" : "");
     return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s%s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
@@ -788,6 +814,26 @@ static enum fc_status encode_packed_q(const struct fc_launch *l, struct fc_tenso
     return fc_tma_encode(l->cuda, (CUtensorMap *)map, p->q, p->dtype, &desc, l->msg, l->msg_size);
 }
 
+/* FP8, v_transposed: V^T in scratch (padded_keys bytes a line, a multiple of 16: the transposer's
+ * layout) as a 4-D view (key, head dim, K/V head, batch), boxes of one 128-byte line of keys x
+ * head_dim lines, 128B-swizzled: a column block of the kernel's V^T slot (fwd_sm90.cuh's
+ * produce_transposed). */
+static enum fc_status encode_transposed(const struct fc_launch *l, struct fc_tensor_map *map, CUdeviceptr vt,
+                                        int padded_keys)
+{
+    const struct fc_problem *p = l->problem;
+    const uint64_t line = (uint64_t)padded_keys, d = (uint64_t)p->head_dim;
+    struct fc_tma_desc desc = {
+        4,
+        {line, d, (uint64_t)p->heads_kv, (uint64_t)p->batch},
+        {line, d * line, (uint64_t)p->heads_kv * d * line},
+        {SWIZZLE_BYTES, (uint32_t)d, 1, 1},
+        SWIZZLE_BYTES,
+    };
+    return fc_tma_encode(l->cuda, (CUtensorMap *)map, (const void *)(uintptr_t)vt, FC_E4M3, &desc, l->msg,
+                         l->msg_size);
+}
+
 _Static_assert(sizeof(struct fc_sm90_paged_args) <= FC_LAUNCH_ARGS_BYTES,
                "fc_launch_args holds fc_sm90_paged_args");
 
@@ -838,10 +884,57 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
     return FC_OK;
 }
 
+/* The module's second kernel (v_transposed variants): V's transposer (fwd_sm90.cuh's
+ * transpose_v_ahead). Others have none: nothing is appended, their source stays. */
+#define VT_THREADS 256
+#define VT_KEYS 64   /* keys a transposer CTA */
+static int second_source(const struct fc_variant *v, char *out, size_t size)
+{
+    if (!v->v_transposed)
+        return size ? snprintf(out, size, "%s", "") : 0;
+    return snprintf(out, size,
+                    "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+                    "fc_vt_kernel(const __grid_constant__ fc_sm90_vt_args args)\n"
+                    "{\n"
+                    "    fc::transpose_v_ahead<%d>(args);\n"
+                    "}\n",
+                    VT_THREADS, v->head_dim);
+}
+
+/* v_transposed: V^T into a stream-ordered scratch buffer (src/scratch.c) by the module's second kernel,
+ * then the attention kernel, whose V map is the buffer's; the buffer goes back to the pool after it. */
+static enum fc_status transpose_ahead(const struct fc_launch *l, struct fc_launch_args *args, CUdeviceptr *vt)
+{
+    const struct fc_problem *p = l->problem;
+    const int padded = (p->seqlen_k + 15) / 16 * 16;   /* seqlen_k <= INT_MAX - 15: fc_problem_from_params */
+    size_t bytes;
+    if (__builtin_mul_overflow((size_t)p->batch * (size_t)p->heads_kv, (size_t)p->head_dim * (size_t)padded, &bytes)) {
+        snprintf(l->msg, l->msg_size, "V^T of batch %d x heads_kv %d x head_dim %d x %d keys is more bytes than "
+                 "a size_t holds", p->batch, p->heads_kv, p->head_dim, padded);
+        return FC_ERR_UNSUPPORTED;
+    }
+    const struct fc_cuda_api *cu = l->cuda;
+    CUresult r = fc_scratch_alloc(l->scratch, cu, vt, bytes, l->stream);
+    if (r != CUDA_SUCCESS)
+        return fc_cuda_fail(cu, r, "allocating V^T's scratch", l->msg, l->msg_size);
+    struct fc_sm90_vt_args t = {p->v, p->v_stride[1], p->v_stride[2], p->v_stride[0], (void *)(uintptr_t)*vt,
+                                p->seqlen_k, padded, p->heads_kv};
+    void *params[] = {&t};
+    CUfunction function = l->kernel->second;
+    r = cu->cuLaunchKernel(function, (unsigned)((padded + VT_KEYS - 1) / VT_KEYS), (unsigned)p->heads_kv,
+                           (unsigned)p->batch, VT_THREADS, 1, 1, 0, l->stream, params, NULL);
+    enum fc_status status = r == CUDA_SUCCESS ? FC_OK : fc_cuda_fail(cu, r, "cuLaunchKernel (V's transposer)",
+                                                                     l->msg, l->msg_size);
+    if (status == FC_OK)
+        status = encode_transposed(l, &((struct fc_sm90_args *)args->bytes)->v_map, *vt, padded);
+    return status;
+}
+
 /* A scheduled grid takes its blocks from a counter of the context's (src/counters.c: its stream's,
  * zero when the kernel starts, zeroed again by the kernel's last take); without one (none left, or
  * fcjit's host-time loop, which launches kernel_args alone) the kernel takes its static units of two
- * blocks. */
+ * blocks. A v_transposed variant's V^T comes first (transpose_ahead; fcjit's host-time loop launches
+ * none of it). */
 static enum fc_status launch(const struct fc_launch *l)
 {
     const struct fc_plan *plan = l->plan;
@@ -856,8 +949,18 @@ static enum fc_status launch(const struct fc_launch *l)
             return status;
         a->next_block = (int *)(uintptr_t)counter;
     }
-    return fc_launch_kernel(l, l->kernel->function, plan->grid, plan->threads, plan->smem_bytes, args.params,
-                            "cuLaunchKernel");
+    CUdeviceptr vt = 0;
+    if (plan->variant.v_transposed)
+        status = transpose_ahead(l, &args, &vt);
+    if (status == FC_OK)
+        status = fc_launch_kernel(l, l->kernel->function, plan->grid, plan->threads, plan->smem_bytes, args.params,
+                                  "cuLaunchKernel");
+    if (vt) {
+        const CUresult r = l->cuda->cuMemFreeAsync(vt, l->stream);
+        if (r != CUDA_SUCCESS && status == FC_OK)
+            status = fc_cuda_fail(l->cuda, r, "cuMemFreeAsync (V^T's scratch)", l->msg, l->msg_size);
+    }
+    return status;
 }
 
 /* The quick first call's kernel: the plain schedule (one warpgroup, 64 rows), which NVRTC compiles in
@@ -891,6 +994,8 @@ const struct fc_family fc_family_sm90 = {
     .tuned = 1,
     .pingpong_option = 1,
     .pack_gqa_option = 1,
+    .v_transposed_option = 1,
+    .second_entry = "fc_vt_kernel",
     .fp8_kv_why_not = "the Hopper kernel's WGMMA reads K and V in q's 16-bit type; FP8 K/V go to the decode or sm80 kernel (sm_89 and later)",
     .fp8_q = 1,
     .defaults = defaults,
@@ -902,6 +1007,7 @@ const struct fc_family fc_family_sm90 = {
     .fit_forced = fit_forced,
     .quick_override = quick_override,
     .kernel_type = kernel_type,
+    .second_source = second_source,
     .kernel_args = kernel_args,
     .launch = launch,
 };

@@ -28,7 +28,8 @@ int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
     for (const char *p = colon ? colon + 1 : ""; *p;) {
         char *end;
         long value = strtol(p + 1, &end, 10);
-        if (end == p + 1 || value < 0 || value > OVERRIDE_VALUE_MAX || (value == 0 && *p != 'p' && *p != 'g'))
+        if (end == p + 1 || value < 0 || value > OVERRIDE_VALUE_MAX ||
+            (value == 0 && *p != 'p' && *p != 'g' && *p != 'v'))
             return -1;
         if (*p == 'm')
             out->block_m = (int)value;
@@ -42,6 +43,8 @@ int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
             out->pingpong = (int)value + 1;
         else if (*p == 'g' && value <= 1 && family->pack_gqa_option)
             out->pack_gqa = (int)value + 1;
+        else if (*p == 'v' && value <= 1 && family->v_transposed_option)
+            out->v_transposed = (int)value + 1;
         else if (*p == 'k' && family->splits_option)
             out->splits = (int)value;
         else
@@ -113,6 +116,7 @@ static void apply_override(const struct fc_problem *problem, const struct fc_pla
     /* a family whose tiles follow block_m (decode's rows) sees it first */
     v->block_m = o->block_m ? o->block_m : family && family->forced_block_m ? family->forced_block_m(problem) : 0;
     v->pack_gqa = o->pack_gqa ? o->pack_gqa - 1 : 0;   /* before the defaults, whose tiles follow it */
+    v->v_transposed = o->v_transposed ? o->v_transposed - 1 : 0;
     fc_variant_defaults(v);
     v->block_m = o->block_m ? o->block_m : v->block_m;
     v->block_n = o->block_n ? o->block_n : v->block_n;
@@ -208,6 +212,9 @@ static void apply_tuned(const struct fc_problem *problem, const struct fc_target
     replaced.variant.paged = plan->variant.paged;
     replaced.variant.kv_fp8 = plan->variant.kv_fp8;
     replaced.variant.q_fp8 = plan->variant.q_fp8;
+    replaced.variant.v_transposed = plan->variant.v_transposed;   /* the heuristic's rule (FP8: the keys') ... */
+    if (replaced.variant.v_transposed && fc_variant_check(&replaced.variant, NULL, 0))
+        replaced.variant.v_transposed = 0;   /* ... where the winner's tiles read V^T (sm90: 128 keys or more) */
     char why[256];
     if (launch_shape(problem, target, &replaced, why, sizeof why) != FC_OK)
         return;   /* a winner this problem's launch cannot take: the heuristic's choice stays */

@@ -51,8 +51,8 @@
 /* an FP8 KV cache: decode and sm80 on sm_90a, two dtypes, three head dims, causal or not; dense, then paged */
 #define PRECOMPILE_FP8_KV (2 * 2 * 2 * 3 * 2)
 /* FP8 attention: sm90 on sm_90a, two dtypes, three head dims (not 256), causal or not; then causal 64's
- * two-consumer tiles */
-#define PRECOMPILE_FP8 (2 * 3 * 2 + 2)
+ * two-consumer tiles; then head_dim 256 with V transposed ahead, two dtypes, causal or not */
+#define PRECOMPILE_FP8 (2 * 3 * 2 + 2 + 2 * 2)
 /* fc_quantize's kernels: two archs, two dtypes, four head dims */
 #define PRECOMPILE_QUANTIZE (2 * 2 * 4)
 #define PRECOMPILE_VARIANTS                                                                                   \
@@ -207,9 +207,14 @@ static void test_precompile_spec(void **state)
     last_q8.block_m = 128;
     last_q8.warps = 12;
     last_q8.pingpong = 1;
+    struct fc_variant last_vt = expected_family_variant(FC_KERNEL_SM90, FC_BF16, 256, 1, 90, 1);
+    last_vt.kv_fp8 = last_vt.q_fp8 = 1;
+    fc_variant_defaults(&last_vt);
+    last_vt.v_transposed = 1;
     assert_variant_equal(&list.items[fp8_kv_end], &first_q8);
-    assert_variant_equal(&list.items[fp8_end - 1], &last_q8);
-    assert_int_equal(list.items[fp8_end - 1].block_n, 128);
+    assert_variant_equal(&list.items[fp8_end - 5], &last_q8);
+    assert_int_equal(list.items[fp8_end - 5].block_n, 128);
+    assert_variant_equal(&list.items[fp8_end - 1], &last_vt);
     struct fc_variant first_quantize = expected_family_variant(FC_KERNEL_QUANTIZE, FC_F16, 64, 0, 90, 1);
     struct fc_variant last_quantize = expected_family_variant(FC_KERNEL_QUANTIZE, FC_BF16, 256, 0, 89, 0);
     assert_variant_equal(&list.items[fp8_end], &first_quantize);
@@ -322,6 +327,22 @@ static void test_pack_gqa_is_an_sm90_switch(void **state)
     assert_string_equal(name, "sm90_bf16_d64_causal_gqa_m64n128s2w8_sm_90a");
     fc_variant_name(&list.items[1], name);
     assert_string_equal(name, "sm90_bf16_d128_causal_gqa_m128n128s2w12p_sm_90a");
+    fc_variant_list_free(&list);
+}
+
+/* `v_transposed` is the sm90 kernel's FP8 switch (V^T written ahead by the module's second kernel): a
+ * "_vt" name where q_fp8 is on; 16-bit variants and other families prune it. */
+static void test_v_transposed_is_an_sm90_fp8_switch(void **state)
+{
+    (void)state;
+    struct fc_variant_list list;
+    parse_good(HEAD "  - kernel: [sm90, sm80]\n    arch: sm_90a\n    dtype: bf16\n    head_dim: 256\n"
+               "    causal: true\n    q_fp8: [false, true]\n    v_transposed: true\n", &list);
+    assert_int_equal(list.count, 1);
+    assert_int_equal(list.pruned, 3);
+    char name[FC_VARIANT_NAME_MAX];
+    fc_variant_name(&list.items[0], name);
+    assert_string_equal(name, "sm90_bf16_d256_causal_kv8_q8_vt_m128n128s2w12p_sm_90a");
     fc_variant_list_free(&list);
 }
 
@@ -783,6 +804,7 @@ static const struct CMUnitTest GOOD_TESTS[] = {
     cmocka_unit_test(test_optional_keys_override_defaults),
     cmocka_unit_test(test_pingpong_is_an_sm90_schedule_choice),
     cmocka_unit_test(test_pack_gqa_is_an_sm90_switch),
+    cmocka_unit_test(test_v_transposed_is_an_sm90_fp8_switch),
     cmocka_unit_test(test_window_is_a_switch_on_the_default_tiles),
     cmocka_unit_test(test_softcap_is_a_switch_and_may_change_tiles),
     cmocka_unit_test(test_duplicates_collapse),

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "context_internal.h"
+#include "family_internal.h"
 #include "plan_internal.h"
 #include "problem_internal.h"
 
@@ -1693,12 +1694,78 @@ static void test_fp8_attention_wide_key_tiles(void **state)
     assert_string_equal(fp8_tile(&p, 64, 8192, 1, name), "sm90_bf16_d64_causal_kv8_q8_m192n160s2w16p_sm_90a");
     assert_string_equal(fp8_tile(&p, 64, 4096, 1, name), "sm90_bf16_d64_causal_kv8_q8_m192n128s2w16_sm_90a");
     assert_string_equal(fp8_tile(&p, 64, 2048, 0, name), "sm90_bf16_d64_kv8_q8_m192n128s2w16_sm_90a");
-    assert_string_equal(fp8_tile(&p, 256, 16384, 0, name), "sm90_bf16_d256_kv8_q8_m128n128s2w12p_sm_90a");
+    /* (from 4k keys at head_dim 256, V transposed ahead: test_fp8_v_transposed_ahead) */
+    assert_string_equal(fp8_tile(&p, 256, 16384, 0, name), "sm90_bf16_d256_kv8_q8_vt_m128n128s2w12p_sm_90a");
     p.window_left = 1000;   /* a window's span, not the sequence, sets the tiles it crosses */
     assert_string_equal(fp8_tile(&p, 128, 16384, 1, name), "sm90_bf16_d128_causal_win_kv8_q8_m128n128s2w12p_sm_90a");
     p.window_left = -1;
     p.softcap = 30.f;   /* the tanh needs the registers */
     assert_string_equal(fp8_tile(&p, 128, 16384, 0, name), "sm90_bf16_d128_cap_kv8_q8_m128n128s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 256, 16384, 0, name), "sm90_bf16_d256_cap_kv8_q8_vt_m128n128s2w12p_sm_90a");
+}
+
+/* FP8 attention transposes V ahead (a kernel of its own writes V^T, the attention kernel loads it by
+ * TMA: the variant's `_vt`) from 4k keys at head_dim 256 on dense batches; not below, not at head_dim
+ * 64 or 128, not with per-sequence lengths; the name parses back, the module gets its second kernel,
+ * and the rule's limits hold in the variant check and FC_FORCE_VARIANT's v0 / v1. */
+static void test_fp8_v_transposed_ahead(void **state)
+{
+    (void)state;
+    struct fc_attention_params p = valid_params();
+    p.dtype = FC_E4M3;
+    p.out_dtype = FC_BF16;
+    p.batch = 2;
+    p.heads_q = p.heads_kv = 8;
+    char name[FC_VARIANT_NAME_MAX], why[256] = "";
+    assert_string_equal(fp8_tile(&p, 256, 4095, 0, name), "sm90_bf16_d256_kv8_q8_m128n128s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 256, 4096, 1, name), "sm90_bf16_d256_causal_kv8_q8_vt_m128n128s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 128, 16384, 0, name), "sm90_bf16_d128_kv8_q8_m128n192s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 64, 16384, 0, name), "sm90_bf16_d64_kv8_q8_m192n160s2w16p_sm_90a");
+    struct fc_variant v;
+    assert_int_equal(fc_variant_parse_name("sm90_bf16_d256_causal_kv8_q8_vt_m128n128s2w12p_sm_90a", &v), 0);
+    assert_int_equal(v.v_transposed, 1);
+    assert_int_equal(fc_variant_check(&v, why, sizeof why), 0);
+    char source[65536];
+    assert_true(fc_family_of(FC_KERNEL_SM90)->second_source(&v, source, sizeof source) > 0);
+    assert_non_null(strstr(source, "fc_vt_kernel"));
+    const int smem = fc_variant_smem_bytes(&v);
+    v.v_transposed = 0;   /* no staging ring: two V tiles less shared memory */
+    assert_int_equal(fc_variant_smem_bytes(&v) - smem, 2 * 128 * 256);
+    assert_int_equal(fc_family_of(FC_KERNEL_SM90)->second_source(&v, source, sizeof source), 0);
+    v.v_transposed = 1;
+    v.q_fp8 = v.kv_fp8 = 0;   /* 16-bit: none */
+    assert_int_equal(fc_variant_check(&v, why, sizeof why), -1);
+    assert_non_null(strstr(why, "v_transposed"));
+    v.q_fp8 = v.kv_fp8 = 1;
+    v.block_n = 64;   /* lines of 128 keys */
+    assert_int_equal(fc_variant_check(&v, why, sizeof why), -1);
+    v.family = FC_KERNEL_SM80;   /* the sm90 kernel's choice only */
+    v.q_fp8 = v.kv_fp8 = 0;
+    assert_int_equal(fc_variant_check(&v, why, sizeof why), -1);
+    assert_non_null(strstr(why, "sm90 kernel only"));
+
+    struct fc_problem problem;
+    struct fc_plan plan;
+    char msg[512] = "";
+    p.head_dim = 256;
+    p.seqlen_q = p.seqlen_k = 4096;
+    p.cu_seqlens_q = p.cu_seqlens_k = (const int32_t *)device_memory;   /* per-sequence lengths: in the kernel */
+    p.max_seqlen_q = p.max_seqlen_k = 4096;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.v_transposed, 0);
+    assert_int_equal(plan.variant.varlen, 1);
+    p.cu_seqlens_q = p.cu_seqlens_k = NULL;
+    p.max_seqlen_q = p.max_seqlen_k = 0;
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    struct fc_plan_override forced;   /* FC_FORCE_VARIANT: v0 turns it off, v1 on */
+    assert_int_equal(fc_plan_override_parse("sm90:v0", &forced), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.v_transposed, 0);
+    assert_int_equal(fc_plan_override_parse("sm90:m128n128w12v1", &forced), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.v_transposed, 1);
+    assert_int_equal(fc_plan_override_parse("sm80:v1", &forced), -1);
 }
 
 /* FP8 attention (dtype FC_E4M3): q, k and v e4m3, out bf16 (the default) or f16, each rule with its
@@ -1920,6 +1987,7 @@ int main(void)
         cmocka_unit_test(test_fp8_kv_plans),
         cmocka_unit_test(test_fp8_attention),
         cmocka_unit_test(test_fp8_attention_wide_key_tiles),
+        cmocka_unit_test(test_fp8_v_transposed_ahead),
         cmocka_unit_test(test_quick_first_call_plan),
         cmocka_unit_test(test_context_create_failures_keep_a_message),
         cmocka_unit_test(test_status_names),

@@ -45,7 +45,7 @@ static const char USAGE[] =
     "            4 other errors (CUDA, a cache that cannot be written where it must be)\n"
     "environment: FC_LOG=error|warn|info|debug, FC_DUMP_SOURCE=DIR, FC_DUMP_PTX=DIR,\n"
     "             FC_TEMPLATE_DIR=DIR,\n"
-    "             FC_FORCE_VARIANT=sm90|sm90:m128n64s2w12p1|sm90:m64w8g1|sm80:m128n64w4|\n"
+    "             FC_FORCE_VARIANT=sm90|sm90:m128n64s2w12p1|sm90:m64w8g1|sm90:v1|sm80:m128n64w4|\n"
     "                              decode:n64w4k8|reference,\n"
     "             FC_TUNED=0 (ignore tuned winners: the heuristic decides),\n"
     "             FC_QUICK_FIRST_CALL=0 (a new kernel compiles before its first launch; else a kernel\n"

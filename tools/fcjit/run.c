@@ -561,7 +561,8 @@ static int time_kernel(struct fc_context *ctx, const struct run_options *o, stru
 /* Host time per call on an in-memory hit: fc_attention_forward against a bare cuLaunchKernel of
  * the same kernel. The queue is drained every few calls, untimed, so back-pressure stays out. A
  * split-KV plan has no bare launch to compare with (its kernel writes partials to the scratch the
- * family's launch allocates; the argument alone has none): raw_launch_us is then NaN. */
+ * family's launch allocates; the argument alone has none), nor has FP8 with V transposed ahead (its
+ * V^T is the launch's scratch too): raw_launch_us is then NaN. */
 static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const struct run_options *o,
                      struct timings *t)
 {
@@ -589,7 +590,7 @@ static int time_host(const struct fc_cuda_api *cu, struct fc_context *ctx, const
         if (status != FC_OK)
             return fcjit_exit_for(status);
     }
-    for (int i = 0; i < o->host_calls && plan.splits <= 1; i++) {
+    for (int i = 0; i < o->host_calls && plan.splits <= 1 && !plan.variant.v_transposed; i++) {
         if (i % DRAIN_EVERY == 0)
             CU_TRY(cu->cuCtxSynchronize());
         double start = now_us();
