@@ -1558,7 +1558,8 @@ __device__ __forceinline__ void transpose_v_ahead(const fc_sm90_vt_args &a)
         for (int q = 0; q < 4; q++)
             w[q] = k[(2 * q) * ROW] | k[(2 * q + 1) * ROW] << 8 | k[(2 * q + 8) * ROW] << 16 |
                    static_cast<unsigned>(k[(2 * q + 9) * ROW]) << 24;
-        *reinterpret_cast<uint4 *>(vt + d * a.padded_keys + pos) = make_uint4(w[0], w[1], w[2], w[3]);
+        *reinterpret_cast<uint4 *>(vt + static_cast<long long>(d) * a.padded_keys + pos) =
+            make_uint4(w[0], w[1], w[2], w[3]);
     }
 }
 

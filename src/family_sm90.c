@@ -906,13 +906,16 @@ static int second_source(const struct fc_variant *v, char *out, size_t size)
 static enum fc_status transpose_ahead(const struct fc_launch *l, struct fc_launch_args *args, CUdeviceptr *vt)
 {
     const struct fc_problem *p = l->problem;
-    const int padded = (p->seqlen_k + 15) / 16 * 16;   /* seqlen_k <= INT_MAX - 15: fc_problem_from_params */
+    const int64_t padded64 = ((int64_t)p->seqlen_k + 15) / 16 * 16;   /* V^T's lines: whole 16-byte chunks */
     size_t bytes;
-    if (__builtin_mul_overflow((size_t)p->batch * (size_t)p->heads_kv, (size_t)p->head_dim * (size_t)padded, &bytes)) {
-        snprintf(l->msg, l->msg_size, "V^T of batch %d x heads_kv %d x head_dim %d x %d keys is more bytes than "
-                 "a size_t holds", p->batch, p->heads_kv, p->head_dim, padded);
+    if (padded64 > INT_MAX ||
+        __builtin_mul_overflow((size_t)p->batch * (size_t)p->heads_kv, (size_t)p->head_dim * (size_t)padded64, &bytes)) {
+        snprintf(l->msg, l->msg_size, "V^T of batch %d x heads_kv %d x head_dim %d x %lld keys is more than the "
+                 "transposer takes (lines of up to INT_MAX keys, a size_t of bytes)", p->batch, p->heads_kv,
+                 p->head_dim, (long long)padded64);
         return FC_ERR_UNSUPPORTED;
     }
+    const int padded = (int)padded64;
     const struct fc_cuda_api *cu = l->cuda;
     CUresult r = fc_scratch_alloc(l->scratch, cu, vt, bytes, l->stream);
     if (r != CUDA_SUCCESS)
