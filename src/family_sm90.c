@@ -420,9 +420,9 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         if (fc_variant_check(v, NULL, 0))
             return NULL;
         if (v->v_transposed)
-            return "sm90 kernel: FP8 attention on WGMMA e4m3 (P rounded to e4m3), warp-specialized, persistent grid; "
-                   "V transposed ahead by a kernel of its own into scratch (V^T in P's key order), which the kernel "
-                   "loads by TMA (from 4k keys at head_dim 256, 1.03-1.12x the transposes in shared memory)";
+            return "sm90 kernel: FP8 attention on WGMMA e4m3, warp-specialized, persistent grid; V transposed ahead "
+                   "by a kernel of its own into scratch, loaded by TMA (head_dim 256 from 4k keys: 1.03-1.12x the "
+                   "transposes in shared memory)";
         if (v->varlen)
             return "sm90 kernel: FP8 attention on WGMMA e4m3 (V transposed in shared memory, P rounded to e4m3), "
                    "warp-specialized, with per-sequence lengths (keys past a sequence's end masked, their staged "

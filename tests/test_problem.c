@@ -1758,6 +1758,9 @@ static void test_fp8_v_transposed_ahead(void **state)
     p.cu_seqlens_q = p.cu_seqlens_k = NULL;
     p.max_seqlen_q = p.max_seqlen_k = 0;
     assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+    assert_int_equal(plan.variant.v_transposed, 1);   /* the selector's, and its reason says so */
+    assert_non_null(strstr(plan.reason, "V transposed ahead"));
     struct fc_plan_override forced;   /* FC_FORCE_VARIANT: v0 turns it off, v1 on */
     assert_int_equal(fc_plan_override_parse("sm90:v0", &forced), 0);
     assert_int_equal(fc_plan_make(&problem, &H100, &forced, NULL, &plan, msg, sizeof msg), FC_OK);
