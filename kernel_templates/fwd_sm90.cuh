@@ -271,7 +271,7 @@ struct Sm90Forward {
     static_assert(!STATIC_TAIL || (PERSISTENT && CAUSAL && !SCHEDULED), "the static tail: static causal grids");
     // V_TRANSPOSED (FP8, dense, the host's choice: src/family_sm90.c's transposes_ahead): the module's
     // second kernel has written V^T in P's key order (transpose_v_ahead, below) before this one runs;
-    // the producer thread loads it by TMA into the V^T slots as it loads K (produce_transposed): no
+    // the producer thread loads it by TMA into the V^T slots as it loads K (produce's load_transposed): no
     // staging ring, no transposes in shared memory.
     static_assert(!V_TRANSPOSED || (FP8 && !VARLEN && !PAGED && BLOCK_N >= 128),
                   "V^T from memory: FP8, dense, lines of 128 keys");
@@ -513,6 +513,19 @@ struct Sm90Forward {
         for (int j = 0; j < BLOCKS; j++)
             rows.load(dst + j * BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), WIDTH * j,
                       WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
+    }
+
+    // FP8, V_TRANSPOSED (one thread): V^T of tile t into the V^T slot at dst. Its map (src/family_sm90.c's
+    // encode_transposed) is (keys, head dim, K/V head, batch), boxes of a line of 128 keys x HEAD_DIM
+    // lines with the 128-byte swizzle: a box is a column block of the slot (vt_smem); keys past the
+    // map's arrive as zeros.
+    __device__ __forceinline__ void load_transposed(unsigned dst, int t, unsigned bar)
+    {
+        constexpr int BLOCKS = VT_BYTES / VT_BLOCK_BYTES;
+        const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+        for (int j = 0; j < BLOCKS; j++)
+            tma_load_4d(dst + j * VT_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.v_map), key0 + VT_LINE * j,
+                        0, kv_head, batch, bar);
     }
 
     // PAGED, plain schedule (thread 0): every box of tile t into the slot at dst, each at its page,
@@ -894,7 +907,8 @@ struct Sm90Forward {
 
     // The producer thread: Q, then K and V of every tile, each into its slot once every consumer
     // thread has released the tile that was there (round r waits for phase r - 1 of the slot).
-    // ring: the ring's tiles before this block's (PERSISTENT; else 0).
+    // ring: the ring's tiles before this block's (PERSISTENT; else 0). FP8, V_TRANSPOSED: V^T from
+    // memory into the V^T slots (load_transposed).
     __device__ __forceinline__ void produce(const Barriers &b, int tiles, int ring = 0)
     {
         SequenceTmaOrigin origin{};   // VARLEN: where the sequence's rows start
@@ -910,8 +924,11 @@ struct Sm90Forward {
             load_tile(args.k_map, k_tile(stage), t, b.slot(b.k_full, i), origin);
             if (round > 0)
                 mbarrier_wait(b.slot(b.v_empty, i), (round - 1) & 1);
-            mbarrier_arrive_expect_tx(b.slot(b.v_full, i), V_BYTES);
-            load_tile<true>(args.v_map, v_tile(stage), t, b.slot(b.v_full, i), origin);
+            mbarrier_arrive_expect_tx(b.slot(b.v_full, i), V_TRANSPOSED ? int(VT_BYTES) : int(V_BYTES));
+            if constexpr (V_TRANSPOSED)
+                load_transposed(v_tile(stage), t, b.slot(b.v_full, i));
+            else
+                load_tile<true>(args.v_map, v_tile(stage), t, b.slot(b.v_full, i), origin);
         }
     }
 
@@ -1010,9 +1027,9 @@ struct Sm90Forward {
     __device__ __forceinline__ void produce_fp8(const Barriers &b, int tiles, int ring, unsigned p,
                                                 const SequenceTmaOrigin &origin = {})
     {
-        if constexpr (V_TRANSPOSED) {   // thread 0 alone
+        if constexpr (V_TRANSPOSED) {   // thread 0 alone, as in 16 bits
             if (p == 0)
-                produce_transposed(b, tiles, ring);
+                produce(b, tiles, ring);
             return;
         }
         if (p == 0) {
@@ -1034,31 +1051,6 @@ struct Sm90Forward {
             fence_proxy_async();
             mbarrier_arrive(b.slot(b.v_full, i));
             mbarrier_arrive(b.staging(b.vs_empty, i));
-        }
-    }
-
-    // FP8, V_TRANSPOSED: the producer thread, as produce: Q, then K and V^T of every tile, each into
-    // its slot once the consumers released the tile that was there. V^T's map (src/family_sm90.c's
-    // encode_transposed) is (keys, head dim, K/V head, batch), boxes of a line of 128 keys x HEAD_DIM
-    // lines with the 128-byte swizzle: a box is a column block of the V^T slot (vt_smem), keys past
-    // the map's arrive as zeros.
-    __device__ __forceinline__ void produce_transposed(const Barriers &b, int tiles, int ring)
-    {
-        constexpr int VT_BLOCKS = VT_BYTES / VT_BLOCK_BYTES;
-        load_q(b.q);
-        for (int t = 0; t < tiles; t++) {
-            const int i = ring + t, stage = i % STAGES, round = i / STAGES;
-            if (round > 0)
-                mbarrier_wait(b.slot(b.k_empty, i), (round - 1) & 1);
-            mbarrier_arrive_expect_tx(b.slot(b.k_full, i), KV_BYTES);
-            load_tile(args.k_map, k_tile(stage), t, b.slot(b.k_full, i));
-            if (round > 0)
-                mbarrier_wait(b.slot(b.v_empty, i), (round - 1) & 1);
-            mbarrier_arrive_expect_tx(b.slot(b.v_full, i), VT_BYTES);
-            const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
-            for (int j = 0; j < VT_BLOCKS; j++)
-                tma_load_4d(v_tile(stage) + j * VT_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.v_map),
-                            key0 + VT_LINE * j, 0, kv_head, batch, b.slot(b.v_full, i));
         }
     }
 

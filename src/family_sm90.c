@@ -817,7 +817,7 @@ static enum fc_status encode_packed_q(const struct fc_launch *l, struct fc_tenso
 /* FP8, v_transposed: V^T in scratch (padded_keys bytes a line, a multiple of 16: the transposer's
  * layout) as a 4-D view (key, head dim, K/V head, batch), boxes of one 128-byte line of keys x
  * head_dim lines, 128B-swizzled: a column block of the kernel's V^T slot (fwd_sm90.cuh's
- * produce_transposed). */
+ * load_transposed). */
 static enum fc_status encode_transposed(const struct fc_launch *l, struct fc_tensor_map *map, CUdeviceptr vt,
                                         int padded_keys)
 {
@@ -861,8 +861,13 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
                                 : encode(l, &a->q_map, p->q, p->q_stride, p->seqlen_q, p->heads_q, Q_BOX_ROWS,
                                          SWIZZLE_BYTES);
     if (status == FC_OK && !l->plan->variant.paged &&
-        ((status = encode(l, &a->k_map, p->k, p->k_stride, p->seqlen_k, p->heads_kv, block_n, SWIZZLE_BYTES)) == FC_OK))
-        status = encode(l, &a->v_map, p->v, p->v_stride, p->seqlen_k, p->heads_kv, block_n, v_line);
+        (status = encode(l, &a->k_map, p->k, p->k_stride, p->seqlen_k, p->heads_kv, block_n, SWIZZLE_BYTES)) ==
+            FC_OK) {
+        if (l->plan->variant.v_transposed)   /* V^T's map, over the scratch launch() fills (transpose_ahead) */
+            memset(&a->v_map, 0, sizeof a->v_map);
+        else
+            status = encode(l, &a->v_map, p->v, p->v_stride, p->seqlen_k, p->heads_kv, block_n, v_line);
+    }
     /* paged: a gathered tensor's map is never read (its rows come through the page table): zeros,
      * not encoded, a driver call saved per launch */
     if (l->plan->variant.paged) {
@@ -890,8 +895,11 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
 #define VT_KEYS 64   /* keys a transposer CTA */
 static int second_source(const struct fc_variant *v, char *out, size_t size)
 {
-    if (!v->v_transposed)
-        return size ? snprintf(out, size, "%s", "") : 0;
+    if (!v->v_transposed) {
+        if (size)
+            out[0] = '\0';
+        return 0;
+    }
     return snprintf(out, size,
                     "extern \"C\" __global__ void __launch_bounds__(%d)\n"
                     "fc_vt_kernel(const __grid_constant__ fc_sm90_vt_args args)\n"
@@ -908,8 +916,8 @@ static enum fc_status transpose_ahead(const struct fc_launch *l, struct fc_launc
     const struct fc_problem *p = l->problem;
     const int64_t padded64 = ((int64_t)p->seqlen_k + 15) / 16 * 16;   /* V^T's lines: whole 16-byte chunks */
     size_t bytes;
-    if (padded64 > INT_MAX ||
-        __builtin_mul_overflow((size_t)p->batch * (size_t)p->heads_kv, (size_t)p->head_dim * (size_t)padded64, &bytes)) {
+    if (padded64 > INT_MAX || __builtin_mul_overflow((size_t)p->batch * (size_t)p->heads_kv,
+                                                     (size_t)p->head_dim * (size_t)padded64, &bytes)) {
         snprintf(l->msg, l->msg_size, "V^T of batch %d x heads_kv %d x head_dim %d x %lld keys is more than the "
                  "transposer takes (lines of up to INT_MAX keys, a size_t of bytes)", p->batch, p->heads_kv,
                  p->head_dim, (long long)padded64);
