@@ -526,9 +526,10 @@ static void test_misuse_on_a_real_context_launches_nothing(void **state)
 
 static struct fc_check_case fp8_attention_case(struct fc_check_case c, int n);
 
-static void capture_and_replay(int shape, int fp8)
+/* expect_kernel: a part of the planned kernel's name the case is meant to reach (NULL: any). */
+static void capture_and_replay(int shape, int head_dim, int causal, int fp8, const char *expect_kernel)
 {
-    struct fc_check_case c = make_case(shape, 128, FC_BF16, 1);
+    struct fc_check_case c = make_case(shape, head_dim, FC_BF16, causal);
     if (fp8)
         c = fp8_attention_case(c, 0);
     struct fc_check_run run;
@@ -536,6 +537,12 @@ static void capture_and_replay(int shape, int fp8)
     const struct fc_cuda_api *cu;
     assert_int_equal(fc_check_prepare(ctx, &c, &run, msg, sizeof msg), FC_OK);
     cu = run.cuda;
+    if (expect_kernel) {
+        struct fc_plan_info info;
+        assert_int_equal(fc_attention_plan(ctx, &run.params, &info), FC_OK);
+        if (!strstr(info.kernel, expect_kernel))
+            fail_msg("the case runs %s, not a kernel with %s", info.kernel, expect_kernel);
+    }
     assert_int_equal(fc_attention_forward(ctx, &run.params, NULL), FC_OK);   /* load the kernel */
     assert_int_equal(cu->cuCtxSynchronize(), CUDA_SUCCESS);
     CUstream stream;
@@ -563,15 +570,18 @@ static void capture_and_replay(int shape, int fp8)
 
 /* On an in-memory hit the forward call can be captured into a CUDA graph, and its replays compute
  * the right answer on a non-default stream: one launch, the split-KV pair of launches with its
- * stream-ordered scratch buffer, and FP8 attention's causal grid with the counter it was captured
- * with (src/counters.c: zero again for each replay). */
+ * stream-ordered scratch buffer, FP8 attention's causal grid with the counter it was captured
+ * with (src/counters.c: zero again for each replay), and FP8 attention with V transposed ahead (the
+ * transposer's launch, then the kernel's, V^T in a stream-ordered scratch buffer). */
 static void test_forward_is_graph_capturable(void **state)
 {
     (void)state;
-    capture_and_replay(3, 0);
-    capture_and_replay(11, 0);   /* 20000 keys, Sq 1: split-KV where the decode kernel is selected */
-    if (ctx->target.arch == 90)
-        capture_and_replay(3, 1);
+    capture_and_replay(3, 128, 1, 0, NULL);
+    capture_and_replay(11, 128, 1, 0, NULL);   /* 20000 keys, Sq 1: split-KV where the decode kernel is selected */
+    if (ctx->target.arch == 90) {
+        capture_and_replay(3, 128, 1, 1, NULL);
+        capture_and_replay(4, 256, 0, 1, "_vt");   /* 4097 keys at head_dim 256 */
+    }
 }
 
 static int create(struct fc_context **out, const char *forced)
