@@ -17,6 +17,7 @@
 #define WIDE_KEYS_FP8 4096          /* from this many keys, FP8 attention takes the wider key tiles ... */
 #define WIDE_KEYS_FP8_CAUSAL 8192   /* ... and from this many causal ones (widen_fp8_key_tiles) */
 #define TRANSPOSED_KEYS_FP8 4096    /* from this many keys, FP8 attention transposes V ahead (transposes_ahead) */
+#define TRANSPOSED_KEYS_FP8_D192_CAUSAL 8192   /* the same at head_dim 192 with a causal mask */
 #define VT_GRID_MAX 65535           /* the transposer's grid's y (K/V heads) and z (batch) */
 #define WIDE_KEYS_D128 4096  /* from this many keys, head_dim 128's varlen and GQA-packed rows take 192-key tiles ... */
 #define WIDE_KEYS_D128_CAUSAL 8192   /* ... and from this many causal ones (widen_key_tiles) */
@@ -320,16 +321,21 @@ static void widen_fp8_key_tiles(const struct fc_problem *problem, struct fc_vari
 
 /* FP8 attention transposes V ahead (a kernel of its own writes V^T, which the attention kernel loads
  * by TMA, where it otherwise transposes each tile in shared memory with its producer warpgroup) from
- * TRANSPOSED_KEYS_FP8 keys at head_dim 256, on dense batches whose grid the transposer takes.
+ * TRANSPOSED_KEYS_FP8 keys at head_dim 256 and 192 (192 with a causal mask from
+ * TRANSPOSED_KEYS_FP8_D192_CAUSAL), on dense batches whose grid the transposer takes.
  * NOTE: head_dim 256 ran 1.026-1.076x as fast at 4k keys, 1.095-1.117x at 16k, outputs bit for bit the
  * same; head_dim 128 0.960-1.013x (4k-16k), so it keeps the transposes in shared memory; at 1k keys
  * neither was taken; a third stage of the V^T ring moved nothing (0.984-1.019x) (H100, PERF_NOTES
- * v35.3). head_dim 192 is not measured. The transposer reads and writes V once a call. */
+ * v35.3). head_dim 192 (v36.5): 1.055x at 4k keys without a mask, 0.990x with one, 1.051-1.078x at 8k
+ * and 16k, 0.901-0.991x at 2k. The transposer reads and writes V once a call. */
 static int transposes_ahead(const struct fc_problem *problem, const struct fc_variant *v)
 {
-    return v->q_fp8 && !v->varlen && !v->paged && v->head_dim == 256 && v->block_n >= 128 &&
-           problem->max_seqlen_k >= TRANSPOSED_KEYS_FP8 && problem->heads_kv <= VT_GRID_MAX &&
-           problem->batch <= VT_GRID_MAX;
+    const int from = v->head_dim == 256                              ? TRANSPOSED_KEYS_FP8
+                     : v->head_dim == 192 && !problem->mask.causal ? TRANSPOSED_KEYS_FP8
+                     : v->head_dim == 192                            ? TRANSPOSED_KEYS_FP8_D192_CAUSAL
+                                                                     : 0;
+    return v->q_fp8 && !v->varlen && !v->paged && from > 0 && v->block_n >= 128 && problem->max_seqlen_k >= from &&
+           problem->heads_kv <= VT_GRID_MAX && problem->batch <= VT_GRID_MAX;
 }
 
 /* NOTE: FlashAttention-3's rule for packing a K/V head's query heads into a tile's rows: where the
@@ -421,8 +427,8 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
             return NULL;
         if (v->v_transposed)
             return "sm90 kernel: FP8 attention on WGMMA e4m3, warp-specialized, persistent grid; V transposed ahead "
-                   "by a kernel of its own into scratch, loaded by TMA (head_dim 256 from 4k keys: 1.03-1.12x the "
-                   "transposes in shared memory)";
+                   "by a kernel of its own into scratch, loaded by TMA (head_dim 256 from 4k keys, 192 from 4k-8k: "
+                   "1.03-1.12x the transposes in shared memory)";
         if (v->varlen)
             return "sm90 kernel: FP8 attention on WGMMA e4m3 (V transposed in shared memory, P rounded to e4m3), "
                    "warp-specialized, with per-sequence lengths (keys past a sequence's end masked, their staged "

@@ -1249,8 +1249,9 @@ static void test_fp8_attention_matches_reference_in_the_sm90_kernel(void **state
     assert_bit_identical(&c);
     c = fp8_attention_case(make_case(1, 256, FC_F16, 1), 1);
     assert_bit_identical(&c);
-    /* V transposed ahead (a kernel of its own writes V^T; the selector's choice from 2k keys at head_dim
-     * 128 and 256): every dense case, key counts of no multiple of 16 among them (V^T's padded lines) */
+    /* V transposed ahead (a kernel of its own writes V^T; the selector's choice at head_dim 192 and 256
+     * from 4k-8k keys), forced: every dense case, key counts of no multiple of 16 among them (V^T's
+     * padded lines) */
     failures += run_fp8_attention_family("sm90:v1", 0);
     assert_int_equal(failures, 0);
 }

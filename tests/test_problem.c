@@ -1705,9 +1705,10 @@ static void test_fp8_attention_wide_key_tiles(void **state)
 }
 
 /* FP8 attention transposes V ahead (a kernel of its own writes V^T, the attention kernel loads it by
- * TMA: the variant's `_vt`) from 4k keys at head_dim 256 on dense batches; not below, not at head_dim
- * 64 or 128, not with per-sequence lengths; the name parses back, the module gets its second kernel,
- * and the rule's limits hold in the variant check and FC_FORCE_VARIANT's v0 / v1. */
+ * TMA: the variant's `_vt`) from 4k keys at head_dim 256 and 192 (192 causal: from 8k) on dense
+ * batches; not below, not at head_dim 64 or 128, not with per-sequence lengths; the name parses back,
+ * the module gets its second kernel, and the rule's limits hold in the variant check and
+ * FC_FORCE_VARIANT's v0 / v1. */
 static void test_fp8_v_transposed_ahead(void **state)
 {
     (void)state;
@@ -1719,6 +1720,10 @@ static void test_fp8_v_transposed_ahead(void **state)
     char name[FC_VARIANT_NAME_MAX], why[256] = "";
     assert_string_equal(fp8_tile(&p, 256, 4095, 0, name), "sm90_bf16_d256_kv8_q8_m128n128s2w12p_sm_90a");
     assert_string_equal(fp8_tile(&p, 256, 4096, 1, name), "sm90_bf16_d256_causal_kv8_q8_vt_m128n128s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 192, 4095, 0, name), "sm90_bf16_d192_kv8_q8_m128n128s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 192, 4096, 0, name), "sm90_bf16_d192_kv8_q8_vt_m128n128s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 192, 8191, 1, name), "sm90_bf16_d192_causal_kv8_q8_m128n128s2w12p_sm_90a");
+    assert_string_equal(fp8_tile(&p, 192, 8192, 1, name), "sm90_bf16_d192_causal_kv8_q8_vt_m128n128s2w12p_sm_90a");
     assert_string_equal(fp8_tile(&p, 128, 16384, 0, name), "sm90_bf16_d128_kv8_q8_m128n192s2w12p_sm_90a");
     assert_string_equal(fp8_tile(&p, 64, 16384, 0, name), "sm90_bf16_d64_kv8_q8_m192n160s2w16p_sm_90a");
     struct fc_variant v;
