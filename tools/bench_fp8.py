@@ -1,7 +1,8 @@
 """Speed and accuracy of FP8 attention (q, k and v e4m3: FlashAttention-3's fp8 forward form)
 against FlashAttention-3's fp8 and cuDNN's fp8, and against our own bf16, as shared/BENCH.md asks.
 
-Each row of the 16k-token sweep (batch * seqlen = 16384, hidden 2048: heads = 2048 / head_dim)
+Each row of the 16k-token sweep (batch * seqlen = 16384, hidden 2048: heads = 2048 // head_dim, as
+bench.py's: 10 at head_dim 192)
 draws q, k, v in bf16 and quantizes them to e4m3, descale = amax / 448 (per (batch, K/V head), q's
 over that head's query heads; or per tensor). In one process, on those tensors, it times:
   - ours fp8: FlashCore on the e4m3 tensors with per-(batch, head) descales, out bf16;
@@ -413,7 +414,7 @@ def report(meta, rows):
     if meta.get("rounds", 1) > 1:
         print(f"each row's calls timed {meta['rounds']} times in turn: times are the medians of the rounds, "
               "ratios the medians of the rounds' ratios")
-    print("16k tokens, hidden 2048, heads = 2048 / D, Sq = Sk = S, bf16 inputs quantized to e4m3 "
+    print("16k tokens, hidden 2048, heads = 2048 // D, Sq = Sk = S, bf16 inputs quantized to e4m3 "
           "(descale amax / 448); ours and FA3 timed with per-(batch, head) descales, cuDNN per tensor "
           "(its output e4m3, ours and FA3's bf16). Ratios: time / our fp8 time (above 1: ours faster).")
     if meta.get("outliers"):
@@ -470,7 +471,8 @@ def parse_args(argv):
         return [int(x) for x in text.split(",")]
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dims", type=int_list, help="head dims (default 64,128,256; --quick: 64,128)")
+    parser.add_argument("--dims", type=int_list,
+                        help="head dims, each at most 2048 (default 64,128,256; --quick: 64,128)")
     parser.add_argument("--seqlens", type=int_list,
                         help="seqlens, each dividing 16384 (default 512..16384; --quick: 1k, 4k, 16k)")
     parser.add_argument("--causal", choices=("both", "yes", "no"), default="both")
@@ -497,8 +499,8 @@ def parse_args(argv):
         if seqlen < 1 or SWEEP_TOKENS % seqlen:
             parser.error(f"seqlen {seqlen} does not divide {SWEEP_TOKENS} tokens")
     for dim in args.dims or ():
-        if dim < 1 or SWEEP_HIDDEN % dim:
-            parser.error(f"head_dim {dim} does not divide the hidden size {SWEEP_HIDDEN}")
+        if dim < 1 or dim > SWEEP_HIDDEN:
+            parser.error(f"head_dim {dim} is not within 1..{SWEEP_HIDDEN} (the hidden size; heads = {SWEEP_HIDDEN} // head_dim)")
     return args
 
 
