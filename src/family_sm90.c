@@ -330,12 +330,11 @@ static void widen_fp8_key_tiles(const struct fc_problem *problem, struct fc_vari
  * and 16k, 0.901-0.991x at 2k. The transposer reads and writes V once a call. */
 static int transposes_ahead(const struct fc_problem *problem, const struct fc_variant *v)
 {
-    const int from = v->head_dim == 256                              ? TRANSPOSED_KEYS_FP8
-                     : v->head_dim == 192 && !problem->mask.causal ? TRANSPOSED_KEYS_FP8
-                     : v->head_dim == 192                            ? TRANSPOSED_KEYS_FP8_D192_CAUSAL
-                                                                     : 0;
-    return v->q_fp8 && !v->varlen && !v->paged && from > 0 && v->block_n >= 128 && problem->max_seqlen_k >= from &&
-           problem->heads_kv <= VT_GRID_MAX && problem->batch <= VT_GRID_MAX;
+    if (!v->q_fp8 || v->varlen || v->paged || v->block_n < 128 || (v->head_dim != 192 && v->head_dim != 256) ||
+        problem->heads_kv > VT_GRID_MAX || problem->batch > VT_GRID_MAX)
+        return 0;
+    const int from = v->head_dim == 192 && problem->mask.causal ? TRANSPOSED_KEYS_FP8_D192_CAUSAL : TRANSPOSED_KEYS_FP8;
+    return problem->max_seqlen_k >= from;
 }
 
 /* NOTE: FlashAttention-3's rule for packing a K/V head's query heads into a tile's rows: where the
@@ -741,13 +740,17 @@ static int kernel_type(const struct fc_variant *v, char *out, size_t size)
     /* the VARLEN, PAGED and PERSISTENT arguments only where set (PERSISTENT: neither of the others;
      * SCHEDULED_GRID and STATIC_TAIL, the last, after PERSISTENT only): the other variants' source (and
      * cache key) stays */
-    if (v->q_fp8)   /* every switch spelled out up to FP8 */
+    if (v->q_fp8) {   /* every switch spelled out up to FP8; then PACK_GQA (off), SCHEDULED_GRID, STATIC_TAIL
+                         (off) and V_TRANSPOSED, up to the last one set */
+        const char *after = v->v_transposed ? (scheduled(v) ? ", false, true, false, true" : ", false, false, false, true")
+                            : scheduled(v)  ? ", false, true"
+                                            : "";
         return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s, %s, false, %s, true%s>",
                         fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                         v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
                         v->softcap ? "true" : "false", v->varlen ? "true" : "false", persistent(v) ? "true" : "false",
-                        v->v_transposed ? (scheduled(v) ? ", false, true, false, true" : ", false, false, false, true")
-                        : scheduled(v) ? ", false, true" : "");
+                        after);
+    }
     return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s%s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
