@@ -174,8 +174,9 @@ __device__ __forceinline__ void quad_transpose(unsigned (&words)[4], int c)
 // transpose, or with FP8_ORDER (mma.sync kernels reading FP8 V, fwd_decode.cuh's top comment) which
 // that lane holds already. NOTE: a 4-byte store a pair (each warp store filling half of each 32-byte
 // sector) had L2 take 1.45x FlashAttention-3's write sectors at 512 keys, where O is a quarter of the
-// bytes (PERF_NOTES v16). D_TILES not a multiple of 4 (a head_dim not a multiple of 32) keeps them.
-template <typename T, bool FP8_ORDER, int D_TILES>
+// bytes (PERF_NOTES v16). D_TILES not a multiple of 4 (a head_dim not a multiple of 32) keeps them,
+// and so does NARROW (the sm90 quick first call's kernel: a fifth less NVRTC time, PERF_NOTES v37).
+template <typename T, bool FP8_ORDER, bool NARROW = false, int D_TILES>
 __device__ __forceinline__ void store_row(T *row_out, const float (&o)[D_TILES][4], int h, float inverse, int lane,
                                           bool write)
 {
@@ -192,7 +193,7 @@ __device__ __forceinline__ void store_row(T *row_out, const float (&o)[D_TILES][
             if (write)
                 st_global_v4(row_out + 32 * x + 8 * (lane % 4), w[0], w[1], w[2], w[3]);
         }
-    } else if constexpr (D_TILES % 4 == 0) {
+    } else if constexpr (D_TILES % 4 == 0 && !NARROW) {
 #pragma unroll
         for (int x = 0; x < D_TILES / 4; x++) {
             unsigned w[4];   // tile 4 x + j's pair, then (quad_transpose) tile 4 x + lane % 4's eight columns
@@ -213,8 +214,10 @@ __device__ __forceinline__ void store_row(T *row_out, const float (&o)[D_TILES][
 
 // O (divided by the row sums) and the LSE of this thread's rows, with the head's sink folded in
 // if there are sinks (softmax.cuh); rows past seqlen_q are skipped. FP8_ORDER: see store_row. With
-// OUT_SCALED (FP8_ORDER's default), O is scaled by out_scale (an FP8 V's v_descale) too.
-template <typename T, int M_TILES, int D_TILES, int N_TILES, bool FP8_ORDER = false, bool OUT_SCALED = FP8_ORDER>
+// OUT_SCALED (FP8_ORDER's default), O is scaled by out_scale (an FP8 V's v_descale) too. NARROW: see
+// store_row.
+template <typename T, int M_TILES, int D_TILES, int N_TILES, bool FP8_ORDER = false, bool OUT_SCALED = FP8_ORDER,
+          bool NARROW = false>
 __device__ __forceinline__ void store_output(const fc_kernel_args &args, int batch, int head, int first_row,
                                              const float (&o)[M_TILES][D_TILES][4],
                                              const OnlineSoftmax<M_TILES, N_TILES> &softmax, float out_scale = 1.f)
@@ -233,7 +236,7 @@ __device__ __forceinline__ void store_output(const fc_kernel_args &args, int bat
             if (sinks)
                 scale = fold_sink(row_max, sum, sink);
             const float inverse = sum > 0.f ? (OUT_SCALED ? scale * out_scale : scale) / sum : 0.f;   // no key: 0
-            store_row<T, FP8_ORDER>(out + row * args.o_stride[1], o[m], h, inverse, lane, inside);
+            store_row<T, FP8_ORDER, NARROW>(out + row * args.o_stride[1], o[m], h, inverse, lane, inside);
             if (inside && args.lse && lane % 4 == 0)
                 args.lse[(static_cast<long long>(batch) * args.heads_q + head) * args.seqlen_q + row] =
                     OnlineSoftmax<M_TILES, N_TILES>::log_sum_exp(row_max, sum);
@@ -266,7 +269,8 @@ __device__ __forceinline__ void store_head_rows(const fc_kernel_args &args, int 
 
 // store_output for one sequence (VARLEN variants): its rows start at seq.q_row0 in out, only its
 // len_q rows are written, and the LSE is at Sequence::lse_row0's index.
-template <typename T, int M_TILES, int D_TILES, int N_TILES, bool FP8_ORDER = false, bool OUT_SCALED = FP8_ORDER>
+template <typename T, int M_TILES, int D_TILES, int N_TILES, bool FP8_ORDER = false, bool OUT_SCALED = FP8_ORDER,
+          bool NARROW = false>
 __device__ __forceinline__ void store_sequence_output(const fc_kernel_args &args, const Sequence &seq, int batch,
                                                       int head, int first_row, const float (&o)[M_TILES][D_TILES][4],
                                                       const OnlineSoftmax<M_TILES, N_TILES> &softmax,
@@ -287,7 +291,7 @@ __device__ __forceinline__ void store_sequence_output(const fc_kernel_args &args
             if (sinks)
                 scale = fold_sink(row_max, sum, sink);
             const float inverse = sum > 0.f ? (OUT_SCALED ? scale * out_scale : scale) / sum : 0.f;
-            store_row<T, FP8_ORDER>(out + row * args.o_stride[1], o[m], h, inverse, lane, inside);
+            store_row<T, FP8_ORDER, NARROW>(out + row * args.o_stride[1], o[m], h, inverse, lane, inside);
             if (inside && args.lse && lane % 4 == 0)
                 args.lse[seq.lse_row0 + static_cast<long long>(head) * args.seqlen_q + row] =
                     OnlineSoftmax<M_TILES, N_TILES>::log_sum_exp(row_max, sum);

@@ -109,7 +109,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES = 2, int WARPS = BLOCK_M / 16,
           bool PINGPONG = false, bool WINDOW = false, bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false,
           bool PERSISTENT = false, bool FP8 = false, bool PACK_GQA = false, bool SCHEDULED_GRID = false,
-          bool STATIC_TAIL = false, bool V_TRANSPOSED = false>
+          bool STATIC_TAIL = false, bool V_TRANSPOSED = false, bool QUICK = false>
 struct Sm90Forward {
     using In = typename KvElement<T, FP8>::type;   // Q, K and V storage: T, or e4m3 (FP8); O is T
     using E = Element<In>;
@@ -216,9 +216,9 @@ struct Sm90Forward {
     // FP8 likewise: 160 keys at head_dim 64, 224 at 128 (FlashAttention-3's), 192 between
     static_assert(BLOCK_N == 64 || BLOCK_N == 128 ||
                       (!FP8 && !PAGED && (BLOCK_N == 80 || BLOCK_N == 112 || BLOCK_N == 176 || BLOCK_N == 192)) ||
-                      (FP8 && (BLOCK_N == 160 || BLOCK_N == 192 || BLOCK_N == 224)),
+                      (FP8 && (BLOCK_N == 160 || BLOCK_N == 192 || BLOCK_N == 224)) || (QUICK && BLOCK_N == 32),
                   "block_n 64 or 128 (WGMMA n64 / n128 for Q K^T); 16-bit, not paged: also 80, 112, 176, 192; "
-                  "FP8: also 160, 192, 224");
+                  "FP8: also 160, 192, 224; QUICK: also 32");
     static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "one to three warpgroups of 64 rows");
     static_assert(WARPS == 4 * CONSUMERS || SPECIALIZED, "4 warps per consumer warpgroup, plus 4 for a producer");
     static_assert(SPECIALIZED ? STAGES >= 2 && STAGES <= 4 : STAGES == 2, "2 stages (plain) or 2-4 (specialized)");
@@ -227,6 +227,13 @@ struct Sm90Forward {
     static_assert(!PERSISTENT || (SPECIALIZED && !VARLEN), "a persistent grid: dense, warp-specialized");
     static_assert(!PACK_GQA || (SPECIALIZED && !VARLEN && !PERSISTENT && !FP8),
                   "GQA-packed rows: dense, 16-bit, warp-specialized, a CTA a row block");
+    // QUICK: the quick first call's kernel (src/family_sm90.c's quick_override), the plain schedule
+    // written for NVRTC's time rather than its own: P V in WGMMAs of 64 columns (ptxas's time grows
+    // faster than the accumulators of one WGMMA), O by 4-byte stores, and (the host's choice) 32-key
+    // tiles: a fifth to a third less NVRTC time than the plain 64-key kernel at head_dim 128-256,
+    // serving until the planned kernel is in (PERF_NOTES v37).
+    static_assert(!QUICK || (!SPECIALIZED && !FP8 && !PAGED), "QUICK: the plain schedule, 16-bit, not paged");
+    enum : int { PV_WIDTH = QUICK && V_COLUMNS == 64 ? 64 : V_WIDTH };   // P V's N a WGMMA
     static constexpr int TURN_BARRIER = 1;   // named barriers TURN_BARRIER + consumer: "your turn"
     // The consumers' key tiles with no masked key run a loop without mask code (unmasked_tiles_end),
     // where ptxas keeps the wait for P V(t - 1) after the row max and a share of the exponentials,
@@ -651,13 +658,13 @@ struct Sm90Forward {
                 base, sequence_of<PAGED>(base, seqlens(), batch), batch, head, row0 + warp * 16, o, softmax,
                 kv_descale(base.v_descale, base, batch, kv_head));
         else if constexpr (VARLEN)
-            store_sequence_output<T>(base, sequence_of<PAGED>(base, seqlens(), batch), batch, head, row0 + warp * 16, o,
-                                     softmax);
+            store_sequence_output<T, 1, OUT_TILES, N_TILES, false, false, QUICK>(
+                base, sequence_of<PAGED>(base, seqlens(), batch), batch, head, row0 + warp * 16, o, softmax);
         else if constexpr (FP8)   // O times v_descale
             store_output<T, 1, OUT_TILES, N_TILES, false, true>(base, batch, head, row0 + warp * 16, o, softmax,
                                                                 kv_descale(base.v_descale, base, batch, kv_head));
         else
-            store_output<T>(base, batch, head, row0 + warp * 16, o, softmax);
+            store_output<T, 1, OUT_TILES, N_TILES, false, false, QUICK>(base, batch, head, row0 + warp * 16, o, softmax);
     }
 
     // Issues S = Q K^T: K_STEPS k-steps; step k reads 32 bytes of column block k / STEPS_PER_BLOCK.
@@ -715,7 +722,10 @@ struct Sm90Forward {
             wgmma_fence();
 #pragma unroll
             for (int k = 0; k < BLOCK_N / 16; k++)
-                wgmma_rs<V_WIDTH, T>(d, a[k], dv + VTile::mn_step(k));
+#pragma unroll
+                for (int b = 0; b < V_WIDTH / PV_WIDTH; b++)   // QUICK: V's column block b, O's columns with it
+                    wgmma_rs<PV_WIDTH, T>(reinterpret_cast<float(&)[PV_WIDTH / 2]>(d[PV_WIDTH / 2 * b]), a[k],
+                                          dv + VTile::mn_step(k) + VTile::block_step(b));
         }
         wgmma_commit();
     }

@@ -44,7 +44,7 @@ enum entry_key {
     KEY_KERNEL, KEY_ARCH, KEY_DTYPE, KEY_HEAD_DIM, KEY_CAUSAL,   /* required */
     KEY_BLOCK_M, KEY_BLOCK_N, KEY_STAGES, KEY_WARPS, KEY_PINGPONG, /* absent: the family default */
     KEY_WINDOW, KEY_SOFTCAP, KEY_VARLEN, KEY_PAGED, KEY_KV_FP8, KEY_Q_FP8, KEY_PACK_GQA,   /* absent: false */
-    KEY_V_TRANSPOSED,
+    KEY_V_TRANSPOSED, KEY_QUICK,
     KEY_COUNT
 };
 #define KEY_FIRST_OPTIONAL KEY_BLOCK_M
@@ -77,6 +77,7 @@ static const char *const PROBLEM_KEY_NAMES[PKEY_COUNT] = {
 static const char *const ENTRY_KEY_NAMES[KEY_COUNT] = {
     "kernel", "arch", "dtype", "head_dim", "causal", "block_m", "block_n", "stages", "warps", "pingpong",
     "window", "softcap", "varlen", "paged", "kv_fp8", "q_fp8", "pack_gqa", "v_transposed",
+    "quick",
 };
 static const struct mapping_keys TOP_KEYS = {
     "at the top of the spec", TOP_KEY_NAMES, TOP_COUNT, TOP_PROBLEMS,   /* problems: tuning specs */
@@ -379,6 +380,7 @@ static const value_parser ENTRY_KEY_PARSERS[KEY_COUNT] = {
     [KEY_WINDOW] = parse_boolean,       [KEY_SOFTCAP] = parse_boolean, [KEY_VARLEN] = parse_boolean,
     [KEY_PAGED] = parse_boolean,        [KEY_KV_FP8] = parse_boolean, [KEY_Q_FP8] = parse_boolean,
     [KEY_PACK_GQA] = parse_boolean,     [KEY_V_TRANSPOSED] = parse_boolean,
+    [KEY_QUICK] = parse_boolean,
 };
 
 /* A growing array (count items of *capacity) with room for one more: items itself or its grown
@@ -522,6 +524,7 @@ static void build_candidate(const struct entry *entry, const size_t position[KEY
     v->kv_fp8 = value[KEY_KV_FP8] || v->q_fp8;   /* an FP8 q takes FP8 K/V too */
     v->pack_gqa = value[KEY_PACK_GQA];
     v->v_transposed = value[KEY_V_TRANSPOSED];
+    v->quick = value[KEY_QUICK];
     /* a family whose tiles follow block_m (decode's rows) sees it first; the others set their own */
     v->block_m = entry->axes[KEY_BLOCK_M].count ? value[KEY_BLOCK_M] : 0;
     fc_variant_defaults(v);   /* the family's choices, which the optional keys then override */

@@ -176,9 +176,13 @@ static int check(const struct fc_variant *v, char *why, size_t size)
     if (v->paged && v->head_dim % 64)
         return fc_variant_fail(why, size, "the sm90 kernel reads a paged cache at head_dim 64, 128, 192 or 256, not %d",
                                v->head_dim);
-    if (v->block_n != 64 && v->block_n != 128 && !wide_keys(v))
-        return fc_variant_fail(why, size, "the sm90 kernel takes block_n 64 or 128 (not paged: also %s), "
-                               "not %d", WIDE_KEY_TILES, v->block_n);
+    if (v->block_n != 64 && v->block_n != 128 && !wide_keys(v) && !(v->quick && v->block_n == 32))
+        return fc_variant_fail(why, size, "the sm90 kernel takes block_n 64 or 128 (not paged: also %s; the quick "
+                               "first call's kernel: also 32), not %d", WIDE_KEY_TILES, v->block_n);
+    if (v->quick && (specialized(v) || v->q_fp8 || v->paged))
+        return fc_variant_fail(why, size, "the sm90 kernel's quick first-call form (quick) takes the plain schedule "
+                               "(no producer warpgroup), 16-bit inputs and no paged cache; not %d warps%s%s", v->warps,
+                               v->q_fp8 ? ", FP8 attention" : "", v->paged ? ", a paged cache" : "");
     if (v->q_fp8 && (v->head_dim % 64 || !specialized(v) || v->paged))
         return fc_variant_fail(why, size, "the sm90 kernel's FP8 attention takes head_dim 64, 128, 192 or 256, the "
                                "warp-specialized schedule (its producer warpgroup transposes V) and no paged cache; not "
@@ -751,6 +755,12 @@ static int kernel_type(const struct fc_variant *v, char *out, size_t size)
                         v->softcap ? "true" : "false", v->varlen ? "true" : "false", persistent(v) ? "true" : "false",
                         after);
     }
+    if (v->quick)   /* the plain schedule, 16-bit, not paged (check): every switch spelled out up to QUICK, the last */
+        return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, false, %s, %s, %s, false, false, false, "
+                        "false, false, false, false, true>",
+                        fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
+                        v->block_n, v->stages, v->warps, v->window ? "true" : "false", v->softcap ? "true" : "false",
+                        v->varlen ? "true" : "false");
     return snprintf(out, size, "fc::Sm90Forward<%s, %d, %s, %d, %d, %d, %d, %s, %s, %s%s%s%s%s%s%s>",
                     fc_dtype_traits(v->dtype)->device_type, v->head_dim, v->causal ? "true" : "false", v->block_m,
                     v->block_n, v->stages, v->warps, v->pingpong ? "true" : "false", v->window ? "true" : "false",
@@ -985,9 +995,11 @@ static enum fc_status launch(const struct fc_launch *l)
 
 /* The quick first call's kernel: the plain schedule (one warpgroup, 64 rows), which NVRTC compiles in
  * a third to a half of the warp-specialized one's time (no producer, no peeled tiles, no persistent
- * loop: PERF_NOTES v23.11, v24); 64-key tiles, the fastest to compile (at head_dim 96 and 128 also to
- * run, v24; at 64, 192 and 256 20%, 23% and 7% less NVRTC time than the planned tile's 128, 112 and
- * 80 keys: v35.2). FP8 attention and paged K/V take the warp-specialized schedule only. */
+ * loop: PERF_NOTES v23.11, v24), in its quick form (the variant's quick, fwd_sm90.cuh's QUICK: P V 64
+ * columns a WGMMA, O by 4-byte stores) with 32-key tiles: the fastest to compile (NVRTC's time at head_dim
+ * 64 / 128 / 256 about 0.85 / 0.78 / 0.65 of the plain 64-key kernel's, PERF_NOTES v37; 64-key tiles
+ * had taken 20%, 23% and 7% off the planned tile's at 64, 192 and 256, v35.2). FP8 attention and paged
+ * K/V take the warp-specialized schedule only. */
 static int quick_override(const struct fc_variant *v, struct fc_plan_override *quick)
 {
     if (!specialized(v) || v->q_fp8 || v->paged)
@@ -996,11 +1008,12 @@ static int quick_override(const struct fc_variant *v, struct fc_plan_override *q
     quick->active = 1;
     quick->family = FC_KERNEL_SM90;
     quick->block_m = 64;
-    quick->block_n = 64;
+    quick->block_n = 32;
     quick->warps = 4;
     quick->stages = 2;
     quick->pingpong = 1;   /* off */
     quick->pack_gqa = 1;   /* off */
+    quick->quick = 2;      /* on */
     return 1;
 }
 

@@ -29,7 +29,7 @@ int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
         char *end;
         long value = strtol(p + 1, &end, 10);
         if (end == p + 1 || value < 0 || value > OVERRIDE_VALUE_MAX ||
-            (value == 0 && *p != 'p' && *p != 'g' && *p != 'v'))
+            (value == 0 && *p != 'p' && *p != 'g' && *p != 'v' && *p != 'q'))
             return -1;
         if (*p == 'm')
             out->block_m = (int)value;
@@ -45,6 +45,8 @@ int fc_plan_override_parse(const char *text, struct fc_plan_override *out)
             out->pack_gqa = (int)value + 1;
         else if (*p == 'v' && value <= 1 && family->v_transposed_option)
             out->v_transposed = (int)value + 1;
+        else if (*p == 'q' && value <= 1 && family->quick_override)
+            out->quick = (int)value + 1;
         else if (*p == 'k' && family->splits_option)
             out->splits = (int)value;
         else
@@ -117,6 +119,7 @@ static void apply_override(const struct fc_problem *problem, const struct fc_pla
     v->block_m = o->block_m ? o->block_m : family && family->forced_block_m ? family->forced_block_m(problem) : 0;
     v->pack_gqa = o->pack_gqa ? o->pack_gqa - 1 : 0;   /* before the defaults, whose tiles follow it */
     v->v_transposed = o->v_transposed ? o->v_transposed - 1 : 0;
+    v->quick = o->quick ? o->quick - 1 : 0;
     fc_variant_defaults(v);
     v->block_m = o->block_m ? o->block_m : v->block_m;
     v->block_n = o->block_n ? o->block_n : v->block_n;
@@ -250,7 +253,7 @@ int fc_plan_quick(const struct fc_problem *problem, const struct fc_target *targ
         fc_plan_make(problem, target, &tiles, NULL, quick, why, sizeof why) != FC_OK ||
         memcmp(&quick->variant, &plan->variant, sizeof plan->variant) == 0)
         return 0;
-    quick->reason = "the quick first call's kernel: it compiles in a third to a half of the planned kernel's time, "
+    quick->reason = "the quick first call's kernel: it compiles in a fifth to a third of the planned kernel's time, "
                     "and serves the calls until that one, compiling on the context's worker thread, is ready";
     return 1;
 }

@@ -25,11 +25,12 @@ struct fc_plan_override {
     int pingpong;                          /* 0: the default, 1: off, 2: on */
     int pack_gqa;                          /* as pingpong: GQA-packed rows (the sm90 kernel's g0 / g1) */
     int v_transposed;                      /* as pingpong: FP8's V transposed ahead (the sm90 kernel's v0 / v1) */
+    int quick;                             /* as pingpong: the quick first call's kernel (the sm90 kernel's q0 / q1) */
     int splits;                            /* families that split keys: CTAs per (batch, K/V head); 0: chosen */
 };
 
 /** Parses "reference", "sm80", "sm90:m128n128s2w12p1g1" or "decode:n64w4k8" (any of m, n, s, w, p0/p1, g0/g1,
- * v0/v1 and k, the splits of a family that splits keys, optional). 0 on success. */
+ * v0/v1, q0/q1 and k, the splits of a family that splits keys, optional). 0 on success. */
 int fc_plan_override_parse(const char *text, struct fc_plan_override *out);
 
 struct fc_plan {

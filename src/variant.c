@@ -58,11 +58,11 @@ void fc_variant_name(const struct fc_variant *v, char out[FC_VARIANT_NAME_MAX])
 {
     char arch[FC_ARCH_NAME_MAX];
     fc_arch_name(v->arch, v->arch_specific, arch);
-    snprintf(out, FC_VARIANT_NAME_MAX, "%s_%s_d%d%s%s%s%s%s%s%s%s%s_m%dn%ds%dw%d%s_%s",
+    snprintf(out, FC_VARIANT_NAME_MAX, "%s_%s_d%d%s%s%s%s%s%s%s%s%s%s_m%dn%ds%dw%d%s_%s",
              fc_kernel_family_name(v->family), fc_dtype_name(v->dtype), v->head_dim, v->causal ? "_causal" : "",
              v->window ? "_win" : "", v->softcap ? "_cap" : "", v->varlen ? "_var" : "", v->paged ? "_pg" : "",
              v->kv_fp8 ? "_kv8" : "", v->q_fp8 ? "_q8" : "", v->v_transposed ? "_vt" : "", v->pack_gqa ? "_gqa" : "",
-             v->block_m, v->block_n,
+             v->quick ? "_quick" : "", v->block_m, v->block_n,
              v->stages, v->warps, v->pingpong ? "p" : "", arch);
 }
 
@@ -70,7 +70,7 @@ int fc_variant_parse_name(const char *name, struct fc_variant *v)
 {
     char family[16], dtype[8], rest[96];
     memset(v, 0, sizeof *v);
-    /* family_dtype_dHEAD[_causal][_win][_cap][_var][_pg][_kv8][_q8][_vt][_gqa]_mMnNsSwW[p]_ARCH */
+    /* family_dtype_dHEAD[_causal][_win][_cap][_var][_pg][_kv8][_q8][_vt][_gqa][_quick]_mMnNsSwW[p]_ARCH */
     if (sscanf(name, "%15[a-z0-9]_%7[a-z0-9]_d%d_%95s", family, dtype, &v->head_dim, rest) != 4 ||
         fc_kernel_family_parse(family, &v->family) || fc_dtype_parse(dtype, &v->dtype))
         return -1;
@@ -110,6 +110,10 @@ int fc_variant_parse_name(const char *name, struct fc_variant *v)
     if (strncmp(p, "gqa_", 4) == 0) {
         v->pack_gqa = 1;
         p += 4;
+    }
+    if (strncmp(p, "quick_", 6) == 0) {
+        v->quick = 1;
+        p += 6;
     }
     int used = 0;
     if (sscanf(p, "m%dn%ds%dw%d%n", &v->block_m, &v->block_n, &v->stages, &v->warps, &used) != 4)
@@ -208,6 +212,9 @@ int fc_variant_check(const struct fc_variant *v, char *why, size_t why_size)
     if (v->v_transposed != 0 && (v->v_transposed != 1 || !family->v_transposed_option))
         return fc_variant_fail(why, why_size, "v_transposed (%d) is a choice of the sm90 kernel only, 0 or 1",
                                v->v_transposed);
+    if (v->quick != 0 && (v->quick != 1 || !family->quick_override))
+        return fc_variant_fail(why, why_size, "quick (%d), the quick first call's kernel, is a choice of the sm90 "
+                               "kernel only, 0 or 1", v->quick);
     if (v->pingpong != 0 && (v->pingpong != 1 || !family->pingpong_option))
         return fc_variant_fail(why, why_size, "pingpong (%d) is a choice of the sm90 kernel only, 0 or 1",
                                v->pingpong);
@@ -224,9 +231,9 @@ int fc_variant_compare(const struct fc_variant *a, const struct fc_variant *b)
 {
     /* Field by field: memcmp would also compare padding. */
     const int left[] = {(int)a->family, (int)a->dtype, a->head_dim, a->causal, a->window, a->softcap, a->varlen, a->paged, a->kv_fp8, a->q_fp8, a->pack_gqa, a->block_m,
-                        a->block_n, a->v_transposed, a->stages, a->warps, a->pingpong, a->arch, a->arch_specific};
+                        a->block_n, a->v_transposed, a->quick, a->stages, a->warps, a->pingpong, a->arch, a->arch_specific};
     const int right[] = {(int)b->family, (int)b->dtype, b->head_dim, b->causal, b->window, b->softcap, b->varlen, b->paged, b->kv_fp8, b->q_fp8, b->pack_gqa, b->block_m,
-                         b->block_n, b->v_transposed, b->stages, b->warps, b->pingpong, b->arch, b->arch_specific};
+                         b->block_n, b->v_transposed, b->quick, b->stages, b->warps, b->pingpong, b->arch, b->arch_specific};
     for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
         if (left[i] != right[i])
             return left[i] < right[i] ? -1 : 1;

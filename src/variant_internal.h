@@ -34,6 +34,8 @@ struct fc_variant {
     int pack_gqa;      /* 0 or 1: a CTA's rows are the query heads of one K/V head (the sm90 kernel's PACK_GQA) */
     int v_transposed;  /* 0 or 1: FP8 attention's V transposed before the kernel (sm90's module's second kernel
                           writes V^T in P's key order to scratch; the kernel loads it by TMA: no transposes) */
+    int quick;         /* 0 or 1: the quick first call's kernel (sm90's quick_override), written for NVRTC's time:
+                          32-key tiles, P V 64 columns a WGMMA, O by 4-byte stores (fwd_sm90.cuh's QUICK) */
     int block_m;       /* query rows per CTA */
     int block_n;       /* keys per K/V tile */
     int stages;        /* K/V pipeline depth (1 = no pipelining) */
@@ -58,9 +60,9 @@ int fc_kernel_family_parse(const char *name, enum fc_kernel_family *family);
 
 /** Readable, unique name, e.g. "reference_f16_d128_causal_m16n32s1w4_sm_90a"; a window adds "_win" and
  *  a softcap "_cap", per-sequence lengths "_var", a paged cache "_pg", FP8 K/V "_kv8", an FP8 q "_q8",
- *  a V transposed before the kernel "_vt" and GQA-packed rows "_gqa" after the causality
- *  ("..._causal_win_cap_var_pg_kv8_q8_vt_gqa_m16..."), so that the names of variants without them never
- *  change. */
+ *  a V transposed before the kernel "_vt", GQA-packed rows "_gqa" and the quick first call's kernel
+ *  "_quick" after the causality ("..._causal_win_cap_var_pg_kv8_q8_vt_gqa_quick_m16..."), so that the names
+ *  of variants without them never change. */
 void fc_variant_name(const struct fc_variant *variant, char out[FC_VARIANT_NAME_MAX]);
 
 /** Reads a name fc_variant_name wrote back into a variant; 0 on success, -1 if it is not one. */

@@ -346,6 +346,23 @@ static void test_v_transposed_is_an_sm90_fp8_switch(void **state)
     fc_variant_list_free(&list);
 }
 
+/* `quick` is the sm90 kernel's quick first-call form: a "_quick" name on the plain schedule, 32-key
+ * tiles its own; other families prune it (the warp-specialized schedule refuses it, and the plain one
+ * 32-key tiles without it: test_problem's test_quick_first_call_plan). */
+static void test_quick_is_the_sm90_plain_schedule_s_switch(void **state)
+{
+    (void)state;
+    struct fc_variant_list list;
+    parse_good(HEAD "  - kernel: [sm90, sm80]\n    arch: sm_90a\n    dtype: bf16\n    head_dim: 128\n"
+               "    causal: true\n    block_m: 64\n    block_n: 32\n    warps: 4\n    pingpong: false\n    quick: true\n", &list);
+    assert_int_equal(list.count, 1);
+    assert_int_equal(list.pruned, 1);
+    char name[FC_VARIANT_NAME_MAX];
+    fc_variant_name(&list.items[0], name);
+    assert_string_equal(name, "sm90_bf16_d128_causal_quick_m64n32s2w4_sm_90a");
+    fc_variant_list_free(&list);
+}
+
 /* `window` is the mask's compile-time switch: the same default tiles, a "_win" name; merge has no
  * mask, so its window variants are pruned. */
 static void test_window_is_a_switch_on_the_default_tiles(void **state)
@@ -805,6 +822,7 @@ static const struct CMUnitTest GOOD_TESTS[] = {
     cmocka_unit_test(test_pingpong_is_an_sm90_schedule_choice),
     cmocka_unit_test(test_pack_gqa_is_an_sm90_switch),
     cmocka_unit_test(test_v_transposed_is_an_sm90_fp8_switch),
+    cmocka_unit_test(test_quick_is_the_sm90_plain_schedule_s_switch),
     cmocka_unit_test(test_window_is_a_switch_on_the_default_tiles),
     cmocka_unit_test(test_softcap_is_a_switch_and_may_change_tiles),
     cmocka_unit_test(test_duplicates_collapse),

@@ -655,9 +655,9 @@ def test_explain_names_the_quick_first_call(cli):
     code, out, err = cli.run("--json", "explain", *shape)
     assert code == EXIT_OK, (code, err)
     explained = json.loads(out)
-    assert explained["quick_first_call"] == "sm90_f16_d128_causal_m64n64s2w4_sm_90a", explained
+    assert explained["quick_first_call"] == "sm90_f16_d128_causal_quick_m64n32s2w4_sm_90a", explained
     code, out, err = cli.run("explain", *shape)
-    assert code == EXIT_OK and "first call: while the kernel is in neither cache, sm90_f16_d128_causal_m64n64s2w4" in out, out
+    assert code == EXIT_OK and "first call: while the kernel is in neither cache, sm90_f16_d128_causal_quick_m64n32s2w4" in out, out
     for args, env in ((["--no-quick-first-call"], None), ([], dict(cli.env, FC_QUICK_FIRST_CALL="0"))):
         code, out, err = cli.run("explain", *shape, *args, env=env)
         assert code == EXIT_OK and "first call: the kernel itself (the quick first call is off)" in out, (args, out)

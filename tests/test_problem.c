@@ -471,8 +471,9 @@ static struct fc_plan plan_of(const struct fc_attention_params *p, struct fc_tar
 }
 
 /* The quick first call's plan (fc_plan_quick): a warp-specialized Hopper plan has one, the plain
- * schedule of one warpgroup (64-key tiles), planned for the same problem with its own grid; a
- * plain plan, FP8 attention, other families have none. */
+ * schedule of one warpgroup in its quick form (32-key tiles, "_quick"), planned for the same problem
+ * with its own grid; a plain plan, FP8 attention, other families have none. The quick form is the
+ * plain schedule's only: 32-key tiles are its alone, and no other family takes it. */
 static void test_quick_first_call_plan(void **state)
 {
     (void)state;
@@ -489,19 +490,39 @@ static void test_quick_first_call_plan(void **state)
     assert_int_equal(plan.variant.warps, plan.variant.block_m / 16 + 4);   /* warp-specialized */
     assert_int_equal(fc_plan_quick(&problem, &H100, &plan, &quick), 1);
     fc_variant_name(&quick.variant, name);
-    assert_string_equal(name, "sm90_f16_d128_causal_m64n64s2w4_sm_90a");
+    assert_string_equal(name, "sm90_f16_d128_causal_quick_m64n32s2w4_sm_90a");
+    struct fc_variant parsed;   /* the name reads back */
+    assert_int_equal(fc_variant_parse_name(name, &parsed), 0);
+    assert_int_equal(fc_variant_compare(&parsed, &quick.variant), 0);
     assert_int_equal(quick.threads, 128);
     assert_int_equal(quick.units, 0);                    /* not persistent: a CTA per row block */
     assert_int_equal(quick.grid, 4 * 16 * 4096 / 64);
     assert_non_null(strstr(quick.reason, "quick first call"));
 
-    p.head_dim = 256;   /* 64-key tiles at every head_dim (the planned 80 here) */
+    char why[256];
+    struct fc_variant v = quick.variant;
+    v.quick = 0;   /* 32-key tiles: the quick form's only */
+    assert_int_not_equal(fc_variant_check(&v, why, sizeof why), 0);
+    assert_non_null(strstr(why, "block_n"));
+    v = plan.variant;   /* the quick form: the plain schedule's only */
+    v.quick = 1;
+    assert_int_not_equal(fc_variant_check(&v, why, sizeof why), 0);
+    assert_non_null(strstr(why, "plain schedule"));
+    v = quick.variant;
+    v.family = FC_KERNEL_SM80;   /* and the sm90 kernel's */
+    v.block_m = 128;
+    v.block_n = 64;
+    assert_int_not_equal(fc_variant_check(&v, why, sizeof why), 0);
+    assert_non_null(strstr(why, "quick"));
+
+    p.head_dim = 256;   /* 32-key tiles at every head_dim (the planned 80 here) */
     assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
     plan = plan_of(&p, H100, NULL);
     assert_int_equal(plan.variant.block_n, 80);
     assert_int_equal(fc_plan_quick(&problem, &H100, &plan, &quick), 1);
-    assert_int_equal(quick.variant.block_n, 64);
+    assert_int_equal(quick.variant.block_n, 32);
     assert_int_equal(quick.variant.block_m, 64);
+    assert_int_equal(quick.variant.quick, 1);
 
     p.head_dim = 64;   /* head_dim 64 at 512 keys: the plain schedule already */
     p.seqlen_q = p.seqlen_k = 512;

@@ -94,8 +94,9 @@ def first_call(shape, dtype, quick):
 
 
 # FC_FORCE_VARIANT of the quick first call's kernel for a planned sm90 kernel (the family's
-# quick_override, src/family_sm90.c: 64 rows, one warpgroup, 64-key tiles, 2 stages, no turns, no packing)
-QUICK_VARIANT = "sm90:m64n64s2w4p0g0"
+# quick_override, src/family_sm90.c: 64 rows, one warpgroup, 32-key tiles, 2 stages, no turns, no packing,
+# the quick form)
+QUICK_VARIANT = "sm90:m64n32s2w4p0g0q1"
 
 
 def speeds(shape, dtype):

@@ -141,6 +141,8 @@ struct SmemTile {
     }
     // ... rows 16 k to 16 k + 15: mn_major() plus this (two atoms, in the descriptor's 16-byte units).
     static __device__ __forceinline__ unsigned long long mn_step(int k) { return ATOM_STRIDE / 8 * k; }
+    // ... from column block b on (a WGMMA as wide as one block: N = the block's columns): plus this.
+    static __device__ __forceinline__ unsigned long long block_step(int b) { return BLOCK_STRIDE / 16 * b; }
 };
 
 // A ring of such tiles in shared memory, SLOT_BYTES apart from `first`: slot s's descriptors are
@@ -184,6 +186,7 @@ __device__ __forceinline__ void wgmma_rs(WgmmaN<N>, float (&d)[COUNT], const uns
 }
 
 #define FC_WGMMA_BOTH_TYPES(FORM, ...) FORM(half_t, "f16", __VA_ARGS__) FORM(bfloat16_t, "bf16", __VA_ARGS__)
+#define FC_WGMMA_PLACES_16_ACC "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
 #define FC_WGMMA_PLACES_48_ACC FC_WGMMA_PLACES_0 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, " \
     "%44, %45, %46, %47"
 #define FC_WGMMA_PLACES_64_ACC FC_WGMMA_PLACES_0 ", " FC_WGMMA_PLACES_32
@@ -197,7 +200,9 @@ __device__ __forceinline__ void wgmma_rs(WgmmaN<N>, float (&d)[COUNT], const uns
     "%75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87"
 
 // S = Q K^T: 64 and 128 keys per tile, and the wider tiles FlashAttention-3 takes where the
-// registers allow (80 at head_dim 256, 112 at 192, 176 at 128, 192 at 64).
+// registers allow (80 at head_dim 256, 112 at 192, 176 at 128, 192 at 64); 32 for the quick first
+// call's kernel (fwd_sm90.cuh's QUICK).
+FC_WGMMA_BOTH_TYPES(FC_WGMMA_SS, 32, 16, FC_WGMMA_PLACES_16_ACC, "%16", "%17", "%18", FC_WGMMA_ACC8(0), FC_WGMMA_ACC8(8))
 FC_WGMMA_BOTH_TYPES(FC_WGMMA_SS, 64, 32, FC_WGMMA_PLACES_0, "%32", "%33", "%34", FC_WGMMA_ACC32(0))
 FC_WGMMA_BOTH_TYPES(FC_WGMMA_SS, 80, 40, FC_WGMMA_PLACES_40_ACC, "%40", "%41", "%42", FC_WGMMA_ACC32(0),
                     FC_WGMMA_ACC8(32))
@@ -286,6 +291,7 @@ FC_WGMMA_RS_FP8(256, 128, FC_WGMMA_PLACES_128_ACC, "%128, %129, %130, %131", "%1
 #undef FC_WGMMA_PLACES_64_ACC
 #undef FC_WGMMA_PLACES_56_ACC
 #undef FC_WGMMA_PLACES_48_ACC
+#undef FC_WGMMA_PLACES_16_ACC
 #undef FC_WGMMA_PLACES_40_ACC
 #undef FC_WGMMA_BOTH_TYPES
 #undef FC_WGMMA_RS

@@ -393,7 +393,7 @@ static enum fc_status tune_bucket(struct fc_context *ctx, const struct options *
         struct fc_plan_override use = {.active = 1, .family = v->family, .block_m = v->block_m,
                                        .block_n = v->block_n, .warps = v->warps, .stages = v->stages,
                                        .pingpong = v->pingpong + 1, .pack_gqa = v->pack_gqa + 1,
-                                       .v_transposed = v->v_transposed + 1};
+                                       .v_transposed = v->v_transposed + 1, .quick = v->quick + 1};
         ctx->override = use;
         struct fc_error_stats stats;
         enum fc_status run_status = fc_check_poison(&run, msg, sizeof msg);
