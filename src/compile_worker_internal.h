@@ -1,6 +1,6 @@
 /* Internal: a context's compile worker, for the quick first call (src/context.c's
  * fc_context_forward_kernel): a planned kernel that is in neither cache compiles on this worker
- * thread while a kernel that compiles in about half the time serves the calls. The worker runs
+ * thread while a kernel that compiles in a fraction of the time serves the calls. The worker runs
  * NVRTC only (fc_jit_compile_detached); the caller's thread stores the cubin in SQLite and loads
  * it, so the cache's connection, the CUDA context and the log stay on the user's threads. */
 #ifndef FC_COMPILE_WORKER_INTERNAL_H

@@ -52,7 +52,7 @@ struct fc_family {
      *  (decode: the tile its packed rows need). NULL: the family's default. */
     int (*forced_block_m)(const struct fc_problem *problem);
     /** The quick first call's kernel for v (src/plan.c's fc_plan_quick): a variant of this family
-     *  that NVRTC compiles in about half v's time, as the forced tiles it takes. 0 if there is none
+     *  that NVRTC compiles in a fraction of v's time, as the forced choices it takes. 0 if there is none
      *  (v compiles quickly already, or nothing quicker takes it). NULL: the family has none. */
     int (*quick_override)(const struct fc_variant *v, struct fc_plan_override *quick);
     /** The kernel's C++ type, e.g. "fc::Sm80Forward<fc::half_t, 128, true, 128, 64, 4>". */

@@ -255,8 +255,9 @@ FC_API enum fc_status fc_context_create(int device, const struct fc_options *opt
  * executables instantiated from one capture share its counters: do not run them at the same time.
  *
  * The quick first call (on unless FC_QUICK_FIRST_CALL=0 or fc_context_set_quick_first_call): where
- * the planned kernel is in neither cache and its family has a kernel that compiles in about half
- * the time for the problem (the Hopper kernel's plain schedule for its warp-specialized one), that
+ * the planned kernel is in neither cache and its family has a kernel that compiles in a fraction of
+ * the time for the problem (the Hopper kernel's plain schedule, in a form written for NVRTC's time,
+ * for its warp-specialized one: a fifth to a third of the time), that
  * kernel serves the call and the planned one compiles on a worker thread of the context; a later
  * call that finds it compiled stores it in the cache, loads it and runs it from then on. The first
  * calls' results are then correct but not bit-identical to the later ones'; fc_context_wait_compiles

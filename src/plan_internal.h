@@ -65,7 +65,7 @@ enum fc_status fc_plan_make(const struct fc_problem *problem, const struct fc_ta
 
 /**
  * The quick first call's plan for a planned problem (src/context.c's fc_context_forward_kernel): the
- * family's kernel that compiles in about half the planned one's time (its quick_override), planned for
+ * family's kernel that compiles in a fraction of the planned one's time (its quick_override), planned for
  * the same problem. 1 and *quick if there is one; 0 if the family has none or it does not take the problem.
  */
 int fc_plan_quick(const struct fc_problem *problem, const struct fc_target *target, const struct fc_plan *plan,

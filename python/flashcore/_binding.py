@@ -163,7 +163,7 @@ class Context:
     fc_options; None keeps the library's defaults (and its environment variables). library: the
     path of another libflashcore.so to use (a benchmark's baseline build); None: the default one.
     quick_first_call: False turns the quick first call off for this context (fc_attention_forward's
-    documentation: a kernel in neither cache is first served by one that compiles in about half
+    documentation: a kernel in neither cache is first served by one that compiles in a fraction of
     the time while it compiles on a worker thread); None keeps the library's default (on, unless
     FC_QUICK_FIRST_CALL=0). Thread-safe, like the C context. flashcore.attention() keeps one per
     device for itself (flashcore.context(device)).
