@@ -996,10 +996,11 @@ static enum fc_status launch(const struct fc_launch *l)
 /* The quick first call's kernel: the plain schedule (one warpgroup, 64 rows), which NVRTC compiles in
  * a third to a half of the warp-specialized one's time (no producer, no peeled tiles, no persistent
  * loop: PERF_NOTES v23.11, v24), in its quick form (the variant's quick, fwd_sm90.cuh's QUICK: P V 64
- * columns a WGMMA, O by 4-byte stores) with 32-key tiles: the fastest to compile (NVRTC's time at head_dim
- * 64 / 128 / 256 about 0.85 / 0.78 / 0.65 of the plain 64-key kernel's, PERF_NOTES v37; 64-key tiles
- * had taken 20%, 23% and 7% off the planned tile's at 64, 192 and 256, v35.2). FP8 attention and paged
- * K/V take the warp-specialized schedule only. */
+ * columns a WGMMA, O by 4-byte stores) with 32-key tiles: the fastest to compile (NVRTC's time on the
+ * H100's host at head_dim 64 / 128 / 256 about 0.85 / 0.66-0.83 / 0.62 of the plain 64-key kernel's, the
+ * first calls 0.78x, 0.21-0.42 s: PERF_NOTES v37.2; 64-key tiles had taken 20%, 23% and 7% off the
+ * planned tile's at 64, 192 and 256, v35.2). FP8 attention and paged K/V take the warp-specialized
+ * schedule only. */
 static int quick_override(const struct fc_variant *v, struct fc_plan_override *quick)
 {
     if (!specialized(v) || v->q_fp8 || v->paged)
