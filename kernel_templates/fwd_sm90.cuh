@@ -242,6 +242,13 @@ struct Sm90Forward {
     // PERF_NOTES v29.1) head_dim 128 +2.3% (16-bit, GQA +4%), three consumers without turns up to +4.8%,
     // head_dim 256 and FP8's two consumers 0 +- 1%. An enumerator (see PRODUCER_THREADS).
     enum : int { LOOP_SPLIT = CONSUMERS == 2 || !PINGPONG };
+    // Two consumers taking turns: consumer 0 alone waits for a tile's K and V (waits_for_data), and for
+    // V(t - 1) inside its turn, after Q K^T(t)'s issue and O's rescale, FlashAttention-3's order (its
+    // SYNCS round trip off the turn's critical path): H100, PERF_NOTES v38.3, head_dim 128 +1.0% (GQA
+    // +1.2-2.0%), 256 +0.6%, FP8 +0.7-0.9%. NOTE: not for three consumers (head_dim 64: FP8 -7%, 16-bit
+    // 4k -2.5%, with either part alone too) nor without turns (the V wait moved: -4% at 2k and 16k keys).
+    // An enumerator (see PRODUCER_THREADS).
+    enum : int { TURN_WAITS = PINGPONG && CONSUMERS == 2 };
     // NOTE: the consumers carry their ring position and build K's and V's descriptors from slot 0's
     // with two consumers only: three (head_dim 64) measured 1.2% slower so (PERF_NOTES v32.1), and
     // the plain schedule's single warpgroup was not measured. An enumerator (see PRODUCER_THREADS).
@@ -592,6 +599,17 @@ struct Sm90Forward {
             return (v ? paged().v_box_rows : paged().box_rows) == 0;
         else
             return false;
+    }
+
+    // Whether this consumer waits for a tile's K (v false) or V on its full barrier before its turn
+    // uses them. With turns, consumer 0's turn on each tile of a block comes first (consume,
+    // turn_begin) and waits for K(t) and V(t - 1); the other consumer's turn on the same tile begins
+    // only after consumer 0's ended (a named barrier between them), so the data has landed and only
+    // consumer 0 waits (TURN_WAITS). Gathered slots (PAGED's cp.async, the generic proxy) keep every
+    // consumer's wait and its fence.
+    __device__ __forceinline__ bool waits_for_data(bool v) const
+    {
+        return !TURN_WAITS || group == 0 || gathered(v);
     }
 
     // Waits for the slot's K or V (v; full barrier `bar`, phase); a gathered slot was written by
@@ -1241,7 +1259,8 @@ struct Sm90Forward {
             if (PINGPONG && !CONTINUOUS_TURNS && group == CONSUMERS - 1)
                 named_barrier_arrive(TURN_BARRIER, 256);   // consumer 0 goes first
             RingPosition at = RingPosition::of(ring);   // tile t's place (the loop carries it)
-            wait_full(b.slot(b.k_full, at), at.phase(), false);
+            if (waits_for_data(false))
+                wait_full(b.slot(b.k_full, at), at.phase(), false);
             turn_begin();
             qk_issue(s, at.stage());
             turn_end(false);
@@ -1257,11 +1276,15 @@ struct Sm90Forward {
                 at = at.next(i);
                 // tile t - 1's (NOTE: a call at each use, as the index's slot and phase were)
                 const auto before = [&] { return CARRIED_RING ? previous : RingPosition::of(i - 1); };
-                wait_full(b.slot(b.k_full, at), at.phase(), false);
-                wait_full(b.slot(b.v_full, before()), before().phase(), true);
+                if (waits_for_data(false))
+                    wait_full(b.slot(b.k_full, at), at.phase(), false);
+                if (!TURN_WAITS)
+                    wait_full(b.slot(b.v_full, before()), before().phase(), true);
                 turn_begin();
                 qk_issue(s, at.stage());
                 rescale(o, correction);
+                if (TURN_WAITS && waits_for_data(true))
+                    wait_full(b.slot(b.v_full, before()), before().phase(), true);
                 pv_issue(o, a, before().stage());
                 turn_end(false);
                 wgmma_wait<1>();   // Q K^T(t) is done, P V(t - 1) may still run
