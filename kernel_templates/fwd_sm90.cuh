@@ -245,9 +245,10 @@ struct Sm90Forward {
     // Two consumers taking turns: consumer 0 alone waits for a tile's K and V (waits_for_data), and for
     // V(t - 1) inside its turn, after Q K^T(t)'s issue and O's rescale, FlashAttention-3's order (its
     // SYNCS round trip off the turn's critical path): H100, PERF_NOTES v38.3, head_dim 128 +1.0% (GQA
-    // +1.2-2.0%), 256 +0.6%, FP8 +0.7-0.9%. NOTE: not for three consumers (head_dim 64: FP8 -7%, 16-bit
-    // 4k -2.5%, with either part alone too) nor without turns (the V wait moved: -4% at 2k and 16k keys).
-    // An enumerator (see PRODUCER_THREADS).
+    // +0.8-2.0%); 256 and FP8 within the noise. NOTE: not for three consumers (head_dim 64: FP8 -7% with
+    // the skipped waits, the V wait moved or not; 16-bit +0.6% with both parts, -2.5% with the skip
+    // alone) nor without turns (the V wait moved: -4% at 2k and 16k keys). An enumerator (see
+    // PRODUCER_THREADS).
     enum : int { TURN_WAITS = PINGPONG && CONSUMERS == 2 };
     // NOTE: the consumers carry their ring position and build K's and V's descriptors from slot 0's
     // with two consumers only: three (head_dim 64) measured 1.2% slower so (PERF_NOTES v32.1), and
