@@ -7,6 +7,8 @@
 
     python3 tools/ncu_stalls.py --mix OURS-sass.csv PEER-sass.csv
     python3 tools/ncu_stalls.py --by-count K-sass.csv [OTHER-sass.csv ...]
+    python3 tools/ncu_stalls.py --by-opcode [--top 4] K-sass.csv [OTHER-sass.csv ...]
+    python3 tools/ncu_stalls.py --find 'TRYWAIT|BAR.SYNC' K-sass.csv [OTHER-sass.csv ...]
 
 For each table: the share of the warp-state samples per stall reason, then the instructions with
 the most samples (share of all, executions, the instruction, its three largest reasons). ncu's CSV
@@ -14,12 +16,17 @@ has no column for the GMMA stall, so an HGMMA's samples can exceed its listed re
 executed instructions of two tables by opcode (its first word), the largest differences first.
 --by-count: the samples of each table's instructions grouped by their execution count (a key-tile
 loop's instructions all run as often, a row block's as often, the producer's others), with the stall
-reasons of the group that holds the most. A
+reasons of the group that holds the most. --by-opcode: the --top groups that hold the most samples,
+each group's samples by opcode with their stall reasons (shares of all samples: where a key-tile
+loop's time sits, opcode by opcode, PERF_NOTES v38.1). --find: the instructions matching a regular
+expression, with their execution counts and samples and the next instruction's (an mbarrier try's
+wait shows on the branch after it, as long_sb). A
 reading aid for PERF_NOTES (tools/gpu-host.sh ncu-pair writes these tables), not part of the build.
 """
 import collections
 import argparse
 import csv
+import re
 
 
 def number(text):
@@ -51,14 +58,20 @@ def summarize(path, top):
               f"{r['Source'].strip()[:64]:64s} " + " ".join(f"{n} {v / samples:.1%}" for v, n in largest if v))
 
 
+def opcode_of(source):
+    """An instruction's opcode without its modifiers or predicate ("" for an empty line)."""
+    words = source.split()
+    if not words:
+        return ""
+    return (words[1] if words[0].startswith("@") and len(words) > 1 else words[0]).split(".")[0]
+
+
 def opcodes(path):
     counts = collections.Counter()
     for row in read_rows(path)[1]:
-        words = row["Source"].split()
-        if not words:
-            continue
-        op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
-        counts[op.split(".")[0]] += number(row["Instructions Executed"])
+        op = opcode_of(row["Source"])
+        if op:
+            counts[op] += number(row["Instructions Executed"])
     return counts
 
 
@@ -69,14 +82,20 @@ def mix(first, second, top):
         print(f"   {op:12s} {a[op] / 1e6:8.2f} M {b[op] / 1e6:8.2f} M  {(a[op] - b[op]) / 1e6:+8.2f} M")
 
 
-def by_count(path, top):
-    header, rows = read_rows(path)
-    reasons = [c for c in header if c.startswith("stall_") and "Not Issued" not in c]
-    samples = sum(number(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
+def grouped(rows):
+    """The rows by execution count, and each group's samples."""
     groups = collections.defaultdict(list)
     for r in rows:
         groups[int(number(r["Instructions Executed"]))].append(r)
     weight = {count: sum(number(r["Warp Stall Sampling (All Samples)"]) for r in group) for count, group in groups.items()}
+    return groups, weight
+
+
+def by_count(path, top):
+    header, rows = read_rows(path)
+    reasons = [c for c in header if c.startswith("stall_") and "Not Issued" not in c]
+    samples = sum(number(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
+    groups, weight = grouped(rows)
     print(f"== {path}: {samples:.0f} samples, by execution count")
     for count in sorted(groups, key=lambda c: -weight[c])[:top]:
         print(f"   {count:>9d} x {len(groups[count]):4d} instructions: {weight[count] / samples:6.1%} of the samples")
@@ -86,20 +105,71 @@ def by_count(path, top):
           " ".join(f"{name} {value / samples:.1%}" for value, name in totals if value / samples >= 0.005))
 
 
+def by_opcode(path, top):
+    header, rows = read_rows(path)
+    reasons = [c for c in header if c.startswith("stall_") and "Not Issued" not in c]
+    samples = sum(number(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
+    groups, weight = grouped(rows)
+    print(f"== {path}: {samples:.0f} samples, the heaviest execution-count groups by opcode")
+    for count in sorted(groups, key=lambda c: -weight[c])[:top]:
+        print(f"   {count:>9d} x {len(groups[count]):4d} instructions: {weight[count] / samples:6.1%} of the samples")
+        ops = collections.defaultdict(lambda: collections.Counter())
+        for r in groups[count]:
+            op = ops[opcode_of(r["Source"])]
+            op["instructions"] += 1
+            op["samples"] += number(r["Warp Stall Sampling (All Samples)"])
+            for c in reasons:
+                op[c[6:]] += number(r[c])
+        for name, op in sorted(ops.items(), key=lambda item: -item[1]["samples"])[:12]:
+            parts = sorted(((v, k) for k, v in op.items() if k not in ("instructions", "samples")), reverse=True)
+            print(f"      {name:12s} x{op['instructions']:4d} {op['samples'] / samples:6.1%}  " +
+                  " ".join(f"{k} {v / samples:.1%}" for v, k in parts[:4] if v / samples >= 0.004))
+
+
+def find(path, pattern):
+    header, rows = read_rows(path)
+    samples = sum(number(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
+    print(f"== {path}: instructions matching {pattern.pattern!r} (samples; the next instruction's)")
+    for i, r in enumerate(rows):
+        if not pattern.search(r["Source"]):
+            continue
+        after = rows[i + 1] if i + 1 < len(rows) else None
+        line = (f"   {r['Address'][-5:]} {number(r['Instructions Executed']):>10.0f} x "
+                f"{number(r['Warp Stall Sampling (All Samples)']) / samples:6.1%}  {r['Source'].strip()[:56]:56s}")
+        if after:
+            share = number(after["Warp Stall Sampling (All Samples)"]) / samples
+            line += (f" | {after['Source'].strip()[:28]:28s} {share:6.1%}"
+                     f" (long_sb {number(after.get('stall_long_sb', '0')) / samples:.1%},"
+                     f" barrier {number(after.get('stall_barrier', '0')) / samples:.1%})")
+        print(line)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tables", nargs="+")
-    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--top", type=int, help="rows or groups shown (default 25; --by-opcode: 4 groups)")
     parser.add_argument("--mix", action="store_true", help="compare two tables' opcodes")
     parser.add_argument("--by-count", action="store_true", help="samples grouped by execution count")
+    parser.add_argument("--by-opcode", action="store_true",
+                        help="the --top heaviest execution-count groups' samples by opcode")
+    parser.add_argument("--find", metavar="REGEX", help="the instructions matching REGEX and the next one's samples")
     args = parser.parse_args()
+    top = args.top or (4 if args.by_opcode else 25)
+    if args.find:
+        for path in args.tables:
+            find(path, re.compile(args.find))
+        return
+    if args.by_opcode:
+        for path in args.tables:
+            by_opcode(path, top)
+        return
     if args.mix:
         if len(args.tables) != 2:
             parser.error("--mix takes two tables")
-        mix(args.tables[0], args.tables[1], args.top)
+        mix(args.tables[0], args.tables[1], top)
         return
     for path in args.tables:
-        (by_count if args.by_count else summarize)(path, args.top)
+        (by_count if args.by_count else summarize)(path, top)
 
 
 if __name__ == "__main__":

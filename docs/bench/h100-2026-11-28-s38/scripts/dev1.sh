@@ -21,8 +21,8 @@ prof() {   # tag kernel-regex command...
 }
 stamp "precompile (so no compile runs under ncu)"
 timeout 100 .carry-s/bin/fcjit --db /tmp/fcdb/k.db precompile --arch sm_90a > $OUT/precompile.log 2>&1
-prof fp8-ours fc_attention_kernel python3 $S/fp8_once.py ours 4 16 4096 128
-prof fp8-cudnn 'sdpa|fmha|fprop|cudnn|fort|attn|flash' python3 $S/fp8_once.py cudnn 4 16 4096 128
+prof fp8-ours fc_attention_kernel python3 docs/bench/h100-2026-11-28-s36/scripts/fp8_once.py ours 4 16 4096 128
+prof fp8-cudnn 'sdpa|fmha|fprop|cudnn|fort|attn|flash' python3 docs/bench/h100-2026-11-28-s36/scripts/fp8_once.py cudnn 4 16 4096 128
 prof d64c-ours fc_attention_kernel python3 $S/once16.py ours 4 32 32 4096 64 1
 prof d64c-fa3 device_kernel python3 $S/once16.py fa3 4 32 32 4096 64 1
 prof gqa-ours fc_attention_kernel python3 $S/once16.py ours 4 32 8 4096 128 1
