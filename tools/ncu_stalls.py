@@ -44,10 +44,15 @@ def read_rows(path):
     return header, [dict(zip(header, line)) for line in table[2:] if len(line) == len(header)]
 
 
-def summarize(path, top):
+def sampled(path):
+    """One table's rows, its stall-reason columns and its total of samples."""
     header, rows = read_rows(path)
     reasons = [c for c in header if c.startswith("stall_") and "Not Issued" not in c]
-    samples = sum(number(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
+    return rows, reasons, sum(number(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
+
+
+def summarize(path, top):
+    rows, reasons, samples = sampled(path)
     print(f"== {path}: {len(rows)} instructions, {samples:.0f} samples")
     totals = sorted(((sum(number(r[c]) for r in rows), c[6:]) for c in reasons), reverse=True)
     print("   " + " ".join(f"{name} {value / samples:.1%}" for value, name in totals if value / samples >= 0.005))
@@ -92,9 +97,7 @@ def grouped(rows):
 
 
 def by_count(path, top):
-    header, rows = read_rows(path)
-    reasons = [c for c in header if c.startswith("stall_") and "Not Issued" not in c]
-    samples = sum(number(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
+    rows, reasons, samples = sampled(path)
     groups, weight = grouped(rows)
     print(f"== {path}: {samples:.0f} samples, by execution count")
     for count in sorted(groups, key=lambda c: -weight[c])[:top]:
@@ -106,9 +109,7 @@ def by_count(path, top):
 
 
 def by_opcode(path, top):
-    header, rows = read_rows(path)
-    reasons = [c for c in header if c.startswith("stall_") and "Not Issued" not in c]
-    samples = sum(number(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
+    rows, reasons, samples = sampled(path)
     groups, weight = grouped(rows)
     print(f"== {path}: {samples:.0f} samples, the heaviest execution-count groups by opcode")
     for count in sorted(groups, key=lambda c: -weight[c])[:top]:
@@ -127,8 +128,7 @@ def by_opcode(path, top):
 
 
 def find(path, pattern):
-    header, rows = read_rows(path)
-    samples = sum(number(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
+    rows, _, samples = sampled(path)
     print(f"== {path}: instructions matching {pattern.pattern!r} (samples; the next instruction's)")
     for i, r in enumerate(rows):
         if not pattern.search(r["Source"]):
