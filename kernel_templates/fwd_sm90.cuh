@@ -1279,13 +1279,17 @@ struct Sm90Forward {
                 const auto before = [&] { return CARRIED_RING ? previous : RingPosition::of(i - 1); };
                 if (waits_for_data(false))
                     wait_full(b.slot(b.k_full, at), at.phase(), false);
-                if (!TURN_WAITS)
-                    wait_full(b.slot(b.v_full, before()), before().phase(), true);
+                const auto wait_v = [&] {   // V(t - 1): before the turn, or (TURN_WAITS) inside it
+                    if (waits_for_data(true))
+                        wait_full(b.slot(b.v_full, before()), before().phase(), true);
+                };
+                if constexpr (!TURN_WAITS)
+                    wait_v();
                 turn_begin();
                 qk_issue(s, at.stage());
                 rescale(o, correction);
-                if (TURN_WAITS && waits_for_data(true))
-                    wait_full(b.slot(b.v_full, before()), before().phase(), true);
+                if constexpr (TURN_WAITS)
+                    wait_v();
                 pv_issue(o, a, before().stage());
                 turn_end(false);
                 wgmma_wait<1>();   // Q K^T(t) is done, P V(t - 1) may still run
