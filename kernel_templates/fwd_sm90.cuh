@@ -242,14 +242,14 @@ struct Sm90Forward {
     // PERF_NOTES v29.1) head_dim 128 +2.3% (16-bit, GQA +4%), three consumers without turns up to +4.8%,
     // head_dim 256 and FP8's two consumers 0 +- 1%. An enumerator (see PRODUCER_THREADS).
     enum : int { LOOP_SPLIT = CONSUMERS == 2 || !PINGPONG };
-    // Two consumers taking turns: consumer 0 alone waits for a tile's K and V (waits_for_data), and for
-    // V(t - 1) inside its turn, after Q K^T(t)'s issue and O's rescale, FlashAttention-3's order (its
-    // SYNCS round trip off the turn's critical path): H100, PERF_NOTES v38.3, head_dim 128 +1.0% (GQA
-    // +0.8-2.0%); 256 and FP8 within the noise. NOTE: not for three consumers (head_dim 64: FP8 -7% with
-    // the skipped waits, the V wait moved or not; 16-bit +0.6% with both parts, -2.5% with the skip
-    // alone) nor without turns (the V wait moved: -4% at 2k and 16k keys). An enumerator (see
-    // PRODUCER_THREADS).
-    enum : int { TURN_WAITS = PINGPONG && CONSUMERS == 2 };
+    // Consumers taking turns wait for V(t - 1) inside the turn, after Q K^T(t)'s issue and O's rescale
+    // (V_WAIT_IN_TURN), FlashAttention-3's order (the SYNCS round trip off the turn's critical path); with
+    // two, consumer 0 alone waits for a tile's K and V (TURN_WAITS, waits_for_data). H100: two consumers
+    // both, PERF_NOTES v38.3, head_dim 128 +1.0% (GQA +0.8-2.0%), 256 and FP8 within the noise; three
+    // consumers (head_dim 64) the moved wait alone, v39.3, 16-bit +0.5%, FP8 +0.9% on their rows in two
+    // runs. NOTE: the skip not for three consumers (FP8 -7%, 16-bit -2.5% with it, v38.3), nor the moved
+    // wait without turns (-4% at 2k and 16k keys). Enumerators (see PRODUCER_THREADS).
+    enum : int { TURN_WAITS = PINGPONG && CONSUMERS == 2, V_WAIT_IN_TURN = PINGPONG };
     // NOTE: the consumers carry their ring position and build K's and V's descriptors from slot 0's
     // with two consumers only: three (head_dim 64) measured 1.2% slower so (PERF_NOTES v32.1), and
     // the plain schedule's single warpgroup was not measured. An enumerator (see PRODUCER_THREADS).
@@ -1279,16 +1279,16 @@ struct Sm90Forward {
                 const auto before = [&] { return CARRIED_RING ? previous : RingPosition::of(i - 1); };
                 if (waits_for_data(false))
                     wait_full(b.slot(b.k_full, at), at.phase(), false);
-                const auto wait_v = [&] {   // V(t - 1): before the turn, or (TURN_WAITS) inside it
+                const auto wait_v = [&] {   // V(t - 1): before the turn, or (V_WAIT_IN_TURN) inside it
                     if (waits_for_data(true))
                         wait_full(b.slot(b.v_full, before()), before().phase(), true);
                 };
-                if constexpr (!TURN_WAITS)
+                if constexpr (!V_WAIT_IN_TURN)
                     wait_v();
                 turn_begin();
                 qk_issue(s, at.stage());
                 rescale(o, correction);
-                if constexpr (TURN_WAITS)
+                if constexpr (V_WAIT_IN_TURN)
                     wait_v();
                 pv_issue(o, a, before().stage());
                 turn_end(false);
