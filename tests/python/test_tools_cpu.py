@@ -1,8 +1,8 @@
 """The measurement tools' pure parts without a GPU: bench_masks.py's same-tiles plain call (the
 forced variant it derives from a capped kernel's name) and its overheads over alternated rounds,
 ab_rounds.py's arguments (its FP8 rows and template folders too), bench.alternated's order (and its
-contexts), bench.py's --rounds (medians of times and of ratios) and
-check.e4m3_inputs' quantization."""
+contexts), bench.py's --rounds (medians of times and of ratios),
+check.e4m3_inputs' quantization and sass_loops.py's reading of SASS listings and ptxas reports."""
 import sys
 from pathlib import Path
 
@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 import ab_rounds  # noqa: E402
 import bench_masks  # noqa: E402
+import sass_loops  # noqa: E402
 
 
 @pytest.mark.parametrize("kernel, force", [
@@ -145,3 +146,47 @@ def test_alternated_runs_each_timing_under_its_context(monkeypatch):
 
     bench.alternated({"a": lambda: "a", "b": lambda: "b"}, 1, {"a": backend, "b": None})
     assert entered == ["enter", ("timed", "a"), "exit", ("timed", "b")]
+
+
+SASS = """
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                /* 0x00000a00ff017b82 */
+                                                                          /* 0x000fe20000000800 */
+        /*0010*/                   WARPGROUP.ARRIVE ;                    /* 0x00000000000079cd */
+                                                                          /* 0x000fe20000000000 */
+        /*0020*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT ; /* 0x00e00000041879f0 */
+                                                                          /* 0x000fe200087018ff */
+        /*0030*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24, gsb0 ; /* 0x00e00000081879f0 */
+                                                                          /* 0x000fe20008701818 */
+        /*0040*/              @P0 BRA 0x10 ;                             /* 0x0000000000f00947 */
+                                                                          /* 0x000fea000383ffff */
+        /*0050*/                   BRA 0x60 ;                            /* 0x0000000000007947 */
+                                                                          /* 0x000fc0000383ffff */
+        /*0060*/                   EXIT ;                                /* 0x000000000000794d */
+"""
+
+
+def test_sass_loops_reads_a_listing_and_finds_its_backward_branches():
+    instructions = sass_loops.parse_sass(SASS)
+    assert [a for a, _ in instructions] == [0x0, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60]
+    assert instructions[2][1].startswith("HGMMA.64x128x16")
+    found = sass_loops.loops(instructions, min_gmma=2)
+    assert found == [{"start": 0x10, "end": 0x40, "instructions": 4, "gmma": 2, "arrives": 1}]
+    assert sass_loops.loops(instructions, min_gmma=3) == []   # the forward branch is no loop
+
+
+def test_sass_loops_reads_ptxas_reports():
+    text = """ptxas info    : (C7519) warpgroup.arrive is injected in around line 886 by compiler
+ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized
+    48 bytes stack frame, 144 bytes spill stores, 144 bytes spill loads
+ptxas info    : Used 168 registers, used 16 barriers, 48 bytes cumulative stack size"""
+    assert sass_loops.ptxas_report(text) == {"registers": 168, "spill_bytes": 144, "serialized": 1,
+                                             "injected_arrives": 1}
+    clean = sass_loops.ptxas_report("ptxas info    : Used 128 registers\n    0 bytes spill stores")
+    assert clean["spill_bytes"] == 0 and clean["serialized"] == 0
+
+
+def test_sass_loops_needs_a_spec():
+    with pytest.raises(SystemExit):
+        sass_loops.parse_args([])
+    args = sass_loops.parse_args(["--spec", "s.yaml", "--against", "/t"])
+    assert args.against == "/t" and args.min_gmma == 8 and args.fcjit == "build/tools/fcjit"
