@@ -4,7 +4,7 @@ instructions, GMMAs and warpgroup arrives, its registers and spills, and ptxas's
 serialized the WGMMAs, for a kernel-template folder or two.
 
     python3 tools/sass_loops.py --spec SPEC.yaml [--templates DIR] [--against DIR]
-                                [--fcjit build/tools/fcjit] [--keep DIR] [--min-gmma 8]
+                                [--fcjit build/tools/fcjit] [--keep DIR] [--min-gmma 4]
 
 Every kernel of the spec (`fcjit precompile`'s format, tuning_db/precompile.yaml) is compiled to PTX
 by fcjit (FC_DUMP_PTX; a private scratch cache, so nothing is shared with the user's), assembled by
@@ -42,7 +42,7 @@ def parse_sass(text):
     return out
 
 
-def loops(instructions, min_gmma=8):
+def loops(instructions, min_gmma=4):
     """The backward branches' bodies holding min_gmma GMMAs or more, shortest first: dicts of start and
     end address, instructions, GMMAs and WARPGROUP.ARRIVEs."""
     index = {address: i for i, (address, _) in enumerate(instructions)}
@@ -84,7 +84,7 @@ def cuda_tool(name):
     return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
 
 
-def compile_folder(fcjit, spec, templates, work, min_gmma=8):
+def compile_folder(fcjit, spec, templates, work, min_gmma=4):
     """{kernel name: report} for the spec's kernels compiled from `templates` (None: the library's own)."""
     ptx = os.path.join(work, "ptx")
     os.makedirs(ptx, mode=0o700)
@@ -136,7 +136,7 @@ def parse_args(argv=None):
     parser.add_argument("--against", metavar="DIR", help="also these templates, each kernel beside the first")
     parser.add_argument("--fcjit", default="build/tools/fcjit", help="the fcjit binary (default build/tools/fcjit)")
     parser.add_argument("--keep", metavar="DIR", help="keep the PTX, cubins and listings here (else a temporary folder)")
-    parser.add_argument("--min-gmma", type=int, default=8, help="a loop's GMMAs to be listed (default 8)")
+    parser.add_argument("--min-gmma", type=int, default=4, help="a loop's GMMAs to be listed (default 4: an FP8 head_dim 64 tile has 6)")
     return parser.parse_args(argv)
 
 

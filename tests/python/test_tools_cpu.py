@@ -189,4 +189,4 @@ def test_sass_loops_needs_a_spec():
     with pytest.raises(SystemExit):
         sass_loops.parse_args([])
     args = sass_loops.parse_args(["--spec", "s.yaml", "--against", "/t"])
-    assert args.against == "/t" and args.min_gmma == 8 and args.fcjit == "build/tools/fcjit"
+    assert args.against == "/t" and args.min_gmma == 4 and args.fcjit == "build/tools/fcjit"
