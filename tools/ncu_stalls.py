@@ -96,26 +96,30 @@ def grouped(rows):
     return groups, weight
 
 
-def by_count(path, top):
+def heaviest_groups(path, top, title):
+    """Prints a table's header and its --top heaviest execution-count groups, each as it yields it
+    (the group's rows, the stall-reason columns and the table's total of samples)."""
     rows, reasons, samples = sampled(path)
     groups, weight = grouped(rows)
-    print(f"== {path}: {samples:.0f} samples, by execution count")
+    print(f"== {path}: {samples:.0f} samples, {title}")
     for count in sorted(groups, key=lambda c: -weight[c])[:top]:
         print(f"   {count:>9d} x {len(groups[count]):4d} instructions: {weight[count] / samples:6.1%} of the samples")
-    heaviest = groups[max(groups, key=lambda c: weight[c])]
+        yield groups[count], reasons, samples
+
+
+def by_count(path, top):
+    heaviest = None
+    for group, reasons, samples in heaviest_groups(path, top, "by execution count"):
+        heaviest = heaviest or group
     totals = sorted(((sum(number(r[c]) for r in heaviest), c[6:]) for c in reasons), reverse=True)
     print("   the heaviest group's reasons, share of all samples: " +
           " ".join(f"{name} {value / samples:.1%}" for value, name in totals if value / samples >= 0.005))
 
 
 def by_opcode(path, top):
-    rows, reasons, samples = sampled(path)
-    groups, weight = grouped(rows)
-    print(f"== {path}: {samples:.0f} samples, the heaviest execution-count groups by opcode")
-    for count in sorted(groups, key=lambda c: -weight[c])[:top]:
-        print(f"   {count:>9d} x {len(groups[count]):4d} instructions: {weight[count] / samples:6.1%} of the samples")
+    for group, reasons, samples in heaviest_groups(path, top, "the heaviest execution-count groups by opcode"):
         ops = collections.defaultdict(lambda: collections.Counter())
-        for r in groups[count]:
+        for r in group:
             op = ops[opcode_of(r["Source"])]
             op["instructions"] += 1
             op["samples"] += number(r["Warp Stall Sampling (All Samples)"])

@@ -142,6 +142,8 @@ def parse_args(argv=None):
 
 def main():
     args = parse_args()
+    if not os.access(args.fcjit, os.X_OK):
+        sys.exit(f"sass_loops: no fcjit at {args.fcjit} (build it: meson setup build && ninja -C build; or --fcjit PATH)")
     root = args.keep or tempfile.mkdtemp(prefix="sass_loops_")
     os.makedirs(root, mode=0o700, exist_ok=True)
     first = compile_folder(args.fcjit, args.spec, args.templates, tempfile.mkdtemp(dir=root), args.min_gmma)
