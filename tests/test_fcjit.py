@@ -221,8 +221,20 @@ def test_tune_dry_run_pairs_buckets_with_candidates(cli, directory):
     assert plan["buckets"] == 4 and plan["plan"][0]["bucket"] == "f16_d128_gqa1_s1024", plan
     names = plan["plan"][0]["candidates"]
     assert all(not "causal" in name for name in names) and len(names) == plan["measurements"] // 4, plan
+    # the spec's candidates are 64-key tiles: the heuristic's own choice (128 keys) is no candidate
+    assert plan["plan"][0]["heuristic"] == "sm90_f16_d128_m128n128s2w12p_sm_90a", plan
+    assert not any(b["heuristic_is_candidate"] for b in plan["plan"]), plan
+    code, out, _ = cli.run("tune", "--dry-run", "--spec", path)
+    assert code == EXIT_OK and "not among them" in out and "no candidate" in out.splitlines()[-1], out
     code, out, _ = cli.run("--tune", "--dry-run")   # the shipped spec, `fcjit --tune` spelling
-    assert code == EXIT_OK and "144 buckets" in out, out
+    assert code == EXIT_OK and "144 buckets" in out and "no candidate" not in out.splitlines()[-1], out
+    # every bucket of the shipped spec measures the heuristic's choice, so --margin applies in each;
+    # FP8 head_dim 256 from 4k keys names it without V transposed ahead, which a winner takes anyway
+    code, out, _ = cli.run("--json", "tune", "--dry-run")
+    shipped = {b["bucket"]: b for b in json.loads(out)["plan"]}
+    assert all(b["heuristic_is_candidate"] for b in shipped.values()), [b for b in shipped.values()
+                                                                       if not b["heuristic_is_candidate"]]
+    assert shipped["e4m3_d256_gqa1_s4096"]["heuristic"] == "sm90_bf16_d256_kv8_q8_m128n128s2w12p_sm_90a", shipped
     code, out, _ = cli.run("tune", "--dry-run", "--spec", path, "--arch", "sm_80")
     assert code == EXIT_OK and out.startswith("0 buckets"), out
     with open(path, "w") as handle:

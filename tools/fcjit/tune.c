@@ -334,8 +334,13 @@ struct bucket_summary {
     double winner_ms, heuristic_ms;
 };
 
-/* The variant the selector's heuristic picks for the bucket's problem on this device ("" if none). */
-static void heuristic_name(const struct fc_context *ctx, const struct bucket_work *b, char name[FC_VARIANT_NAME_MAX])
+/* The variant the selector's heuristic picks for the bucket's problem on the target ("" if none): the
+ * incumbent the --margin rule keeps unless another candidate is faster by more than the margin.
+ * NOTE: without V transposed ahead: candidates are timed without it, and a winner takes the heuristic's
+ * own rule for it (plan.c's apply_tuned); named with it, FP8 head_dim 256's incumbent from 4k keys was
+ * no candidate, so the fastest candidate won there without the margin (H200, PERF_NOTES v40.2). */
+static void heuristic_name(const struct fc_target *target, const struct bucket_work *b,
+                           char name[FC_VARIANT_NAME_MAX])
 {
     struct fc_attention_params params = bucket_case(&b->problem, 0).shape;
     struct fc_problem problem;
@@ -343,8 +348,22 @@ static void heuristic_name(const struct fc_context *ctx, const struct bucket_wor
     char msg[FC_MESSAGE_MAX];
     name[0] = 0;
     if (fc_problem_shape(&params, &problem, msg, sizeof msg) == FC_OK &&
-        fc_plan_make(&problem, &ctx->target, NULL, NULL, &plan, msg, sizeof msg) == FC_OK)
+        fc_plan_make(&problem, target, NULL, NULL, &plan, msg, sizeof msg) == FC_OK) {
+        plan.variant.v_transposed = 0;
         fc_variant_name(&plan.variant, name);
+    }
+}
+
+/* Whether the bucket's candidates include the variant named. */
+static int is_candidate(const struct work *w, const struct bucket_work *b, const char *name)
+{
+    for (size_t c = 0; c < b->count; c++) {
+        char candidate[FC_VARIANT_NAME_MAX];
+        fc_variant_name(&w->variants.items[b->candidates[c].index], candidate);
+        if (!strcmp(candidate, name))
+            return 1;
+    }
+    return 0;
 }
 
 /* Measures the bucket's pending candidates; returns FC_OK, or the first storage error. */
@@ -420,7 +439,7 @@ static enum fc_status tune_bucket(struct fc_context *ctx, const struct options *
     free(measured);
     if (status == FC_OK && !interrupted) {
         char incumbent[FC_VARIANT_NAME_MAX];
-        heuristic_name(ctx, b, incumbent);
+        heuristic_name(&ctx->target, b, incumbent);
         status = fc_tuning_mark_winner(ctx->cache, id, b->name, incumbent, o->margin_percent / 100., msg, sizeof msg);
     }
     if (status != FC_OK)
@@ -466,7 +485,7 @@ static void print_summary(struct fc_context *ctx, const struct work *w, const st
         const struct bucket_work *b = &w->buckets[i];
         struct bucket_summary s;
         memset(&s, 0, sizeof s);
-        heuristic_name(ctx, b, s.heuristic);
+        heuristic_name(&ctx->target, b, s.heuristic);
         struct summary_walk walk = {id, b->name, s.heuristic, &s};
         fc_tuning_foreach(ctx->cache, 0, summary_row, &walk, msg, sizeof msg);
         const double gain = s.winner_ms > 0 && s.heuristic_ms > 0 ? s.heuristic_ms / s.winner_ms : 0.;
@@ -474,9 +493,12 @@ static void print_summary(struct fc_context *ctx, const struct work *w, const st
             printf("  {\"bucket\": \"%s\", \"winner\": \"%s\", \"winner_ms\": %.5f, \"heuristic\": \"%s\", "
                    "\"heuristic_ms\": %.5f, \"gain\": %.4f}%s\n", b->name, s.winner, s.winner_ms, s.heuristic,
                    s.heuristic_ms, gain, i + 1 < w->bucket_count ? "," : "");
-        else
+        else if (s.heuristic_ms > 0)
             printf("%-28s %-44s %10.4f %-44s %10.4f %6.3fx\n", b->name, s.winner[0] ? s.winner : "(none)",
                    s.winner_ms, s.heuristic, s.heuristic_ms, gain);
+        else   /* the heuristic's choice was no candidate, or failed its check */
+            printf("%-28s %-44s %10.4f %-44s %10s %7s\n", b->name, s.winner[0] ? s.winner : "(none)", s.winner_ms,
+                   s.heuristic, "-", "-");
     }
     if (json)
         printf("]}\n");
@@ -485,17 +507,24 @@ static void print_summary(struct fc_context *ctx, const struct work *w, const st
                measured_now, id->gpu_name, wall);
 }
 
-static void print_dry_run(const struct work *w, int json)
+static void print_dry_run(const struct work *w, const struct fc_target *target, int json)
 {
     if (json)
         printf("{\"buckets\": %zu, \"measurements\": %zu, \"variants\": %zu, \"plan\": [\n", w->bucket_count,
                w->measurements, w->to_compile.count);
+    size_t uncovered = 0;
     for (size_t i = 0; i < w->bucket_count; i++) {
         const struct bucket_work *b = &w->buckets[i];
+        char heuristic[FC_VARIANT_NAME_MAX];
+        heuristic_name(target, b, heuristic);
+        const int covered = is_candidate(w, b, heuristic);
+        uncovered += !covered;
         if (json)
-            printf("  {\"bucket\": \"%s\", \"candidates\": [", b->name);
+            printf("  {\"bucket\": \"%s\", \"heuristic\": \"%s\", \"heuristic_is_candidate\": %s, \"candidates\": [",
+                   b->name, heuristic, covered ? "true" : "false");
         else
-            printf("%s: %zu candidates\n", b->name, b->count);
+            printf("%s: %zu candidates; the heuristic's %s%s\n", b->name, b->count, heuristic[0] ? heuristic : "(none)",
+                   covered ? "" : ", not among them: the fastest candidate wins without the margin");
         for (size_t c = 0; c < b->count; c++) {
             char name[FC_VARIANT_NAME_MAX];
             fc_variant_name(&w->variants.items[b->candidates[c].index], name);
@@ -510,8 +539,9 @@ static void print_dry_run(const struct work *w, int json)
     if (json)
         printf("]}\n");
     else
-        printf("%zu buckets, %zu measurements, %zu distinct kernels (%zu candidates in the spec were pruned)\n",
-               w->bucket_count, w->measurements, w->to_compile.count, w->variants.pruned);
+        printf("%zu buckets, %zu measurements, %zu distinct kernels (%zu candidates in the spec were pruned)%s\n",
+               w->bucket_count, w->measurements, w->to_compile.count, w->variants.pruned,
+               uncovered ? "; some buckets' heuristic choice is no candidate" : "");
 }
 
 /* After the spec was read (status): the buckets and candidates on --arch, measured nothing. */
@@ -519,8 +549,9 @@ static int dry_run(const struct options *o, struct work *w, enum fc_status statu
 {
     if (status == FC_OK)
         status = plan_work(o->arch, o->arch_specific, o->dtypes, w);
+    const struct fc_target target = {o->arch, o->arch_specific, 0};   /* sm_count 0: planned as an H100's */
     if (status == FC_OK)
-        print_dry_run(w, json);
+        print_dry_run(w, &target, json);
     work_free(w);
     return fcjit_exit_for(status);
 }
