@@ -11,6 +11,15 @@
 #define POISON_32 0x7fc00000u      /* a NaN in fp32 */
 #define ROW_PADDING_BYTES 16       /* added to each row in FC_LAYOUT_BHSD: strides stay on 16 bytes */
 
+struct checked_row;   /* below */
+/* The rows fc_check_verify samples, and their references once computed (fc_check_run's reference). */
+struct fc_check_reference {
+    long long rows;                   /* 0: not computed */
+    struct checked_row *at;           /* where each sampled row is */
+    struct fc_row_reference *row;
+    double *values;                   /* rows x 3 x head_dim: each row's out, native and p_bound */
+};
+
 /* Element strides {batch, seq, head} of a tensor of element_bytes elements in a layout. */
 static void layout_strides(enum fc_check_layout layout, int seqlen, int heads, int dim, int element_bytes,
                            int64_t out[3])
@@ -376,6 +385,7 @@ enum fc_status fc_check_prepare(struct fc_context *ctx, const struct fc_check_ca
     memset(run, 0, sizeof *run);
     run->c = *c;
     run->cuda = ctx->cuda;
+    run->reference = calloc(1, sizeof *run->reference);   /* NULL: references computed each verify */
     if (!run->cuda) {
         snprintf(msg, size, "the context has no GPU");
         return FC_ERR_NO_DEVICE;
@@ -548,6 +558,64 @@ static long long unwritten_or_stray(const struct fc_check_run *run)
     return bad + written_outside(run);
 }
 
+static void reference_free(struct fc_check_reference *r)
+{
+    if (!r)
+        return;
+    free(r->at);
+    free(r->row);
+    free(r->values);
+    memset(r, 0, sizeof *r);
+}
+
+/* Sampled row n of `rows` (of `total`): all of them in order when rows == total, else the first, the
+ * last, then random ones. */
+static struct checked_row sampled_row(const struct fc_host_problem *hp, long long n, long long rows, long long total,
+                                      struct fc_random *random)
+{
+    const long long index = rows == total ? n : n == 0 ? 0 : n == 1 ? total - 1
+                                                  : (long long)fc_random_below(random, (uint64_t)total);
+    if (hp->cu_seqlens_q)
+        return varlen_row(hp, index);
+    struct checked_row at;
+    at.i = (int)(index % hp->seqlen_q);
+    at.h = (int)(index / hp->seqlen_q % hp->heads_q);
+    at.b = (int)(index / hp->seqlen_q / hp->heads_q);
+    at.out = (((size_t)at.b * hp->seqlen_q + at.i) * hp->heads_q + at.h) * hp->head_dim;
+    at.lse = (size_t)index;
+    return at;
+}
+
+/* Computes and keeps the references of the run's sampled rows; 0 if it cannot (memory, too many). */
+static int keep_references(const struct fc_check_run *run, long long rows, long long total, double *scratch)
+{
+    struct fc_check_reference *r = run->reference;
+    if (!r || rows > FC_CHECK_ROWS_KEPT)
+        return 0;
+    if (r->rows == rows)
+        return 1;
+    const struct fc_host_problem *hp = &run->host;
+    const size_t D = (size_t)hp->head_dim;
+    reference_free(r);
+    r->at = malloc(sizeof *r->at * (size_t)rows);
+    r->row = malloc(sizeof *r->row * (size_t)rows);
+    r->values = malloc(sizeof *r->values * 3 * D * (size_t)rows);
+    if (!r->at || !r->row || !r->values) {
+        reference_free(r);
+        return 0;
+    }
+    struct fc_random random;
+    fc_random_seed(&random, run->c.seed ^ 0x5eedull);
+    for (long long n = 0; n < rows; n++) {
+        double *values = r->values + 3 * D * (size_t)n;
+        r->row[n] = (struct fc_row_reference){.out = values, .native = values + D, .p_bound = values + 2 * D};
+        r->at[n] = sampled_row(hp, n, rows, total, &random);
+        fc_reference_row(hp, r->at[n].b, r->at[n].h, r->at[n].i, &r->row[n], scratch);
+    }
+    r->rows = rows;
+    return 1;
+}
+
 int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats)
 {
     const struct fc_host_problem *hp = &run->host;
@@ -566,27 +634,30 @@ int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats
     long long total = hp->cu_seqlens_q ? (long long)hp->cu_seqlens_q[hp->batch] * hp->heads_q
                                        : (long long)run->lse_count;
     long long rows = run->c.check_rows > 0 && run->c.check_rows < total ? run->c.check_rows : total;
+    const int kept = keep_references(run, rows, total, scratch);
     struct fc_random random;
     fc_random_seed(&random, run->c.seed ^ 0x5eedull);
     for (long long n = 0; n < rows; n++) {
-        long long index = rows == total ? n : n == 0 ? 0 : n == 1 ? total - 1
-                                                         : (long long)fc_random_below(&random, (uint64_t)total);
         struct checked_row at;
-        if (hp->cu_seqlens_q) {
-            at = varlen_row(hp, index);
+        const struct fc_row_reference *reference = &row;
+        if (kept) {
+            at = run->reference->at[n];
+            reference = &run->reference->row[n];
         } else {
-            at.i = (int)(index % hp->seqlen_q);
-            at.h = (int)(index / hp->seqlen_q % hp->heads_q);
-            at.b = (int)(index / hp->seqlen_q / hp->heads_q);
-            at.out = (((size_t)at.b * hp->seqlen_q + at.i) * hp->heads_q + at.h) * hp->head_dim;
-            at.lse = (size_t)index;
+            at = sampled_row(hp, n, rows, total, &random);
+            fc_reference_row(hp, at.b, at.h, at.i, &row, scratch);
         }
-        fc_reference_row(hp, at.b, at.h, at.i, &row, scratch);
-        fc_error_accumulate(stats, hp, &row, run->host_out + at.out, run->c.want_lse ? &run->host_lse[at.lse] : NULL);
+        fc_error_accumulate(stats, hp, reference, run->host_out + at.out,
+                            run->c.want_lse ? &run->host_lse[at.lse] : NULL);
     }
     free(scratch);
     free(values);
     return fc_error_passes(stats);
+}
+
+long long fc_check_kept_rows(const struct fc_check_run *run)
+{
+    return run->reference ? run->reference->rows : 0;
 }
 
 void fc_check_release(struct fc_check_run *run)
@@ -613,5 +684,7 @@ void fc_check_release(struct fc_check_run *run)
     free(run->host_cu_k);
     free(run->host_used_k);
     free(run->host_page_table);
+    reference_free(run->reference);
+    free(run->reference);
     memset(run, 0, sizeof *run);
 }

@@ -74,6 +74,10 @@ struct fc_check_run {
     int layout_batch;                   /* batches of the device tensors' layout: 1 for varlen */
     size_t q_elements, kv_elements, o_elements, lse_count;   /* device buffers, in elements (K/V's of
                                                                 kv_bytes each) */
+    /* the sampled rows' fp64 references, computed by the first fc_check_verify and kept for the
+     * run's later ones (its inputs do not change: fcjit tune checks a bucket's every candidate on one
+     * run); NULL: every verify computes them */
+    struct fc_check_reference *reference;
 };
 
 /**
@@ -92,10 +96,17 @@ enum fc_status fc_check_download(struct fc_check_run *run, char *msg, size_t msg
 /**
  * Judges the downloaded output: every element finite (so written), sampled rows (always the first
  * and the last) against the CPU reference by BENCH.md's rule; varlen: the tokens of no sequence
- * still hold the poison. Returns 1 if it passes.
+ * still hold the poison. Returns 1 if it passes. The same rows each call (the case's seed); their
+ * references are computed once a run where there are at most FC_CHECK_ROWS_KEPT of them.
  */
 int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats);
 
 void fc_check_release(struct fc_check_run *run);
+
+#define FC_CHECK_ROWS_KEPT 4096   /* sampled rows whose references a run keeps (3 x head_dim doubles each) */
+
+/** How many sampled rows' references the run keeps from its first fc_check_verify (0: none yet, or
+ *  more rows than FC_CHECK_ROWS_KEPT: each verify computes them). */
+long long fc_check_kept_rows(const struct fc_check_run *run);
 
 #endif

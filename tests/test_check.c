@@ -325,12 +325,45 @@ static void test_faults_fail_the_check(void **state)
         }
 }
 
+/* A run checked again (fcjit tune's next candidate) judges the same sampled rows by the references
+ * its first check computed and kept: the same verdict and figures on the same output, and a fault in
+ * a later output still fails; with more sampled rows than a run keeps, each check computes them. */
+static void test_later_checks_reuse_the_references(void **state)
+{
+    (void)state;
+    for (int many = 0; many <= 1; many++) {
+        struct fc_check_case c = form_case(many ? 0 : 3, FC_BF16, 0);   /* varlen, or dense with every row */
+        c.check_rows = many ? 0 : 7;
+        if (many) {   /* every row: more than a run keeps */
+            c.shape.seqlen_q = 2 * FC_CHECK_ROWS_KEPT / (c.shape.batch * c.shape.heads_q) + 1;
+            c.shape.seqlen_k = 9;
+        }
+        struct fc_check_run run;
+        char msg[FC_MESSAGE_MAX] = "";
+        assert_int_equal(fc_check_prepare(&host_context, &c, &run, msg, sizeof msg), FC_OK);
+        host_forward(&run.params, NO_FAULT);
+        assert_int_equal(fc_check_download(&run, msg, sizeof msg), FC_OK);
+        struct fc_error_stats first, again;
+        assert_true(fc_check_verify(&run, &first));
+        assert_int_equal(fc_check_kept_rows(&run), many ? 0 : 7);   /* kept, or not */
+        assert_true(fc_check_verify(&run, &again));
+        assert_memory_equal(&first, &again, sizeof first);
+        /* a later candidate's output with one element off in the first row (always sampled) */
+        const uint16_t bits = fc_float_to_storage(FC_BF16, fc_storage_to_float(FC_BF16, run.host_out[0]) + 0.5f);
+        run.host_out[0] = bits;
+        assert_false(fc_check_verify(&run, &again));
+        assert_true(again.max_error > first.max_error);
+        fc_check_release(&run);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_correct_forward_passes_in_every_form),
         cmocka_unit_test(test_fp8_inputs_are_e4m3_with_descales),
         cmocka_unit_test(test_faults_fail_the_check),
+        cmocka_unit_test(test_later_checks_reuse_the_references),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
