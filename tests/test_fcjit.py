@@ -235,6 +235,14 @@ def test_tune_dry_run_pairs_buckets_with_candidates(cli, directory):
     assert all(b["heuristic_is_candidate"] for b in shipped.values()), [b for b in shipped.values()
                                                                        if not b["heuristic_is_candidate"]]
     assert shipped["e4m3_d256_gqa1_s4096"]["heuristic"] == "sm90_bf16_d256_kv8_q8_m128n128s2w12p_sm_90a", shipped
+    # every shipped winner of a bucket the shipped spec has is among its candidates, so a GPU's own
+    # `fcjit tune` measures what the shipped layer would run (the H200's tune could not: v40.1)
+    winners_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tuning_db", "winners.tsv")
+    with open(winners_path) as handle:
+        rows = [line.rstrip("\n").split("\t") for line in handle if not line.startswith("#")]
+    outside = [(row[0], row[4], row[5]) for row in rows
+               if row[4] in shipped and row[5] not in shipped[row[4]]["candidates"]]
+    assert not outside and len(rows) > 200, outside
     code, out, _ = cli.run("tune", "--dry-run", "--spec", path, "--arch", "sm_80")
     assert code == EXIT_OK and out.startswith("0 buckets"), out
     with open(path, "w") as handle:
