@@ -187,8 +187,8 @@ static int add(void *user, const struct fc_tuning_row *row)
     slot->shipped = l->shipped;
     slot->own_driver = own_driver;
     snprintf(slot->measured_at, sizeof slot->measured_at, "%s", row->measured_at);
-    snprintf(slot->reason, sizeof slot->reason, "tuned: winner of bucket %s on this GPU (%.3f ms%s)",
-             row->bucket, row->median_ms, l->shipped ? ", shipped winners" : "");
+    snprintf(slot->reason, sizeof slot->reason, "tuned: winner of bucket %s on this GPU (%.3f ms, %s %.10s)",
+             row->bucket, row->median_ms, l->shipped ? "shipped winners measured" : "measured", row->measured_at);
     return 0;
 }
 
