@@ -110,6 +110,8 @@ def compile_folder(fcjit, spec, templates, work, min_gmma=4):
             report["error"] = (assembled.stdout + assembled.stderr).strip()
         else:
             listing = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, check=True).stdout
+            with open(path[:-4] + ".sass", "w") as handle:   # beside the PTX and cubin (kept with --keep)
+                handle.write(listing)
             sass = parse_sass(listing)
             report.update(sass=[text for _, text in sass], loops=loops(sass, min_gmma))
         reports[name] = report
@@ -159,6 +161,7 @@ def main():
                 print("  A and B: " + ("the same SASS" if report["sass"] == other["sass"] else "different SASS"))
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
+
 
 if __name__ == "__main__":
     main()
