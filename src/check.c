@@ -1,8 +1,11 @@
 /* Device checks: random inputs in a chosen layout, NaN-poisoned outputs, fp64 CPU judgement. */
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_internal.h"
 
@@ -80,6 +83,84 @@ static enum fc_status upload(struct fc_check_run *run, CUdeviceptr *device, cons
     return r == CUDA_SUCCESS ? FC_OK : cuda_fail(run, r, "cuMemcpyHtoD", msg, size);
 }
 
+/* Runs work(data, thread, threads) for thread 0 .. threads - 1, threads = min(CPUs, PARALLEL_MAX,
+ * most), on threads of their own but the first (a thread that cannot start: this one runs its share).
+ * What work does must not depend on how many threads share it. */
+enum { PARALLEL_MAX = 16 };
+
+struct parallel_job {
+    void (*work)(void *data, int thread, int threads);
+    void *data;
+    int thread, threads;
+};
+
+static void *parallel_thread(void *job)
+{
+    const struct parallel_job *j = job;
+    j->work(j->data, j->thread, j->threads);
+    return NULL;
+}
+
+static void run_parallel(void (*work)(void *data, int thread, int threads), void *data, long long most)
+{
+    struct parallel_job jobs[PARALLEL_MAX];
+    pthread_t threads[PARALLEL_MAX];
+    int started[PARALLEL_MAX] = {0};
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long long count = cpus > 1 ? cpus : 1;
+    count = count < PARALLEL_MAX ? count : PARALLEL_MAX;
+    count = count < most ? count : most > 1 ? most : 1;
+    for (int t = 0; t < count; t++) {
+        jobs[t] = (struct parallel_job){.work = work, .data = data, .thread = t, .threads = (int)count};
+        started[t] = t > 0 && pthread_create(&threads[t], NULL, parallel_thread, &jobs[t]) == 0;
+    }
+    for (int t = 0; t < count; t++)
+        if (!started[t])
+            parallel_thread(&jobs[t]);
+    for (int t = 1; t < count; t++)
+        if (started[t])
+            pthread_join(threads[t], NULL);
+}
+
+/* The inputs are drawn in blocks of DRAW_BLOCK elements, each block from a stream of its own (the
+ * seed, the tensor, the block's index), so that threads draw them in any order and a seed's values
+ * are the same on any machine; FP8 ones are the codes of the values 16-bit ones would hold. */
+enum { DRAW_BLOCK = 1 << 18 };
+
+struct draw {
+    struct fc_check_run *run;
+    size_t elements[3];   /* of q, k and v */
+};
+
+static void draw_block(struct fc_check_run *run, int tensor, size_t block, size_t elements)
+{
+    const struct fc_attention_params *p = &run->params;
+    const int fp8 = tensor == 0 ? run->q_bytes == 1 : run->kv_bytes == 1;
+    const double unit = run->c.kv_descale > 0.f ? run->c.kv_descale : 1.0;   /* FP8: the codes' scale */
+    uint64_t z = ((uint64_t)tensor << 48 | block) * 0xbf58476d1ce4e5b9ull;   /* splitmix64's finalizer */
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    struct fc_random random;
+    fc_random_seed(&random, run->c.seed ^ z ^ (z >> 31));
+    uint8_t *codes = tensor == 0 ? run->host_q8 : tensor == 1 ? run->host_k8 : run->host_v8;
+    uint16_t *storage = tensor == 0 ? run->host_q : tensor == 1 ? run->host_k : run->host_v;
+    const size_t first = block * DRAW_BLOCK, end = first + DRAW_BLOCK < elements ? first + DRAW_BLOCK : elements;
+    for (size_t i = first; i < end; i++) {
+        const double value = fc_random_normal(&random);
+        if (fp8)
+            codes[i] = fc_float_to_e4m3((float)(value / unit));
+        else
+            storage[i] = fc_float_to_storage(p->dtype, (float)value);
+    }
+}
+
+static void draw_share(void *data, int thread, int threads)
+{
+    const struct draw *d = data;
+    for (int tensor = 0; tensor < 3; tensor++)
+        for (size_t block = (size_t)thread; block * DRAW_BLOCK < d->elements[tensor]; block += (size_t)threads)
+            draw_block(d->run, tensor, block, d->elements[tensor]);
+}
+
 static enum fc_status allocate_host(struct fc_check_run *run, char *msg, size_t size)
 {
     const struct fc_attention_params *p = &run->params;
@@ -108,25 +189,8 @@ static enum fc_status allocate_host(struct fc_check_run *run, char *msg, size_t 
         snprintf(msg, size, "out of host memory for a %zu-element problem", q + 2 * kv);
         return FC_ERR_NOMEM;
     }
-    /* one stream, q then k then v: FP8 ones are the codes of the values 16-bit ones would hold */
-    struct fc_random random;
-    fc_random_seed(&random, run->c.seed);
-    const double unit = run->c.kv_descale > 0.f ? run->c.kv_descale : 1.0;   /* FP8: the codes' scale */
-    for (size_t i = 0; i < q; i++) {
-        const double value = fc_random_normal(&random);
-        if (q_fp8)
-            run->host_q8[i] = fc_float_to_e4m3((float)(value / unit));
-        else
-            run->host_q[i] = fc_float_to_storage(p->dtype, (float)value);
-    }
-    for (int t = 0; t < 2; t++)
-        for (size_t i = 0; i < kv; i++) {
-            const double value = fc_random_normal(&random);
-            if (fp8)
-                (t ? run->host_v8 : run->host_k8)[i] = fc_float_to_e4m3((float)(value / unit));
-            else
-                (t ? run->host_v : run->host_k)[i] = fc_float_to_storage(p->dtype, (float)value);
-        }
+    struct draw d = {.run = run, .elements = {q, kv, kv}};
+    run_parallel(draw_share, &d, (long long)((q + 2 * kv) / DRAW_BLOCK + 1));
     return FC_OK;
 }
 
@@ -586,8 +650,28 @@ static struct checked_row sampled_row(const struct fc_host_problem *hp, long lon
     return at;
 }
 
+/* The sampled rows' references, computed on threads (each its own scratch). */
+struct references {
+    const struct fc_host_problem *hp;
+    struct fc_check_reference *r;
+    int failed[PARALLEL_MAX];   /* a thread without its scratch */
+};
+
+static void reference_share(void *data, int thread, int threads)
+{
+    struct references *refs = data;
+    double *scratch = malloc(sizeof(double) * 2 * (size_t)refs->hp->seqlen_k);
+    if (!scratch) {
+        refs->failed[thread] = 1;
+        return;
+    }
+    for (long long n = thread; n < refs->r->rows; n += threads)
+        fc_reference_row(refs->hp, refs->r->at[n].b, refs->r->at[n].h, refs->r->at[n].i, &refs->r->row[n], scratch);
+    free(scratch);
+}
+
 /* Computes and keeps the references of the run's sampled rows; 0 if it cannot (memory, too many). */
-static int keep_references(const struct fc_check_run *run, long long rows, long long total, double *scratch)
+static int keep_references(const struct fc_check_run *run, long long rows, long long total)
 {
     struct fc_check_reference *r = run->reference;
     if (!r || rows > FC_CHECK_ROWS_KEPT)
@@ -610,9 +694,15 @@ static int keep_references(const struct fc_check_run *run, long long rows, long 
         double *values = r->values + 3 * D * (size_t)n;
         r->row[n] = (struct fc_row_reference){.out = values, .native = values + D, .p_bound = values + 2 * D};
         r->at[n] = sampled_row(hp, n, rows, total, &random);
-        fc_reference_row(hp, r->at[n].b, r->at[n].h, r->at[n].i, &r->row[n], scratch);
     }
-    r->rows = rows;
+    r->rows = rows;   /* the rows the threads compute */
+    struct references refs = {.hp = hp, .r = r};
+    run_parallel(reference_share, &refs, rows);
+    for (int t = 0; t < PARALLEL_MAX; t++)
+        if (refs.failed[t]) {
+            reference_free(r);
+            return 0;
+        }
     return 1;
 }
 
@@ -634,7 +724,7 @@ int fc_check_verify(const struct fc_check_run *run, struct fc_error_stats *stats
     long long total = hp->cu_seqlens_q ? (long long)hp->cu_seqlens_q[hp->batch] * hp->heads_q
                                        : (long long)run->lse_count;
     long long rows = run->c.check_rows > 0 && run->c.check_rows < total ? run->c.check_rows : total;
-    const int kept = keep_references(run, rows, total, scratch);
+    const int kept = keep_references(run, rows, total);
     struct fc_random random;
     fc_random_seed(&random, run->c.seed ^ 0x5eedull);
     for (long long n = 0; n < rows; n++) {

@@ -357,6 +357,48 @@ static void test_later_checks_reuse_the_references(void **state)
     }
 }
 
+/* Inputs over many of the generator's blocks (drawn on threads): the same seed gives the same bits,
+ * another seed others, the blocks are not copies of one another, and the values are N(0, 1). */
+static void test_inputs_are_the_seeds_on_any_thread(void **state)
+{
+    (void)state;
+    struct fc_check_case c;
+    memset(&c, 0, sizeof c);
+    fc_attention_params_init(&c.shape);
+    c.shape.dtype = FC_BF16;
+    c.shape.batch = 1;
+    c.shape.seqlen_q = c.shape.seqlen_k = 4096;
+    c.shape.heads_q = c.shape.heads_kv = 8;
+    c.shape.head_dim = 64;   /* 2M elements a tensor: several blocks */
+    c.layout = FC_LAYOUT_PACKED;
+    c.check_rows = 8;
+    c.seed = 11;
+    struct fc_check_run a, b;
+    char msg[FC_MESSAGE_MAX] = "";
+    assert_int_equal(fc_check_prepare(&host_context, &c, &a, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_check_prepare(&host_context, &c, &b, msg, sizeof msg), FC_OK);
+    const size_t n = (size_t)4096 * 8 * 64, block = (size_t)1 << 18;
+    assert_memory_equal(a.host_q, b.host_q, n * 2);
+    assert_memory_equal(a.host_k, b.host_k, n * 2);
+    assert_memory_equal(a.host_v, b.host_v, n * 2);
+    assert_memory_not_equal(a.host_q, a.host_k, 64);
+    assert_memory_not_equal(a.host_q, a.host_q + block, 64);
+    assert_memory_not_equal(a.host_k + block, a.host_k + 2 * block, 64);
+    double sum = 0, squares = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double x = fc_storage_to_float(FC_BF16, a.host_v[i]);
+        sum += x;
+        squares += x * x;
+    }
+    assert_true(fabs(sum / n) < 0.01 && fabs(squares / n - 1.0) < 0.01);
+    fc_check_release(&b);
+    c.seed = 12;
+    assert_int_equal(fc_check_prepare(&host_context, &c, &b, msg, sizeof msg), FC_OK);
+    assert_memory_not_equal(a.host_q, b.host_q, 64);
+    fc_check_release(&a);
+    fc_check_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_fp8_inputs_are_e4m3_with_descales),
         cmocka_unit_test(test_faults_fail_the_check),
         cmocka_unit_test(test_later_checks_reuse_the_references),
+        cmocka_unit_test(test_inputs_are_the_seeds_on_any_thread),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
