@@ -354,7 +354,10 @@ static void assert_bit_identical(const struct fc_check_case *given)
     struct fc_check_run run;
     char msg[FC_MESSAGE_MAX] = "";
     assert_int_equal(fc_check_prepare(ctx, &c, &run, msg, sizeof msg), FC_OK);
-    size_t bytes = (size_t)c.shape.batch * c.shape.seqlen_q * c.shape.heads_q * c.shape.head_dim * 2;
+    /* the output as check.c holds it (varlen: one batch of every sequence's tokens and the padding;
+     * the case's batch x seqlen_q read past its end, 0.77 MB at the paged varlen case) */
+    const struct fc_attention_params *p = &run.params;
+    size_t bytes = (size_t)run.layout_batch * p->seqlen_q * p->heads_q * p->head_dim * 2;
     uint16_t *first = malloc(bytes);
     float *first_lse = malloc(run.lse_count * 4);
     assert_non_null(first);
@@ -379,6 +382,15 @@ static void assert_bit_identical(const struct fc_check_case *given)
         } else {
             differing += memcmp(first, run.host_out, bytes) != 0 || memcmp(first_lse, run.host_lse, run.lse_count * 4) != 0;
         }
+    }
+    if (differing) {   /* which case, and which kernel */
+        struct fc_plan_info info;
+        memset(&info, 0, sizeof info);
+        fc_attention_plan(ctx, &run.params, &info);
+        print_message("FAIL (bit-identical case: %d of %d repeats differ from the first run) B=%d Sq=%d Sk=%d Hq=%d "
+                      "Hkv=%d D=%d page %d varlen %d: %s\n", differing, DETERMINISM_RUNS - 1, c.shape.batch,
+                      c.shape.seqlen_q, c.shape.seqlen_k, c.shape.heads_q, c.shape.heads_kv, c.shape.head_dim,
+                      c.page_size, c.lens_q != NULL, info.kernel);
     }
     free(first);
     free(first_lse);
