@@ -45,6 +45,9 @@ int fcjit_parse_int(const char *command, const char *name, const char *text, lon
 /* The same for a finite float, and for an unsigned 64-bit integer: the whole text must be the number. */
 int fcjit_parse_float(const char *command, const char *name, const char *text, float *out);
 int fcjit_parse_u64(const char *command, const char *name, const char *text, unsigned long long *out);
+/* A time budget in milliseconds, 0 to FCJIT_MS_MAX (--rep-ms, --warmup-ms). */
+#define FCJIT_MS_MAX 60000
+int fcjit_parse_ms(const char *command, const char *name, const char *text, float *out);
 
 /* FP8 inputs' descale magnitude where none is given (`run --kv-descale`, tune's FP8 buckets): codes up
  * to ~300 for N(0, 1) values, e4m3's range without saturating. */
@@ -61,11 +64,26 @@ double fcjit_seconds_now(void);
 /* The median of n values (n >= 1), which are sorted in place. */
 double fcjit_median(double *values, int n);
 
-/* Warm-up, then the median of iters timed launches of the forward call, in ms; with a scrub
- * buffer (a device pointer, 0: none) of scrub_words 32-bit words rewritten before each launch, so
- * that no launch finds its inputs in L2. */
-enum fc_status fcjit_time_forward(struct fc_context *ctx, const struct fc_attention_params *params, int warmup,
-                                  int iters, unsigned long long scrub, size_t scrub_words, double *median_ms);
+/* How fcjit_time_forward times a forward call, as BENCH.md's do_bench does: at least `warmup`
+ * untimed and `iters` timed launches, and where warmup_ms or rep_ms is above 0, as many more as take
+ * about that many milliseconds (from a first estimate over a few launches; at most FCJIT_TIMED_MAX
+ * each). */
+struct fcjit_timing {
+    int warmup, iters;
+    float warmup_ms, rep_ms;
+};
+#define FCJIT_TIMED_MAX 1000
+
+/* The median of the timed launches of the forward call, in ms, and how many were timed (timed may be
+ * NULL). Every launch is queued back to back, each timed by its own pair of events, with one
+ * synchronization at the end: the GPU never idles between them, so a long enough run reaches the
+ * clock and power a benchmark's does (a few launches after an idle GPU run at its boost clock:
+ * 10-20% faster than under do_bench at the power limit, H200, PERF_NOTES v41.1). With a scrub buffer
+ * (a device pointer, 0: none) of scrub_words 32-bit words rewritten before each launch, no launch
+ * finds its inputs in L2. */
+enum fc_status fcjit_time_forward(struct fc_context *ctx, const struct fc_attention_params *params,
+                                  const struct fcjit_timing *timing, unsigned long long scrub, size_t scrub_words,
+                                  double *median_ms, int *timed);
 
 struct fc_variant_list;
 /* Compiles (or finds cached) every variant in worker processes; quiet: one summary line on stderr. */

@@ -85,6 +85,21 @@ int fcjit_parse_float(const char *command, const char *name, const char *text, f
     return 0;
 }
 
+int fcjit_parse_ms(const char *command, const char *name, const char *text, float *out)
+{
+    float value;
+    if (fcjit_parse_float(command, name, text, &value))
+        return -1;
+    if (value < 0.f || value > FCJIT_MS_MAX) {
+        char expected[64];
+        snprintf(expected, sizeof expected, "milliseconds from 0 to %d", FCJIT_MS_MAX);
+        parse_failed(command, name, expected, text);
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
 int fcjit_parse_u64(const char *command, const char *name, const char *text, unsigned long long *out)
 {
     char *end;

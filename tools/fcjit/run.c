@@ -54,6 +54,9 @@ static const char RUN_HELP[] =
     "  --device N         CUDA device (default 0)\n"
     "  --iters N          timed launches, median reported (default 20)\n"
     "  --warmup N         untimed launches first (default 3)\n"
+    "  --rep-ms MS        time at least this long: more launches where --iters take less (default 0;\n"
+    "                     BENCH.md's do_bench: 100); launches run back to back, each timed alone\n"
+    "  --warmup-ms MS     likewise for the untimed launches (default 0; do_bench: 25)\n"
     "  --check-rows N     query rows checked against the CPU reference (default 256; 0 = all)\n"
     "  --no-check         check only the first and last rows (every element is still scanned for NaN)\n"
     "  --no-lse           do not ask for the log-sum-exp\n"
@@ -83,6 +86,7 @@ struct run_options {
     float kv_descale;          /* --kv-descale: FP8 K/V's descale magnitude; < 0 until given */
     float sinks;               /* --sinks: their magnitude; 0 = none */
     int device, iters, warmup, check_rows, check, want_lse, host_calls;
+    float warmup_ms, rep_ms;   /* --warmup-ms, --rep-ms: 0 = the counts alone */
     int arch, arch_specific;   /* plan --arch */
     unsigned long long seed;
 };
@@ -91,7 +95,7 @@ struct run_options {
 enum { O_BATCH = 256, O_SEQLEN, O_SEQLEN_Q, O_SEQLEN_K, O_HEADS, O_HEADS_Q, O_HEADS_KV, O_HEAD_DIM, O_DTYPE,
        O_CAUSAL, O_SCALE, O_DEVICE, O_ITERS, O_WARMUP, O_CHECK_ROWS, O_NO_CHECK, O_NO_LSE, O_SEED, O_HOST_CALLS,
        O_VARIANT, O_ARCH, O_WINDOW_LEFT, O_WINDOW_RIGHT, O_SINKS, O_SOFTCAP, O_VARLEN, O_VARLEN_K, O_SEQUSED_K,
-       O_PAGE_SIZE, O_KV_DTYPE, O_KV_DESCALE, O_OUT_DTYPE, O_NO_QUICK };
+       O_PAGE_SIZE, O_KV_DTYPE, O_KV_DESCALE, O_OUT_DTYPE, O_NO_QUICK, O_WARMUP_MS, O_REP_MS };
 
 /* Option --name (its value in optarg) of `command`: an integer >= min. */
 static int at_least(const char *command, const char *name, int min, int *out)
@@ -124,6 +128,8 @@ static int parse_one(int c, const char *command, struct run_options *o)
     case O_DEVICE: return at_least(command, "device", 0, &o->device);
     case O_ITERS: return at_least(command, "iters", 1, &o->iters);
     case O_WARMUP: return at_least(command, "warmup", 0, &o->warmup);
+    case O_WARMUP_MS: return fcjit_parse_ms(command, "warmup-ms", optarg, &o->warmup_ms);
+    case O_REP_MS: return fcjit_parse_ms(command, "rep-ms", optarg, &o->rep_ms);
     case O_CHECK_ROWS: return at_least(command, "check-rows", 0, &o->check_rows);
     case O_NO_CHECK: o->check = 0; return 0;
     case O_NO_LSE: o->want_lse = 0; return 0;
@@ -255,7 +261,8 @@ static int parse_options(int argc, char **argv, const char *command, struct run_
         {"softcap", 1, 0, O_SOFTCAP}, {"varlen", 1, 0, O_VARLEN}, {"varlen-k", 1, 0, O_VARLEN_K},
         {"seqused-k", 1, 0, O_SEQUSED_K}, {"page-size", 1, 0, O_PAGE_SIZE}, {"kv-dtype", 1, 0, O_KV_DTYPE},
         {"kv-descale", 1, 0, O_KV_DESCALE}, {"out-dtype", 1, 0, O_OUT_DTYPE},
-        {"no-quick-first-call", 0, 0, O_NO_QUICK}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+        {"no-quick-first-call", 0, 0, O_NO_QUICK}, {"warmup-ms", 1, 0, O_WARMUP_MS}, {"rep-ms", 1, 0, O_REP_MS},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     fc_attention_params_init(&o->params);
@@ -504,7 +511,10 @@ static double now_us(void)
         }                                                                                          \
     } while (0)
 
-struct timings { double first_call_ms, median_ms, host_us, raw_launch_us; };
+struct timings {
+    double first_call_ms, median_ms, host_us, raw_launch_us;
+    int timed;   /* launches the median is of */
+};
 
 /* The quick first call, where it served run's first call: its kernel, its check, and when the
  * planned kernel (compiled on the context's worker meanwhile) was ready, from the call's start. */
@@ -515,43 +525,102 @@ struct quick_call {
     double planned_ready_ms;
 };
 
-enum fc_status fcjit_time_forward(struct fc_context *ctx, const struct fc_attention_params *params, int warmup,
-                                  int iters, unsigned long long scrub, size_t scrub_words, double *median_ms)
+/* One launch of the forward call: the scrub rewritten first (value `i`), then the call between the
+ * two events (either may be NULL: untimed). */
+static enum fc_status launch_timed(struct fc_context *ctx, const struct fc_attention_params *params,
+                                   unsigned long long scrub, size_t scrub_words, unsigned i, CUevent start, CUevent stop)
 {
     const struct fc_cuda_api *cu = ctx->cuda;
-    CUevent start = NULL, stop = NULL;
-    double *ms = calloc((size_t)iters, sizeof *ms);
-    enum fc_status status = ms ? FC_OK : FC_ERR_NOMEM;
-    if (status == FC_OK && (cu->cuEventCreate(&start, CU_EVENT_DEFAULT) || cu->cuEventCreate(&stop, CU_EVENT_DEFAULT)))
+    if (scrub && cu->cuMemsetD32((CUdeviceptr)scrub, i, scrub_words) != CUDA_SUCCESS)
+        return FC_ERR_CUDA;
+    if (start && cu->cuEventRecord(start, NULL) != CUDA_SUCCESS)
+        return FC_ERR_CUDA;
+    enum fc_status status = fc_attention_forward(ctx, params, NULL);
+    if (status == FC_OK && stop && cu->cuEventRecord(stop, NULL) != CUDA_SUCCESS)
         status = FC_ERR_CUDA;
-    for (int i = 0; status == FC_OK && i < warmup + iters; i++) {
-        if (scrub && cu->cuMemsetD32((CUdeviceptr)scrub, (unsigned)i, scrub_words) != CUDA_SUCCESS)
-            status = FC_ERR_CUDA;
-        if (status == FC_OK && cu->cuEventRecord(start, NULL) != CUDA_SUCCESS)
-            status = FC_ERR_CUDA;
-        if (status == FC_OK)
-            status = fc_attention_forward(ctx, params, NULL);
-        if (status == FC_OK && (cu->cuEventRecord(stop, NULL) || cu->cuEventSynchronize(stop)))
-            status = FC_ERR_CUDA;
+    return status;
+}
+
+/* The launches a budget of `ms` milliseconds takes at `each_ms` a launch, at least `least`, at most
+ * FCJIT_TIMED_MAX (and never fewer than `least`). */
+static int launches_for(double ms, double each_ms, int least)
+{
+    double n = ms > 0 && each_ms > 0 ? ceil(ms / each_ms) : 0;
+    if (n > FCJIT_TIMED_MAX)
+        n = FCJIT_TIMED_MAX;
+    return n > least ? (int)n : least;
+}
+
+enum fc_status fcjit_time_forward(struct fc_context *ctx, const struct fc_attention_params *params,
+                                  const struct fcjit_timing *timing, unsigned long long scrub, size_t scrub_words,
+                                  double *median_ms, int *timed)
+{
+    enum { ESTIMATE_LAUNCHES = 5 };
+    const struct fc_cuda_api *cu = ctx->cuda;
+    int warmup = timing->warmup, iters = timing->iters;
+    unsigned seq = 0;
+    CUevent *events = NULL;
+    double *ms = NULL;
+    enum fc_status status = FC_OK;
+    if (timing->warmup_ms > 0 || timing->rep_ms > 0) {
+        /* do_bench's estimate: a few launches back to back (scrubs included), one interval */
+        CUevent first = NULL, last = NULL;
         float elapsed = 0.f;
-        if (status == FC_OK && cu->cuEventElapsedTime(&elapsed, start, stop) != CUDA_SUCCESS)
+        if (cu->cuEventCreate(&first, CU_EVENT_DEFAULT) || cu->cuEventCreate(&last, CU_EVENT_DEFAULT) ||
+            cu->cuEventRecord(first, NULL))
             status = FC_ERR_CUDA;
-        if (status == FC_OK && i >= warmup)
-            ms[i - warmup] = elapsed;
+        for (int i = 0; status == FC_OK && i < ESTIMATE_LAUNCHES; i++)
+            status = launch_timed(ctx, params, scrub, scrub_words, seq++, NULL, NULL);
+        if (status == FC_OK && (cu->cuEventRecord(last, NULL) || cu->cuEventSynchronize(last) ||
+                                cu->cuEventElapsedTime(&elapsed, first, last)))
+            status = FC_ERR_CUDA;
+        if (first)
+            cu->cuEventDestroy(first);
+        if (last)
+            cu->cuEventDestroy(last);
+        const double each_ms = elapsed / ESTIMATE_LAUNCHES;
+        warmup = launches_for(timing->warmup_ms, each_ms, warmup);
+        iters = launches_for(timing->rep_ms, each_ms, iters);
     }
-    if (status == FC_OK)
+    if (status == FC_OK) {
+        events = calloc(2 * (size_t)iters, sizeof *events);
+        ms = calloc((size_t)iters, sizeof *ms);
+        status = events && ms ? FC_OK : FC_ERR_NOMEM;
+    }
+    for (int i = 0; status == FC_OK && i < 2 * iters; i++)
+        if (cu->cuEventCreate(&events[i], CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+            status = FC_ERR_CUDA;
+    /* queued back to back and synchronized once, as do_bench's: the GPU never idles between them */
+    for (int i = 0; status == FC_OK && i < warmup; i++)
+        status = launch_timed(ctx, params, scrub, scrub_words, seq++, NULL, NULL);
+    for (int i = 0; status == FC_OK && i < iters; i++)
+        status = launch_timed(ctx, params, scrub, scrub_words, seq++, events[2 * i], events[2 * i + 1]);
+    if (status == FC_OK && cu->cuEventSynchronize(events[2 * iters - 1]) != CUDA_SUCCESS)
+        status = FC_ERR_CUDA;
+    for (int i = 0; status == FC_OK && i < iters; i++) {
+        float elapsed = 0.f;
+        if (cu->cuEventElapsedTime(&elapsed, events[2 * i], events[2 * i + 1]) != CUDA_SUCCESS)
+            status = FC_ERR_CUDA;
+        ms[i] = elapsed;
+    }
+    if (status == FC_OK) {
         *median_ms = fcjit_median(ms, iters);
+        if (timed)
+            *timed = iters;
+    }
+    for (int i = 0; events && i < 2 * iters; i++)
+        if (events[i])
+            cu->cuEventDestroy(events[i]);
+    free(events);
     free(ms);
-    if (start)
-        cu->cuEventDestroy(start);
-    if (stop)
-        cu->cuEventDestroy(stop);
     return status;
 }
 
 static int time_kernel(struct fc_context *ctx, const struct run_options *o, struct timings *t)
 {
-    enum fc_status status = fcjit_time_forward(ctx, &o->params, o->warmup, o->iters, 0, 0, &t->median_ms);
+    const struct fcjit_timing timing = {.warmup = o->warmup, .iters = o->iters, .warmup_ms = o->warmup_ms,
+                                        .rep_ms = o->rep_ms};
+    enum fc_status status = fcjit_time_forward(ctx, &o->params, &timing, 0, 0, &t->median_ms, &t->timed);
     if (status != FC_OK)
         fprintf(stderr, "fcjit run: timing: %s: %s\n", fc_status_name(status),
                 status == FC_ERR_CUDA ? "a CUDA call failed" : fc_context_errmsg(ctx));
@@ -695,7 +764,7 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
                "context's worker, ready %.1f ms after the call began\n", quick->kernel,
                quick->passed ? "PASS" : "FAIL", quick->stats.max_error, quick->planned_ready_ms);
     printf("  median        %.4f ms over %d launches, %.2f TFLOP/s, K+V read at %.0f GB/s\n", t->median_ms,
-           o->iters, tflops, kv_gbps);
+           t->timed, tflops, kv_gbps);
     if (o->host_calls)
         printf(isnan(t->raw_launch_us) ? "  host per call %.2f us (split-KV: no bare launch to compare)\n"
                                        : "  host per call %.2f us (bare cuLaunchKernel %.2f us)\n",
