@@ -65,7 +65,7 @@ def test_usage_errors_exit_2(cli):
     for args in (["bogus"], [], ["run", "--head-dim", "x"], ["precompile", "--arch", "sm_1"],
                  ["precompile", "--jobs", "0"], ["cache", "frobnicate"], ["run", "--dtype", "fp7"],
                  ["run", "--rep-ms", "-1"], ["run", "--warmup-ms", "soon"], ["tune", "--rep-ms", "1e9"],
-                 ["tune", "--warmup-ms", "nan"], ["tune", "--rounds", "-1"], ["tune", "--rounds", "21"]):
+                 ["tune", "--warmup-ms", "nan"], ["tune", "--rounds", "-1"], ["tune", "--rounds", "21"], ["run", "--iters", "1000000"]):
         code, _, err = cli.run(*args)
         assert code == EXIT_USAGE, (args, code, err)
         assert err.strip(), (args, "no message on stderr")

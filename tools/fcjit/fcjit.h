@@ -73,6 +73,7 @@ struct fcjit_timing {
     float warmup_ms, rep_ms;
 };
 #define FCJIT_TIMED_MAX 1000
+#define FCJIT_ITERS_MAX 100000   /* run --iters: each timed launch holds two events until the end */
 
 /* The median of the timed launches of the forward call, in ms, and how many were timed (timed may be
  * NULL). Every launch is queued back to back, each timed by its own pair of events, with one

@@ -126,7 +126,7 @@ static int parse_one(int c, const char *command, struct run_options *o)
     case O_SEQUSED_K: return (o->count_used = fcjit_parse_lengths(command, "seqused-k", optarg, o->used_k)) < 0;
     case O_PAGE_SIZE: return at_least(command, "page-size", 1, &o->page_size);
     case O_DEVICE: return at_least(command, "device", 0, &o->device);
-    case O_ITERS: return at_least(command, "iters", 1, &o->iters);
+    case O_ITERS: return fcjit_parse_int(command, "iters", optarg, 1, FCJIT_ITERS_MAX, &o->iters);
     case O_WARMUP: return at_least(command, "warmup", 0, &o->warmup);
     case O_WARMUP_MS: return fcjit_parse_ms(command, "warmup-ms", optarg, &o->warmup_ms);
     case O_REP_MS: return fcjit_parse_ms(command, "rep-ms", optarg, &o->rep_ms);
@@ -541,8 +541,8 @@ static enum fc_status launch_timed(struct fc_context *ctx, const struct fc_atten
     return status;
 }
 
-/* The launches a budget of `ms` milliseconds takes at `each_ms` a launch, at least `least`, at most
- * FCJIT_TIMED_MAX (and never fewer than `least`). */
+/* The launches a budget of `ms` milliseconds takes at `each_ms` a launch: at most FCJIT_TIMED_MAX,
+ * and never fewer than `least`. */
 static int launches_for(double ms, double each_ms, int least)
 {
     double n = ms > 0 && each_ms > 0 ? ceil(ms / each_ms) : 0;
@@ -729,10 +729,10 @@ static void report(const struct fcjit_globals *g, const struct run_options *o, c
         printf("{\"batch\": %d, \"seqlen_q\": %d, \"seqlen_k\": %d, \"heads_q\": %d, \"heads_kv\": %d, "
                "\"head_dim\": %d, \"dtype\": \"%s\", \"causal\": %s, \"window_left\": %d, \"window_right\": %d, "
                "\"kernel\": \"%s\", \"splits\": %d, \"first_call_ms\": %.3f, \"median_ms\": %.4f, \"tflops\": %.2f, "
-               "\"kv_gbps\": %.1f, ",
+               "\"kv_gbps\": %.1f, \"timed_launches\": %d, ",
                p->batch, p->seqlen_q, p->seqlen_k, p->heads_q, p->heads_kv, p->head_dim, fc_dtype_name(p->dtype),
                p->causal ? "true" : "false", p->window_left, p->window_right, info->kernel, info->splits,
-               t->first_call_ms, t->median_ms, tflops, kv_gbps);
+               t->first_call_ms, t->median_ms, tflops, kv_gbps, t->timed);
         printf("\"sinks\": %g, \"softcap\": %g, \"kv_dtype\": \"%s\", \"kv_descale\": %g, ", o->sinks, p->softcap,
                kv_fp8 ? "e4m3" : fc_dtype_name(p->dtype), o->kv_descale);
         if (o->host_calls)
