@@ -77,9 +77,9 @@ struct fcjit_timing {
 
 /* The median of the timed launches of the forward call, in ms, and how many were timed (timed may be
  * NULL). Every launch is queued back to back, each timed by its own pair of events, with one
- * synchronization at the end: the GPU never idles between them, so a long enough run reaches the
- * clock and power a benchmark's does (a few launches after an idle GPU run at its boost clock:
- * 10-20% faster than under do_bench at the power limit, H200, PERF_NOTES v41.1). With a scrub buffer
+ * synchronization at the end: the GPU never idles between them, as under a benchmark's do_bench (3 + 10
+ * launches, each synchronized, read our kernels 10-20% faster than do_bench did on an H200, and
+ * ranked some otherwise: PERF_NOTES v41.1). With a scrub buffer
  * (a device pointer, 0: none) of scrub_words 32-bit words rewritten before each launch, no launch
  * finds its inputs in L2. */
 enum fc_status fcjit_time_forward(struct fc_context *ctx, const struct fc_attention_params *params,
