@@ -409,7 +409,9 @@ static int by_first_time(const void *a, const void *b)
 /* The finals: the candidates (rows, this run's that passed) within FINAL_WINDOW of the fastest,
  * at most FINALISTS_MAX, timed o->rounds more times, in turn, so that a drift of the clock reaches
  * each alike; each one's time becomes the median of its timings (one timing alone was 3-5% off
- * under do_bench's, enough to pass the margin, PERF_NOTES v41.1). Stores the new times. */
+ * under do_bench's, enough to pass the margin, PERF_NOTES v41.1). Stores the new times. A bucket
+ * interrupted before its finals ended keeps its first pass's times, and a resumed run, which measures
+ * nothing of it again, marks its winner from those. */
 static enum fc_status tune_finals(struct fc_context *ctx, const struct options *o, const struct work *w,
                                   const struct bucket_work *b, struct fc_check_run *run, struct timed_row *rows,
                                   size_t count, CUdeviceptr scrub, size_t scrub_words, char *msg, size_t size)
