@@ -11,6 +11,7 @@
 #include "tma_internal.h"
 
 #define SHORT_KEYS 1024      /* up to this many keys, causal head_dim 128 takes the small tiles */
+#define SHORT_KEYS_D64_CAUSAL 1448   /* up to this many causal keys (the tuner's 1k bucket), head_dim 64 takes 64-key tiles */
 #define LONG_KEYS_D64 2048          /* from this many keys, head_dim 64 takes three consumer warpgroups ... */
 #define LONG_KEYS_D64_CAUSAL 4096   /* ... and from this many causal ones */
 #define LONG_KEYS_FP8_D64 4096   /* ... FP8 attention's, causal (without a mask: always) */
@@ -471,6 +472,12 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
         v->warps = 8;
         v->block_n = 64;
         v->pingpong = 0;   /* one consumer: nobody to take turns with */
+    } else if (d == 64 && problem->mask.causal && problem->max_seqlen_k <= SHORT_KEYS_D64_CAUSAL) {
+        /* NOTE: few causal key tiles: the plain warpgroup on 64-key tiles, both GPUs' tuned winners
+         * at 512 and 1k keys. Against 128-key tiles, f16 / bf16: at 512 keys 1.091x / 1.091x, at 1k
+         * 1.024x / 1.042x (H100, tools/ab_rounds.py, PERF_NOTES v31.1); 1.095x / 1.091x and 1.021x /
+         * 1.012x (H200, bench.py against the old winners, v41.2); at 2k the 128-key tiles stay. */
+        v->block_n = 64;
     } else if (d == 64 && problem->max_seqlen_k >= (problem->mask.causal ? LONG_KEYS_D64_CAUSAL : LONG_KEYS_D64) &&
                problem->max_seqlen_q >= 1024) {
         /* NOTE: three consumer warpgroups sharing each K/V tile, taking turns on the tensor cores
@@ -519,6 +526,9 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     if (persistent(v))
         return "sm90 kernel: TMA + WGMMA, warp-specialized (1.3-2.6x the sm80 kernel in the H200 sweep), on a "
                "persistent grid (as many CTAs as the SMs hold, each looping over row blocks)";
+    if (d == 64 && problem->mask.causal && v->block_n == 64 && v->block_m == 64)
+        return "sm90 kernel: TMA + WGMMA, one warpgroup on 64-key tiles: few causal keys (up to 1448: 1.01-1.09x "
+               "the 128-key tiles on an H100 and an H200)";
     return "sm90 kernel: TMA + WGMMA, warp-specialized from head_dim 128 (1.3-2.6x the sm80 kernel in the H200 "
            "sweep)";
 }
