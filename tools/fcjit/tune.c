@@ -384,6 +384,13 @@ static int is_candidate(const struct work *w, const struct bucket_work *b, const
     return 0;
 }
 
+/* How each candidate is timed: the options' budgets over their least counts. */
+static struct fcjit_timing timing_of(const struct options *o)
+{
+    return (struct fcjit_timing){.warmup = o->warmup, .iters = o->iters, .warmup_ms = o->warmup_ms,
+                                 .rep_ms = o->rep_ms};
+}
+
 /* Runs candidate v's kernel for every forward call of ctx until the override is cleared. */
 static void use_candidate(struct fc_context *ctx, const struct fc_variant *v)
 {
@@ -426,8 +433,7 @@ static enum fc_status tune_finals(struct fc_context *ctx, const struct options *
         finalists++;
     if (finalists < 2)
         return FC_OK;
-    const struct fcjit_timing timing = {.warmup = o->warmup, .iters = o->iters, .warmup_ms = o->warmup_ms,
-                                        .rep_ms = o->rep_ms};
+    const struct fcjit_timing timing = timing_of(o);
     enum fc_status status = FC_OK;
     for (int r = 1; r <= o->rounds && status == FC_OK && !interrupted; r++)
         for (size_t f = 0; f < finalists && status == FC_OK; f++) {
@@ -489,8 +495,7 @@ static enum fc_status tune_bucket(struct fc_context *ctx, const struct options *
         }
         prepared = 1;
     }
-    const struct fcjit_timing timing = {.warmup = o->warmup, .iters = o->iters, .warmup_ms = o->warmup_ms,
-                                        .rep_ms = o->rep_ms};
+    const struct fcjit_timing timing = timing_of(o);
     for (size_t i = 0; i < b->count && status == FC_OK && !interrupted; i++) {
         const struct fc_variant *v = &w->variants.items[b->candidates[i].index];
         struct fc_tuning_row row;
