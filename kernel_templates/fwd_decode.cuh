@@ -10,7 +10,7 @@
 // m16n8k16, as fwd_sm80.cuh), and the slices of each m-tile merge (max, sum, O) through shared
 // memory at the end. With one split the CTA writes O and
 // the LSE; with several it writes fp32 O (already divided by its sum) and its LSE per split, and
-// CombineSplits, the second kernel of the module, merges them.
+// split_kv.cuh's combine_splits, the second kernel of the module, merges them.
 //
 // KV_FP8 (an FP8 KV cache, sm_89+): K and V stay e4m3 in shared memory, half the bytes through the
 // ring, and become f16 at the fragments in fp8_kv.cuh's byte orders (the merge writes O back in dim
@@ -29,17 +29,9 @@
 #include "ptx/mma.cuh"
 #include "ptx/smem.cuh"
 #include "softmax.cuh"
+#include "split_kv.cuh"
 
 namespace fc {
-
-// The rows of the split-KV partials per split: [batch, heads_q, seqlen_q]; varlen [heads_q, tokens].
-template <bool VARLEN>
-__device__ __forceinline__ long long partial_rows(const fc_kernel_args &args)
-{
-    if (VARLEN && seqlens_of(args).cu_seqlens_q)
-        return static_cast<long long>(args.heads_q) * args.seqlen_q;
-    return static_cast<long long>(args.batch) * args.heads_q * args.seqlen_q;
-}
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int STAGES, int WARPS, bool WINDOW = false,
           bool SOFTCAP = false, bool VARLEN = false, bool PAGED = false, bool KV_FP8 = false, int ROWS = 16>
@@ -582,65 +574,5 @@ struct DecodeForward {
         }
     }
 };
-
-// The rows one combine CTA merges: one per warp (src/family_decode.c launches rows / this CTAs of
-// COMBINE_WARPS warps).
-constexpr int COMBINE_WARPS = 4;
-
-// Merges the splits of one query row per warp: LSE = log (sum_s exp(LSE_s) [+ exp(sink)]), O =
-// sum_s exp(LSE_s - LSE) O_s: the head's sink, if there are sinks, joins the denominator here,
-// once, and brings no value. A row no split saw a key of is 0 with LSE -inf (or its sink). NOTE: a
-// warp a row, its lanes on adjacent columns, the splits' partial rows read as whole 128-byte lines:
-// with a CTA a row (128 threads, one column each) the combine took 13 us of a 240 us decode at 4096
-// rows x 2 splits (Nsight Compute, H100, PERF_NOTES v15).
-template <typename T, int HEAD_DIM, bool VARLEN = false>
-__device__ __forceinline__ void combine_splits(const fc_kernel_args &args)
-{
-    const long long rows = partial_rows<VARLEN>(args);
-    const long long row = static_cast<long long>(blockIdx.x) * COMBINE_WARPS + threadIdx.x / WARP_SIZE;
-    const int lane = threadIdx.x % WARP_SIZE;
-    if (row >= rows)   // (batch, head, query); varlen (head, token)
-        return;
-    const int query = static_cast<int>(row % args.seqlen_q);
-    const int head = static_cast<int>(row / args.seqlen_q % args.heads_q);
-    const int batch = static_cast<int>(row / args.seqlen_q / args.heads_q);
-    // varlen: tokens past the last sequence belong to none: no split wrote their partials, and
-    // their output is never written
-    if (VARLEN && seqlens_of(args).cu_seqlens_q && query >= seqlens_of(args).cu_seqlens_q[args.batch])
-        return;
-    const float sink = args.sinks ? args.sinks[head] : -infinity();
-    float top = sink;   // NOTE: in the max, so that a large sink cannot overflow the sum
-    for (int s = lane; s < args.splits; s += WARP_SIZE)
-        top = fmaxf(top, args.lse_partial[s * rows + row]);
-    top = warp_max(top);
-    float sum = 0.f;
-    if (top != -infinity()) {
-        for (int s = lane; s < args.splits; s += WARP_SIZE)
-            sum += __expf(args.lse_partial[s * rows + row] - top);
-        sum = warp_sum(sum) + __expf(sink - top);   // the sink's term: 0 without one
-    }
-    const float lse = sum > 0.f ? top + __logf(sum) : -infinity();
-    constexpr int PER_LANE = (HEAD_DIM + WARP_SIZE - 1) / WARP_SIZE;   // columns lane, lane + 32, ...
-    float value[PER_LANE];
-#pragma unroll
-    for (int j = 0; j < PER_LANE; j++)
-        value[j] = 0.f;
-    if (sum > 0.f)
-        for (int s = 0; s < args.splits; s++) {
-            const float weight = __expf(args.lse_partial[s * rows + row] - lse);   // 0 for an empty split
-            const float *partial = args.o_partial + (s * rows + row) * HEAD_DIM;
-#pragma unroll
-            for (int j = 0; j < PER_LANE; j++)
-                if (lane + j * WARP_SIZE < HEAD_DIM)
-                    value[j] += weight * partial[lane + j * WARP_SIZE];
-        }
-    T *out = static_cast<T *>(args.o) + batch * args.o_stride[0] + head * args.o_stride[2] + query * args.o_stride[1];
-#pragma unroll
-    for (int j = 0; j < PER_LANE; j++)
-        if (lane + j * WARP_SIZE < HEAD_DIM)
-            out[lane + j * WARP_SIZE] = from_float<T>(value[j]);
-    if (lane == 0 && args.lse)
-        args.lse[row] = lse;
-}
 
 }  // namespace fc

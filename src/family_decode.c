@@ -8,17 +8,13 @@
 
 #include "family_internal.h"
 #include "mask_internal.h"
+#include "split_internal.h"
 
 #define M_TILE_ROWS 16       /* one mma.sync m-tile of packed rows: a warp's rows */
 #define MAX_ROWS 128         /* (query heads per K/V head) x seqlen_q up to this: one CTA's tile */
 #define WIDE_ROWS 64         /* past this, a 128-row tile: only for few query rows at head_dim 128 */
 #define WIDE_QUERY_ROWS 16
 #define DEFAULT_SM_COUNT 132 /* H100 SXM, H200 */
-#define MAX_SPLITS 128
-#define MIN_SPLIT_TILES 4    /* keys per split: at least this many tiles, to amortize the prologue */
-#define WAVE_EFFICIENCY 0.85 /* the fewest splits whose last wave is this near the best */
-#define COMBINE_WARPS 4      /* rows each combine CTA merges, a warp each (fwd_decode.cuh's COMBINE_WARPS) */
-#define COMBINE_THREADS (COMBINE_WARPS * 32)
 #define GRID_X_MAX INT_MAX
 #define CHUNK_BYTES 16
 
@@ -218,8 +214,7 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
            "most 128) fit one tile, so each K/V element read serves them all; keys split across CTAs to fill the GPU";
 }
 
-/* Splits: the fewest whose last wave of CTAs is nearly as full as the best (FlashAttention's
- * wave-efficiency rule), with at least MIN_SPLIT_TILES tiles of keys each. */
+/* Splits: src/split.c's wave-efficiency rule over the keys some packed row sees. */
 static void choose_splits(const struct fc_problem *problem, const struct fc_target *target, struct fc_plan *plan)
 {
     const struct fc_variant *v = &plan->variant;
@@ -229,29 +224,14 @@ static void choose_splits(const struct fc_problem *problem, const struct fc_targ
      * head_dim 64, 64 rows: 6 splits, 195 us against 182 with 2; PERF_NOTES v15) */
     const int per_sm = v->block_m == M_TILE_ROWS && smem > 0 && limit / smem > 1 ? limit / smem : 1;
     const long long slots = (long long)(target->sm_count > 0 ? target->sm_count : DEFAULT_SM_COUNT) * per_sm;
-    const long long blocks = (long long)problem->batch * problem->heads_kv;
     /* the keys some packed row sees (its rows are the query rows 0 .. seqlen_q - 1): the kernel
      * splits that range, from its first key (a window's; 0 without) to its last */
     const struct fc_key_range range = fc_mask_keys(&problem->mask, problem->max_seqlen_q, problem->max_seqlen_k, 0,
                                                    problem->max_seqlen_q);
     const int keys = range.end - range.begin;
     const int tiles = (int)(((long long)keys + v->block_n - 1) / v->block_n);
-    int most = tiles / MIN_SPLIT_TILES;
-    most = most < 1 ? 1 : most > MAX_SPLITS ? MAX_SPLITS : most;
-    double efficiency[MAX_SPLITS + 1], best = 0.;
-    for (int s = 1; s <= most; s++) {
-        const long long ctas = blocks * s, waves = (ctas + slots - 1) / slots;
-        efficiency[s] = (double)ctas / (double)(waves * slots);
-        best = efficiency[s] > best ? efficiency[s] : best;
-    }
-    int splits = 1;
-    while (splits < most && efficiency[splits] < WAVE_EFFICIENCY * best)
-        splits++;
-    if (plan->requested_splits > 0)   /* forced: as asked, but no split without a tile */
-        splits = plan->requested_splits < tiles ? plan->requested_splits : tiles > 0 ? tiles : 1;
-    const int tiles_each = (tiles + splits - 1) / splits;
-    plan->split_keys = tiles_each * v->block_n;
-    plan->splits = tiles_each > 0 ? (tiles + tiles_each - 1) / tiles_each : 1;   /* no empty split */
+    fc_split_choose((long long)problem->batch * problem->heads_kv, slots, tiles, v->block_n, plan->requested_splits,
+                    plan);
 }
 
 static enum fc_status launch_shape(const struct fc_problem *problem, const struct fc_target *target,
@@ -294,69 +274,23 @@ static int kernel_type(const struct fc_variant *v, char *out, size_t size)
                     v->varlen ? ", true" : "", v->paged ? ", true" : "");
 }
 
-/* The module's second kernel: merges the splits' partials into out and lse. */
+/* The module's second kernel: merges the splits' partials into out and lse (src/split.c). */
 static int second_source(const struct fc_variant *v, char *out, size_t size)
 {
-    if (v->varlen)   /* the argument of VARLEN (and PAGED) variants: its base is the dense one */
-        return snprintf(out, size,
-            "static_assert(fc::COMBINE_WARPS == %d, \"the combine's rows a CTA\");\n"
-            "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-            "fc_combine_kernel(const __grid_constant__ %s args)\n"
-            "{\n"
-            "    fc::combine_splits<%s, %d, true>(args.base);\n"
-            "}\n",
-            COMBINE_WARPS, COMBINE_THREADS, v->paged ? "fc_paged_args" : "fc_varlen_args",
-            fc_dtype_traits(v->dtype)->device_type, v->head_dim);
-    return snprintf(out, size,
-        "static_assert(fc::COMBINE_WARPS == %d, \"the combine's rows a CTA\");\n"
-        "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-        "fc_combine_kernel(const __grid_constant__ fc_kernel_args args)\n"
-        "{\n"
-        "    fc::combine_splits<%s, %d>(args);\n"
-        "}\n",
-        COMBINE_WARPS, COMBINE_THREADS, fc_dtype_traits(v->dtype)->device_type, v->head_dim);
+    /* the argument of VARLEN (and PAGED) variants: its base is the dense one */
+    const char *args_type = !v->varlen ? "fc_kernel_args" : v->paged ? "fc_paged_args" : "fc_varlen_args";
+    return fc_split_combine_source(v, "fc_combine_kernel", args_type, v->varlen ? ".base" : "", out, size);
 }
 
 /* One split: the kernel writes out and lse itself. Several: the splits' fp32 partial O and LSE go
  * to a stream-ordered scratch buffer (src/scratch.c: the context's pool, or while capturing the
  * device's; no synchronization), then the combine kernel merges them, and the buffer goes back to
- * the pool. */
+ * the pool (src/split.c). */
 static enum fc_status launch(const struct fc_launch *l)
 {
-    const struct fc_plan *plan = l->plan;
-    const struct fc_problem *p = l->problem;
     struct fc_launch_args args;
     fc_launch_plain_args(l, &args);
-    struct fc_kernel_args *a = (struct fc_kernel_args *)args.bytes;   /* the base of fc_varlen_args too */
-    if (plan->splits <= 1)
-        return fc_launch_kernel(l, l->kernel->function, plan->grid, plan->threads, plan->smem_bytes, args.params,
-                                "cuLaunchKernel");
-    /* the partials' rows: [batch, heads_q, seqlen_q]; varlen [heads_q, tokens] */
-    const size_t rows = (size_t)(p->varlen ? 1 : p->batch) * (size_t)p->heads_q * (size_t)p->seqlen_q;
-    if (rows > INT_MAX) {
-        snprintf(l->msg, l->msg_size, "batch * heads_q * seqlen_q = %zu rows: more than one combine launch takes",
-                 rows);
-        return FC_ERR_UNSUPPORTED;
-    }
-    const size_t o_bytes = (size_t)plan->splits * rows * (size_t)p->head_dim * sizeof(float);
-    const size_t bytes = o_bytes + (size_t)plan->splits * rows * sizeof(float);
-    const struct fc_cuda_api *cu = l->cuda;
-    CUdeviceptr scratch;
-    CUresult r = fc_scratch_alloc(l->scratch, cu, &scratch, bytes, l->stream);
-    if (r != CUDA_SUCCESS)
-        return fc_cuda_fail(cu, r, "allocating the split-KV scratch", l->msg, l->msg_size);
-    a->o_partial = (float *)(uintptr_t)scratch;
-    a->lse_partial = (float *)(uintptr_t)(scratch + o_bytes);
-    enum fc_status status = fc_launch_kernel(l, l->kernel->function, plan->grid, plan->threads, plan->smem_bytes,
-                                             args.params, "cuLaunchKernel");
-    if (status == FC_OK)
-        status = fc_launch_kernel(l, l->kernel->second, (unsigned)((rows + COMBINE_WARPS - 1) / COMBINE_WARPS),
-                                  COMBINE_THREADS, 0, args.params,
-                                  "cuLaunchKernel (combine)");
-    r = cu->cuMemFreeAsync(scratch, l->stream);
-    if (r != CUDA_SUCCESS && status == FC_OK)
-        status = fc_cuda_fail(cu, r, "cuMemFreeAsync (split-KV scratch)", l->msg, l->msg_size);
-    return status;
+    return fc_split_launch(l, &args, (struct fc_kernel_args *)args.bytes);   /* the base of fc_varlen_args too */
 }
 
 const struct fc_family fc_family_decode = {
