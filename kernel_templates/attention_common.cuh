@@ -41,12 +41,13 @@ __device__ __forceinline__ BlockCoordinates block_coordinates(const fc_kernel_ar
 }
 
 // A CTA whose rows are the query heads of one K/V head (the sm90 kernel's PACK_GQA): blockIdx.x runs
-// over blocks of `positions` query rows fastest (causal: the heaviest first), then K/V heads, then
-// batches; head is the K/V head's first query head, row0 the block's first query row.
+// over the splits of the keys fastest (split-KV: blockIdx.x % splits; 1 unsplit), then blocks of
+// `positions` query rows (causal: the heaviest first), then K/V heads, then batches; head is the K/V
+// head's first query head, row0 the block's first query row.
 template <bool CAUSAL>
 __device__ __forceinline__ BlockCoordinates packed_block_coordinates(const fc_kernel_args &args, int positions)
 {
-    int block = blockIdx.x, m_block = block % args.m_blocks;
+    int block = blockIdx.x / args.splits, m_block = block % args.m_blocks;
     if (CAUSAL)
         m_block = args.m_blocks - 1 - m_block;
     block /= args.m_blocks;

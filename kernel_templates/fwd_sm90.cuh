@@ -87,6 +87,7 @@
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 #include "softmax.cuh"
+#include "split_kv.cuh"
 
 namespace fc {
 
@@ -338,16 +339,20 @@ struct Sm90Forward {
     float qk_descale = 1.f;   // FP8: the block's q_descale * k_descale (consume sets it)
     char *smem;   // 1024-byte aligned: Q, then K stages, then V stages
     int batch, head, kv_head, row0, warp, group;   // group: this thread's warpgroup
+    int split;   // PACK_GQA: which of the row block's splits of its keys (0 of 1 unsplit)
 
     __device__ Sm90Forward(const fc_sm90_args &a, char *shared) : args(a), base(a.base), mask(a.base)
     {
         const unsigned address = smem_address(shared);
         smem = shared + (SWIZZLE_ALIGN - address % SWIZZLE_ALIGN) % SWIZZLE_ALIGN;
         BlockCoordinates c;
-        if constexpr (PACK_GQA)
+        split = 0;
+        if constexpr (PACK_GQA) {
             c = packed_block_coordinates<CAUSAL>(base, block_rows());
-        else
+            split = blockIdx.x % base.splits;
+        } else {
             c = block_coordinates<CAUSAL>(base, BLOCK_M);
+        }
         batch = c.batch;
         head = c.head;
         kv_head = c.kv_head;
@@ -458,13 +463,28 @@ struct Sm90Forward {
         return {row, kv_head * r + line % r, line < group_rows() * r && row < base.seqlen_q};
     }
 
-    // The first tile of keys this CTA sees (0 without a window): its loops count tiles from it.
-    __device__ __forceinline__ int first_tile() const { return mask.key_begin(row0) / BLOCK_N; }
-    // The first key of the loops' tile t is (first_tile() + t) * BLOCK_N. NOTE: written out where
-    // it is used, and as t * BLOCK_N without a window: a helper for it, or first_tile()'s 0 folded
-    // late, reordered the PTX of the masking of the kernels without one.
+    // PACK_GQA split into several CTAs along the keys (split-KV, split_kv.cuh): each split's tiles,
+    // counted from the row block's first (a split past the block's last has none).
+    __device__ __forceinline__ int split_tiles() const { return base.split_keys / BLOCK_N; }
 
-    // Keys this CTA sees, in tiles from first_tile(): whole tiles outside a window are skipped.
+    // The first tile of keys this CTA sees (0 without a window or a split): its loops count tiles
+    // from it.
+    __device__ __forceinline__ int first_tile() const
+    {
+        if constexpr (PACK_GQA)
+            return mask.key_begin(row0) / BLOCK_N + split * split_tiles();
+        else
+            return mask.key_begin(row0) / BLOCK_N;
+    }
+    // Whether the loops' tiles start at first_tile() rather than at tile 0 (an enum: a static
+    // constexpr member gave every variant's PTX a constant symbol).
+    enum : bool { OFFSET_TILES = WINDOW || PACK_GQA };
+    // The first key of the loops' tile t is (first_tile() + t) * BLOCK_N. NOTE: written out where
+    // it is used, and as t * BLOCK_N where the tiles start at 0: a helper for it, or first_tile()'s 0
+    // folded late, reordered the PTX of the masking of the kernels without a window.
+
+    // Keys this CTA sees, in tiles from first_tile(): whole tiles outside a window are skipped;
+    // PACK_GQA split, at most its split's.
     __device__ __forceinline__ int key_tiles() const
     {
         int key_end;
@@ -473,10 +493,14 @@ struct Sm90Forward {
         else
             key_end = mask.key_end(row0 + BLOCK_M);
         const int end_tile = key_end > 0 ? (key_end + BLOCK_N - 1) / BLOCK_N : 0;
-        if constexpr (WINDOW)
+        if constexpr (PACK_GQA) {
+            const int tiles = max(0, end_tile - first_tile());
+            return base.splits > 1 ? min(tiles, split_tiles()) : tiles;
+        } else if constexpr (WINDOW) {
             return max(0, end_tile - first_tile());
-        else
+        } else {
             return end_tile;
+        }
     }
 
     // One thread: Q of every consumer warpgroup, on one barrier. VARLEN: from the sequence's first
@@ -521,13 +545,13 @@ struct Sm90Forward {
             const SequenceTmaRows rows{kv_head, origin.batch, origin.k_row0};
             for (int j = 0; j < BLOCKS; j++)
                 rows.load(dst + j * BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), WIDTH * j,
-                          WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
+                          OFFSET_TILES ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
             return;
         }
         const StridedTmaRows rows{kv_head, batch};
         for (int j = 0; j < BLOCKS; j++)
             rows.load(dst + j * BLOCK_BYTES, reinterpret_cast<const TensorMap &>(map), WIDTH * j,
-                      WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
+                      OFFSET_TILES ? (first_tile() + t) * BLOCK_N : t * BLOCK_N, bar);
     }
 
     // FP8, V_TRANSPOSED (one thread): V^T of tile t into the V^T slot at dst. Its map (src/family_sm90.c's
@@ -537,7 +561,7 @@ struct Sm90Forward {
     __device__ __forceinline__ void load_transposed(unsigned dst, int t, unsigned bar)
     {
         constexpr int BLOCKS = VT_BYTES / VT_BLOCK_BYTES;
-        const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+        const int key0 = OFFSET_TILES ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
         for (int j = 0; j < BLOCKS; j++)
             tma_load_4d(dst + j * VT_BLOCK_BYTES, reinterpret_cast<const TensorMap &>(args.v_map), key0 + VT_LINE * j,
                         0, kv_head, batch, bar);
@@ -548,7 +572,7 @@ struct Sm90Forward {
     __device__ __forceinline__ void load_paged_tile(const fc_tensor_map &map, unsigned dst, int t, unsigned bar)
     {
         const int box_rows = paged().box_rows, keys = mask.seqlen_k();
-        const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+        const int key0 = OFFSET_TILES ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
         for (int i = 0; i * box_rows < BLOCK_N; i++) {
             const int key = key0 + i * box_rows;
             load_paged_box(map, dst, i, page_slot_if(key < keys, paged().pages, batch, key), bar, box_rows);
@@ -559,7 +583,7 @@ struct Sm90Forward {
     // head's (page 0, slot 0) (row < BLOCK_N; rows past the sequence's keys: there).
     __device__ __forceinline__ long long row_offset(int t, int row, int keys, const long long *stride) const
     {
-        const int key = (WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N) + row;
+        const int key = (OFFSET_TILES ? (first_tile() + t) * BLOCK_N : t * BLOCK_N) + row;
         const PageSlot at = row < BLOCK_N && key < keys ? page_slot_ahead(paged().pages, batch, key) : PageSlot{0, 0};
         return at.page * stride[0] + at.slot * stride[1];
     }
@@ -579,7 +603,7 @@ struct Sm90Forward {
         constexpr int LINE_CHUNKS = SWIZZLE_BYTES / 16, ROWS_PER_PASS = GATHERERS / LINE_CHUNKS;
         static_assert(BLOCK_N % ROWS_PER_PASS == 0, "whole passes of the gatherers");
         static_assert(ROWS_PER_PASS == 8, "a pass is an atom's 8 rows: row0 + 8 j is row row0 of atom j");
-        const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+        const int key0 = OFFSET_TILES ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
         const unsigned row0 = q / LINE_CHUNKS, chunk = q % LINE_CHUNKS;
         const unsigned to = dst + row0 * SWIZZLE_BYTES + (chunk ^ row0 % 8) * 16;   // (row0 + 8 j) % 8 = row0 % 8
 #pragma unroll
@@ -642,7 +666,7 @@ struct Sm90Forward {
     // is line r whatever the swizzle: zeroing whole lines needs no swizzle arithmetic.
     __device__ __forceinline__ void clear_tail_rows(int t, int stage)
     {
-        const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+        const int key0 = OFFSET_TILES ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
         const int valid = mask.seqlen_k() - key0;   // the tile's rows inside the sequence
         if (valid >= BLOCK_N || gathered(true))   // gathered: those rows were zero-filled
             return;
@@ -671,7 +695,12 @@ struct Sm90Forward {
         const float(&o)[1][OUT_TILES][4] = reinterpret_cast<const float(&)[1][OUT_TILES][4]>(padded);
         if constexpr (PACK_GQA) {
             const PackedRow r0 = packed_row(0), r1 = packed_row(1);
-            store_head_rows<T>(base, batch, {r0.head, r1.head}, {r0.row, r1.row}, {r0.inside, r1.inside}, o, softmax);
+            if (base.splits > 1)   // the combine writes O and the LSE
+                store_head_partials(base, split, batch, {r0.head, r1.head}, {r0.row, r1.row}, {r0.inside, r1.inside}, o,
+                                    softmax);
+            else
+                store_head_rows<T>(base, batch, {r0.head, r1.head}, {r0.row, r1.row}, {r0.inside, r1.inside}, o,
+                                   softmax);
         } else if constexpr (VARLEN && FP8)   // O times v_descale (the sequence's)
             store_sequence_output<T, 1, OUT_TILES, N_TILES, false, true>(
                 base, sequence_of<PAGED>(base, seqlens(), batch), batch, head, row0 + warp * 16, o, softmax,
@@ -792,7 +821,7 @@ struct Sm90Forward {
         const bool fold_scale = UNMASKED || scale_folds();
         const float factor = SOFTCAP ? base.softcap_log2 : fold_scale ? scale_log2 : 1.f;
         const float prescale = fold_scale ? 1.f : scale_log2;
-        const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+        const int key0 = OFFSET_TILES ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
         bool masked = false;   // UNMASKED: the caller knows it is not
         if constexpr (!UNMASKED)
             masked = mask.partial(row0, row0 + (PACK_GQA ? block_rows() : BLOCK_M) - 1, key0, BLOCK_N);
@@ -1041,7 +1070,7 @@ struct Sm90Forward {
     // before the next TMA write into the slot.
     __device__ __forceinline__ void clear_staged_tail(int t, unsigned src, unsigned p)
     {
-        const int key0 = WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
+        const int key0 = OFFSET_TILES ? (first_tile() + t) * BLOCK_N : t * BLOCK_N;
         const int valid = mask.seqlen_k() - key0;   // the tile's rows inside the sequence
         if (valid >= BLOCK_N)
             return;
@@ -1142,7 +1171,7 @@ struct Sm90Forward {
         const int box_rows = v ? paged().v_box_rows : paged().box_rows, keys = mask.seqlen_k();
         const bool boxing = lane * box_rows < BLOCK_N;   // this lane has a box of every tile
         const auto box_page = [&](int t) {
-            const int key = (WINDOW ? (first_tile() + t) * BLOCK_N : t * BLOCK_N) + lane * box_rows;
+            const int key = (OFFSET_TILES ? (first_tile() + t) * BLOCK_N : t * BLOCK_N) + lane * box_rows;
             return boxing && key < keys ? page_slot_ahead(paged().pages, batch, key) : PageSlot{0, 0};
         };
         const unsigned full = v ? b.v_full : b.k_full, empty = v ? b.v_empty : b.k_empty;
@@ -1213,7 +1242,10 @@ struct Sm90Forward {
             if (!scale_folds())
                 return 1;
             const int end = mask.key_end(row0 + 1);
-            return end > 0 ? end / BLOCK_N : 0;
+            if constexpr (PACK_GQA)   // tiles counted from first_tile()
+                return max(0, end / BLOCK_N - first_tile());
+            else
+                return end > 0 ? end / BLOCK_N : 0;
         }
     }
 

@@ -70,9 +70,9 @@ struct fc_family {
     enum fc_status (*launch)(const struct fc_launch *launch);
 };
 
-/** Whether the sm90 family packs the problem's GQA rows on the target (dense, 16-bit, few query rows)
- *  with CTAs enough to fill it without splitting the keys: the decode family then leaves it to it. */
-int fc_sm90_packs_filling(const struct fc_problem *problem, const struct fc_target *target);
+/** Whether the sm90 family packs the problem's GQA rows on the target (dense, 16-bit, few query rows;
+ *  their keys split across CTAs where these leave SMs idle): the decode family then leaves it to it. */
+int fc_sm90_packs(const struct fc_problem *problem, const struct fc_target *target);
 
 /** The families, in the selector's order of preference; NULL-terminated. */
 extern const struct fc_family *const fc_families[];

@@ -8,6 +8,7 @@
 
 #include "family_internal.h"
 #include "mask_internal.h"
+#include "split_internal.h"
 #include "tma_internal.h"
 
 #define SHORT_KEYS 1024      /* up to this many keys, causal head_dim 128 takes the small tiles */
@@ -29,6 +30,7 @@
 #define SM_SMEM_BYTES 233472   /* shared memory of a Hopper SM (228 KB) */
 #define CTA_RESERVED_SMEM 1024 /* the driver's share of it per CTA */
 #define H100_SMS 132           /* the plan's SM count where the target's is unknown */
+#define SECOND_ENTRY "fc_second_kernel"   /* the module's second kernel: V's transposer (v_transposed) or the split-KV combine (pack_gqa) */
 
 /* The warp-specialized schedule: a producer warpgroup beside block_m / 64 consumer warpgroups. */
 static int specialized(const struct fc_variant *v)
@@ -367,15 +369,13 @@ static int packed_block_m(const struct fc_problem *p)
     return unpacked < PACK_FILL * packed ? block_m : 0;
 }
 
-/* NOTE: the decode kernel (first in the table) leaves a problem to the packed rows here where their CTAs
- * (batch x K/V heads x row blocks) are at least PACK_SM_SHARE (2/5) of the SMs: each CTA then reads its
- * K/V head once at 50-60 GB/s, with no split and no combine. Head_dim 128, Hq32 Hkv8 Sq16 Sk16000
- * causal, H100 (H200): B8, 64 CTAs, 184 us against the decode kernel's 208 (156 against 195); B4, 32
- * CTAs, 154 against 124, where the decode kernel's splits fill the SMs these leave idle. Sq1 Sk8192
- * B64: 712 against 703 (491 against 618; cuDNN 707 and 494); B8 Sk32768: 356 against 365 (PERF_NOTES
- * v21). */
-#define PACK_SM_SHARE_NUM 2
-#define PACK_SM_SHARE_DEN 5
+/* NOTE: the decode kernel (first in the table) leaves every problem whose rows pack here to these
+ * packed rows, which split their keys across CTAs where their row blocks leave SMs idle
+ * (packed_grid). Before the split they took only problems whose CTAs (batch x K/V heads x row blocks)
+ * were at least 2/5 of the SMs (each then reading its K/V head at 50-60 GB/s): head_dim 128, Hq32
+ * Hkv8 Sq16 Sk16000 causal, H100 (H200): B8, 64 CTAs, 184 us against the decode kernel's 208 (156
+ * against 195); B4, 32 CTAs, 154 against 124; Sq1 Sk8192 B64: 712 against 703 (491 against 618;
+ * cuDNN 707 and 494); B8 Sk32768: 356 against 365 (288 against 325, cuDNN 258; PERF_NOTES v21, v42). */
 static long long packed_ctas(const struct fc_problem *problem, int block_m)
 {
     const int positions = packed_block_rows(block_m, problem->heads_q / problem->heads_kv);
@@ -385,12 +385,10 @@ static long long sms_of(const struct fc_target *target)
 {
     return target->sm_count > 0 ? target->sm_count : H100_SMS;
 }
-int fc_sm90_packs_filling(const struct fc_problem *problem, const struct fc_target *target)
+int fc_sm90_packs(const struct fc_problem *problem, const struct fc_target *target)
 {
-    const int d = problem->head_dim, block_m = packed_block_m(problem);
-    if (target->arch != 90 || !target->arch_specific || d % 32 || d > 256 || !block_m)
-        return 0;
-    return packed_ctas(problem, block_m) * PACK_SM_SHARE_DEN >= sms_of(target) * PACK_SM_SHARE_NUM;
+    const int d = problem->head_dim;
+    return target->arch == 90 && target->arch_specific && d % 32 == 0 && d <= 256 && packed_block_m(problem);
 }
 
 static const char *select_for(const struct fc_problem *problem, const struct fc_target *target,
@@ -671,7 +669,15 @@ static int static_tail(const struct fc_problem *p, const struct fc_variant *v, i
 
 /* GQA-packed rows: a CTA per block of packed_block_rows query rows of each (batch, K/V head), the
  * blocks fastest (fwd_sm90.cuh's packed_block_coordinates). */
-static enum fc_status packed_grid(const struct fc_problem *problem, struct fc_plan *plan, char *msg, size_t size)
+/* GQA-packed rows: a CTA a row block of a K/V head's query heads, and where those CTAs leave slots
+ * of the GPU idle, the keys split across CTAs (split-KV, src/split.c: the wave-efficiency rule over
+ * the key tiles the packed rows see, whole tiles a split, then the combine): a few query rows of a
+ * few (batch, K/V head)s against a long cache, which one CTA each reads at 50-60 GB/s, then fill every
+ * SM. NOTE: B8 Hq32 Hkv8 Sq1 Sk32768 head_dim 128, H200: 64 CTAs 287 us (88% of the copy figure),
+ * two splits 253 us (100%; cuDNN 252); B4 138 against 282; Sq16 Sk16000 causal 137 against 149
+ * (PERF_NOTES v42). */
+static enum fc_status packed_grid(const struct fc_problem *problem, const struct fc_target *target,
+                                  struct fc_plan *plan, char *msg, size_t size)
 {
     const int q_per_kv = problem->heads_q / problem->heads_kv;
     if (q_per_kv > PACK_GQA_MAX) {   /* per-sequence lengths: the variant's check refused them */
@@ -679,8 +685,27 @@ static enum fc_status packed_grid(const struct fc_problem *problem, struct fc_pl
                  PACK_GQA_MAX, q_per_kv);
         return FC_ERR_UNSUPPORTED;
     }
-    return fc_plan_block_grid(problem, plan, packed_block_rows(plan->variant.block_m, q_per_kv), problem->heads_kv,
-                              "heads_kv", msg, size);
+    const struct fc_variant *v = &plan->variant;
+    enum fc_status status = fc_plan_block_grid(problem, plan, packed_block_rows(v->block_m, q_per_kv),
+                                               problem->heads_kv, "heads_kv", msg, size);
+    if (status != FC_OK)
+        return status;
+    /* the key tiles some packed row sees (rows 0 .. seqlen_q - 1), whole tiles from the first's */
+    const struct fc_key_range range = fc_mask_keys(&problem->mask, problem->seqlen_q, problem->seqlen_k, 0,
+                                                   problem->seqlen_q);
+    const int tiles = range.end > range.begin
+                          ? (int)(((long long)range.end + v->block_n - 1) / v->block_n - range.begin / v->block_n)
+                          : 0;
+    const long long slots = sms_of(target) * ctas_per_sm(v);
+    fc_split_choose(plan->grid, slots, tiles, v->block_n, plan->requested_splits, plan);
+    const long long grid = (long long)plan->grid * plan->splits;   /* splits <= FC_SPLITS_MAX */
+    if (grid > INT_MAX) {
+        snprintf(msg, size, "batch * heads_kv * row blocks * splits = %lld blocks: more than one launch takes (%d)",
+                 grid, INT_MAX);
+        return FC_ERR_UNSUPPORTED;
+    }
+    plan->grid = (unsigned)grid;
+    return FC_OK;
 }
 
 /* The default grid; first, a forced plain schedule that cannot read the problem's pages is refused by
@@ -697,7 +722,11 @@ static enum fc_status launch_shape(const struct fc_problem *problem, const struc
         return FC_ERR_UNSUPPORTED;
     }
     if (plan->variant.pack_gqa)
-        return packed_grid(problem, plan, msg, size);
+        return packed_grid(problem, target, plan, msg, size);
+    if (plan->requested_splits > 0) {
+        snprintf(msg, size, "the sm90 kernel splits the keys (k) of GQA-packed rows (g1) only");
+        return FC_ERR_UNSUPPORTED;
+    }
     const enum fc_status status = fc_plan_row_block_grid(problem, plan, msg, size);
     if (status == FC_OK && persistent(&plan->variant)) {
         /* the kernel's units: a scheduled grid's row blocks, else attention_common.cuh's
@@ -924,6 +953,8 @@ static enum fc_status kernel_args(const struct fc_launch *l, struct fc_launch_ar
 #define VT_KEYS 64   /* keys a transposer CTA */
 static int second_source(const struct fc_variant *v, char *out, size_t size)
 {
+    if (v->pack_gqa)   /* the split-KV combine (src/split.c), for the splits packed_grid chooses */
+        return fc_split_combine_source(v, SECOND_ENTRY, "fc_sm90_args", ".base", out, size);
     if (!v->v_transposed) {
         if (size)
             out[0] = '\0';
@@ -931,7 +962,7 @@ static int second_source(const struct fc_variant *v, char *out, size_t size)
     }
     return snprintf(out, size,
                     "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-                    "fc_vt_kernel(const __grid_constant__ fc_sm90_vt_args args)\n"
+                    SECOND_ENTRY "(const __grid_constant__ fc_sm90_vt_args args)\n"
                     "{\n"
                     "    fc::transpose_v_ahead<%d>(args);\n"
                     "}\n",
@@ -993,8 +1024,9 @@ static enum fc_status launch(const struct fc_launch *l)
     if (plan->variant.v_transposed)
         status = transpose_ahead(l, &args, &vt);
     if (status == FC_OK)
-        status = fc_launch_kernel(l, l->kernel->function, plan->grid, plan->threads, plan->smem_bytes, args.params,
-                                  "cuLaunchKernel");
+        status = plan->variant.pack_gqa ? fc_split_launch(l, &args, &a->base)
+                                        : fc_launch_kernel(l, l->kernel->function, plan->grid, plan->threads,
+                                                           plan->smem_bytes, args.params, "cuLaunchKernel");
     if (vt) {
         const CUresult r = l->cuda->cuMemFreeAsync(vt, l->stream);
         if (r != CUDA_SUCCESS && status == FC_OK)
@@ -1039,7 +1071,8 @@ const struct fc_family fc_family_sm90 = {
     .pingpong_option = 1,
     .pack_gqa_option = 1,
     .v_transposed_option = 1,
-    .second_entry = "fc_vt_kernel",
+    .second_entry = SECOND_ENTRY,
+    .splits_option = 1,
     .fp8_kv_why_not = "the Hopper kernel's WGMMA reads K and V in q's 16-bit type; FP8 K/V go to the decode or sm80 kernel (sm_89 and later)",
     .fp8_q = 1,
     .defaults = defaults,

@@ -29,8 +29,9 @@
 #define PRECOMPILE_SM80 80
 /* + causal short-sequence tiles at 128, at 64 (with and without a window), 192-key tiles at 96 and
  * 128, long at 64 (with and without turns), GQA-packed rows (one consumer, 64- and 128-key tiles at
- * 64 and 128; two consumers of 192 keys at 128) */
-#define PRECOMPILE_SM90 (20 + 2 + 4 + 8 + 8 + 16 + 4)
+ * 64, 96 and 128, the default tiles at 192 and 256; two consumers, the default tiles at five head
+ * dims, of 192 keys at 128) */
+#define PRECOMPILE_SM90 (20 + 2 + 4 + 8 + 8 + 24 + 8 + 20 + 4)
 /* the 32- and 64-row tiles (two archs, two dtypes, three head dims), then the 128-row one (head_dim 128) */
 #define PRECOMPILE_DECODE_ROWS (48 + 8)
 #define PRECOMPILE_DECODE (80 + PRECOMPILE_DECODE_ROWS)   /* as sm80, then those */

@@ -310,37 +310,36 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_string_equal(info.kernel, "sm90_bf16_d64_m192n128s2w16p_sm_90a");
     p.causal = 1;
     p.seqlen_q = p.seqlen_k = 8192;
-    p.seqlen_q = 4;   /* 4 query heads per K/V head x 4 rows fit one 16-row tile: split-KV decode */
-    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "decode_bf16_d64_causal_m16n128s2w8_sm_90a");
-    assert_non_null(strstr(info.reason, "query heads per K/V head x query rows, at most 128"));
-    p.seqlen_q = 5;   /* 20 rows: at head_dim 64 the Hopper kernel, its rows packed as well, and why */
+    p.seqlen_q = 4;   /* 4 query heads per K/V head x 4 rows: the Hopper kernel packs them (and splits the keys) */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d64_causal_gqa_m64n128s2w8_sm_90a");
     assert_non_null(strstr(info.reason, "packed into each CTA's rows"));
+    assert_non_null(strstr(info.reason, "leaves GQA-packed rows to the Hopper kernel"));
+    const int heads_q = p.heads_q;
+    p.heads_q = p.heads_kv;   /* no GQA: nothing to pack; 4 rows fit one 16-row tile: split-KV decode */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "decode_bf16_d64_causal_m16n128s2w8_sm_90a");
+    assert_non_null(strstr(info.reason, "query heads per K/V head x query rows, at most 128"));
+    p.seqlen_q = 20;   /* 20 rows: at head_dim 64 the Hopper kernel, and why */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d64_causal_m64n128s2w4_sm_90a");
     assert_non_null(strstr(info.reason, "more than 16 packed rows"));
     p.head_dim = 128;   /* ... at 128 a 32-row tile, four warps of 32 keys per 16 rows */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_bf16_d128_causal_m32n128s2w8_sm_90a");
-    p.seqlen_q = 16;   /* 64 rows: a 64-row tile, two warps of 64 keys per 16 rows */
+    p.seqlen_q = 64;   /* 64 rows: a 64-row tile, two warps of 64 keys per 16 rows */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_bf16_d128_causal_m64n128s2w8_sm_90a");
     p.head_dim = 256;   /* ... 16 keys per warp beside head_dim 256's accumulators, four stages */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_bf16_d256_causal_m64n32s4w8_sm_90a");
     p.head_dim = 128;
-    p.seqlen_q = 17;   /* 68 rows of 17 query rows: not any more; the Hopper kernel packs them, 64 a CTA */
+    p.seqlen_q = 16;   /* 16 rows: one 16-row tile */
+    p.kv_dtype = FC_E4M3;   /* an FP8 cache with GQA (no Hopper kernel reads one): the decode kernel's 128-row tile */
+    p.heads_q = 8 * p.heads_kv;
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d128_causal_gqa_m64n128s2w8_sm_90a");
-    assert_non_null(strstr(info.reason, "more than 64 packed rows only for at most 16 query rows"));
-    const int heads_q = p.heads_q;
-    p.heads_q = 2 * p.heads_q;   /* 8 query heads per K/V head */
-    p.seqlen_q = 16;   /* 128 rows of 16 query rows: a 128-row tile, eight warps of 64 keys of 64-key tiles */
-    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "decode_bf16_d128_causal_m128n64s4w8_sm_90a");
-    p.head_dim = 256;   /* ... at head_dim 128 only; the Hopper kernel packs them, 64 a CTA */
-    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "sm90_bf16_d256_causal_gqa_m64n80s2w8_sm_90a");
+    assert_string_equal(info.kernel, "decode_bf16_d128_causal_kv8_m128n64s4w8_sm_90a");
+    p.kv_dtype = p.dtype;
     p.head_dim = 128;
     p.heads_q = heads_q;
     p.seqlen_q = 256;   /* whole 128-row tiles of one head: nothing to pack */
@@ -380,7 +379,10 @@ static void test_plan_names_the_kernel_and_why(void **state)
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "sm90_bf16_d128_win_cap_m128n128s2w12p_sm_90a");
     p.window_right = -1;
-    p.seqlen_q = 1;
+    p.seqlen_q = 1;   /* GQA decode: packed rows, the softcap's switch too */
+    assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
+    assert_string_equal(info.kernel, "sm90_bf16_d128_cap_gqa_m64n128s2w8_sm_90a");
+    p.heads_q = p.heads_kv;   /* no GQA: the decode kernel */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
     assert_string_equal(info.kernel, "decode_bf16_d128_cap_m16n128s2w8_sm_90a");
     fc_context_destroy(ctx);
@@ -547,8 +549,9 @@ static void test_quick_first_call_plan(void **state)
 }
 
 /* Few query rows with GQA on Hopper: the sm90 kernel packs a K/V head's query heads into each CTA's
- * rows (FlashAttention-3's fill rule), 64 a CTA up to 128 rows of a K/V head, and the decode kernel
- * leaves them to it where the CTAs are 2/5 of the SMs or more. */
+ * rows (FlashAttention-3's fill rule), 64 a CTA up to 128 rows of a K/V head, splitting the keys
+ * across CTAs where the row blocks leave SMs idle (src/split.c's wave rule); the decode kernel leaves
+ * them all to it. */
 static void test_hopper_packs_few_query_rows(void **state)
 {
     (void)state;
@@ -562,18 +565,21 @@ static void test_hopper_packs_few_query_rows(void **state)
     p.seqlen_k = 16000;
     p.head_dim = 128;
     char name[FC_VARIANT_NAME_MAX];
-    struct fc_plan plan = plan_of(&p, H100, NULL);   /* 64 rows a K/V head: one CTA each, 64 CTAs */
+    struct fc_plan plan = plan_of(&p, H100, NULL);   /* 64 rows a K/V head: 64 row blocks, two splits each */
     fc_variant_name(&plan.variant, name);
     assert_string_equal(name, "sm90_bf16_d128_causal_gqa_m64n128s2w8_sm_90a");
-    assert_int_equal(plan.grid, 64);
+    assert_int_equal(plan.splits, 2);
+    assert_int_equal(plan.split_keys, 63 * 128);   /* 125 tiles of 128 keys: 63 and 62 */
+    assert_int_equal(plan.grid, 128);
     assert_int_equal(plan.m_blocks, 1);
     assert_int_equal(plan.units, 0);   /* a CTA a row block, not the persistent grid */
     assert_non_null(strstr(plan.declined, "leaves GQA-packed rows"));
-    p.heads_q = 64;   /* 128 rows: two CTAs of 8 query rows x 8 heads */
+    p.heads_q = 64;   /* 128 rows: two CTAs of 8 query rows x 8 heads, 128 of 132 SMs: no split */
     plan = plan_of(&p, H100, NULL);
     fc_variant_name(&plan.variant, name);
     assert_string_equal(name, "sm90_bf16_d128_causal_gqa_m64n128s2w8_sm_90a");
     assert_int_equal(plan.grid, 128);
+    assert_int_equal(plan.splits, 1);
     assert_int_equal(plan.m_blocks, 2);
     p.heads_q = 32;
     p.seqlen_q = 1;   /* large-batch decode: 512 CTAs, 64-key tiles so that two share an SM */
@@ -583,6 +589,24 @@ static void test_hopper_packs_few_query_rows(void **state)
     fc_variant_name(&plan.variant, name);
     assert_string_equal(name, "sm90_bf16_d128_causal_gqa_m64n64s2w8_sm_90a");
     assert_int_equal(plan.grid, 512);
+    assert_int_equal(plan.splits, 1);
+    p.batch = 8;   /* 64 CTAs of 128-key tiles, one an SM: two splits, 128 CTAs */
+    p.seqlen_k = 32768;
+    plan = plan_of(&p, H100, NULL);
+    fc_variant_name(&plan.variant, name);
+    assert_string_equal(name, "sm90_bf16_d128_causal_gqa_m64n128s2w8_sm_90a");
+    assert_int_equal(plan.splits, 2);
+    assert_int_equal(plan.split_keys, 16384);
+    assert_int_equal(plan.grid, 128);
+    plan = plan_of(&p, H100, "sm90:m64n64w8g1");   /* two an SM: four splits */
+    assert_int_equal(plan.splits, 4);
+    assert_int_equal(plan.grid, 256);
+    plan = plan_of(&p, H100, "sm90:m64n64w8g1k3");   /* forced */
+    assert_int_equal(plan.splits, 3);
+    assert_int_equal(plan.split_keys, 171 * 64);
+    plan = plan_of(&p, H100, "sm90:m64n64w8g1k1");
+    assert_int_equal(plan.splits, 1);
+    assert_int_equal(plan.grid, 64);
     p.batch = 8;
     p.seqlen_k = 16000;
     p.seqlen_q = 64;   /* 256 rows: two consumers, 32 query rows a CTA, wider key tiles from 4k keys */
@@ -597,16 +621,30 @@ static void test_hopper_packs_few_query_rows(void **state)
     fc_variant_name(&plan.variant, name);
     assert_string_equal(name, "sm90_bf16_d128_causal_gqa_m64n128s2w8_sm_90a");
     assert_int_equal(plan.m_blocks, 2);
-    assert_int_equal(plan.grid, 8 * 4 * 2);
+    assert_int_equal(plan.grid, 8 * 4 * 2 * 2);   /* two splits */
     p.heads_q = 32;
     p.heads_kv = 8;
     p.seqlen_q = 16;
-    p.batch = 4;   /* 32 CTAs: the decode kernel's splits fill the GPU better */
+    p.seqlen_q = 1;   /* a window: the splits share the tiles it spans, 4096 keys of 32768 */
+    p.seqlen_k = 32768;
+    p.causal = 0;
+    p.window_left = 4095;
     plan = plan_of(&p, H100, NULL);
-    assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
-    plan = plan_of(&p, (struct fc_target){90, 1, 64}, NULL);   /* ... but 2/5 of a GPU of 64 SMs */
-    assert_int_equal(plan.variant.family, FC_KERNEL_SM90);
     assert_int_equal(plan.variant.pack_gqa, 1);
+    assert_int_equal(plan.splits, 2);
+    assert_int_equal(plan.split_keys, 16 * 128);
+    p.window_left = -1;
+    p.causal = 1;
+    p.seqlen_q = 16;
+    p.seqlen_k = 16000;
+    p.batch = 4;   /* 32 row blocks: four splits */
+    plan = plan_of(&p, H100, NULL);
+    assert_int_equal(plan.variant.pack_gqa, 1);
+    assert_int_equal(plan.splits, 4);
+    assert_non_null(strstr(plan.declined, "leaves GQA-packed rows to the Hopper kernel"));
+    plan = plan_of(&p, (struct fc_target){90, 1, 64}, NULL);   /* ... two on a GPU of 64 SMs */
+    assert_int_equal(plan.variant.pack_gqa, 1);
+    assert_int_equal(plan.splits, 2);
     p.batch = 8;
     plan = plan_of(&p, (struct fc_target){80, 0, 108}, NULL);   /* no Hopper kernel: decode */
     assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
@@ -653,8 +691,33 @@ static void test_hopper_packs_few_query_rows(void **state)
     assert_non_null(strstr(msg, "up to 64 query heads per K/V head"));
 }
 
+/* Each family's split-KV combine (src/split.c) takes the argument the launch passes both of its
+ * kernels and reads its fc_kernel_args: the sm90 kernel's is fc_sm90_args (TMA maps first), whose
+ * base the combine must take, not the argument itself. */
+static void test_split_combine_takes_the_family_argument(void **state)
+{
+    (void)state;
+    char source[4096];
+    struct fc_variant v;
+    assert_int_equal(fc_variant_parse_name("sm90_bf16_d128_gqa_m64n128s2w8_sm_90a", &v), 0);
+    assert_true(fc_family_of(FC_KERNEL_SM90)->second_source(&v, source, sizeof source) > 0);
+    assert_non_null(strstr(source, "fc_second_kernel(const __grid_constant__ fc_sm90_args args)"));
+    assert_non_null(strstr(source, "fc::combine_splits<fc::bfloat16_t, 128>(args.base);"));
+    assert_int_equal(fc_variant_parse_name("decode_bf16_d128_m16n128s2w8_sm_90a", &v), 0);
+    assert_true(fc_family_of(FC_KERNEL_DECODE)->second_source(&v, source, sizeof source) > 0);
+    assert_non_null(strstr(source, "fc_combine_kernel(const __grid_constant__ fc_kernel_args args)"));
+    assert_non_null(strstr(source, "fc::combine_splits<fc::bfloat16_t, 128>(args);"));
+    v.varlen = 1;
+    assert_true(fc_family_of(FC_KERNEL_DECODE)->second_source(&v, source, sizeof source) > 0);
+    assert_non_null(strstr(source, "fc_combine_kernel(const __grid_constant__ fc_varlen_args args)"));
+    assert_non_null(strstr(source, "fc::combine_splits<fc::bfloat16_t, 128, true>(args.base);"));
+    v.paged = 1;
+    assert_true(fc_family_of(FC_KERNEL_DECODE)->second_source(&v, source, sizeof source) > 0);
+    assert_non_null(strstr(source, "fc_combine_kernel(const __grid_constant__ fc_paged_args args)"));
+}
+
 /* With a window, the decode family splits only the keys its rows see (src/mask.c): the tiles of
- * [first key of row 0, seqlen_k). */
+ * [first key of row 0, seqlen_k) (forced: with GQA on Hopper the packed rows take these problems). */
 static void test_decode_splits_only_the_window(void **state)
 {
     (void)state;
@@ -682,8 +745,10 @@ static void test_decode_splits_only_the_window(void **state)
         struct fc_problem problem;
         struct fc_plan plan;
         char msg[512];
+        struct fc_plan_override decode;
+        assert_int_equal(fc_plan_override_parse("decode", &decode), 0);
         assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
-        assert_int_equal(fc_plan_make(&problem, &H100, NULL, NULL, &plan, msg, sizeof msg), FC_OK);
+        assert_int_equal(fc_plan_make(&problem, &H100, &decode, NULL, &plan, msg, sizeof msg), FC_OK);
         assert_int_equal(plan.variant.family, FC_KERNEL_DECODE);
         const struct fc_key_range keys = fc_mask_keys(&problem.mask, p.seqlen_q, p.seqlen_k, 0, p.seqlen_q);
         if (plan.splits != CASES[i].splits || plan.split_keys != CASES[i].split_keys)
@@ -696,7 +761,8 @@ static void test_decode_splits_only_the_window(void **state)
 }
 
 /* FC_FORCE_VARIANT=decode:k8 asks for 8 splits: granted where there are tiles enough, else one per
- * tile; `k` is refused for the other families and as 0. */
+ * tile; `k` is refused as 0 and for the families that do not split (the sm90 kernel splits its
+ * GQA-packed rows only: test_hopper_packs_few_query_rows). */
 static void test_decode_splits_can_be_forced(void **state)
 {
     (void)state;
@@ -726,8 +792,18 @@ static void test_decode_splits_can_be_forced(void **state)
         assert_int_equal(plan.grid, CASES[i].splits * 8 * 64);
     }
     struct fc_plan_override override;
-    assert_int_equal(fc_plan_override_parse("sm90:k4", &override), -1);
+    assert_int_equal(fc_plan_override_parse("sm80:k4", &override), -1);
+    assert_int_equal(fc_plan_override_parse("reference:k4", &override), -1);
     assert_int_equal(fc_plan_override_parse("decode:k0", &override), -1);
+    p.seqlen_q = 256;   /* the sm90 kernel's unpacked rows take no split, and say so */
+    p.seqlen_k = 8192;
+    struct fc_problem problem;
+    struct fc_plan plan;
+    char msg[512];
+    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_override_parse("sm90:g0k4", &override), 0);
+    assert_int_equal(fc_plan_make(&problem, &H100, &override, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "GQA-packed rows (g1) only"));
 }
 
 /* A tuned winner for the problem's nearest bucket replaces the heuristic's choice in the plan the
@@ -766,9 +842,10 @@ static void test_tuned_winner_replaces_the_heuristic(void **state)
     assert_string_equal(info.kernel, "sm90_f16_d128_causal_win_cap_m64n64s2w8_sm_90a");
     p.window_left = -1;
     p.softcap = 0.f;
-    p.seqlen_q = 1;   /* decode-shaped: the split-KV kernel, not tuned */
+    p.seqlen_q = 1;   /* decode-shaped: GQA-packed rows, not tuned */
     assert_int_equal(fc_attention_plan(ctx, &p, &info), FC_OK);
-    assert_string_equal(info.kernel, "decode_f16_d128_causal_m16n128s2w8_sm_90a");
+    assert_string_equal(info.kernel, "sm90_f16_d128_causal_gqa_m64n128s2w8_sm_90a");
+    assert_null(strstr(info.reason, "tuned"));
     p.seqlen_q = 4096;   /* paged, pages of 16: the bucket's sm90 winner with the switch */
     p.page_size = 16;
     p.page_table_stride = 4096 / 16;
@@ -1753,7 +1830,7 @@ static void test_fp8_v_transposed_ahead(void **state)
     assert_int_equal(fc_variant_check(&v, why, sizeof why), 0);
     char source[65536];
     assert_true(fc_family_of(FC_KERNEL_SM90)->second_source(&v, source, sizeof source) > 0);
-    assert_non_null(strstr(source, "fc_vt_kernel"));
+    assert_non_null(strstr(source, "fc_second_kernel(const __grid_constant__ fc_sm90_vt_args"));
     const int smem = fc_variant_smem_bytes(&v);
     v.v_transposed = 0;   /* no staging ring: two V tiles less shared memory */
     assert_int_equal(fc_variant_smem_bytes(&v) - smem, 2 * 128 * 256);
@@ -1996,6 +2073,7 @@ int main(void)
         cmocka_unit_test(test_forced_variants_keep_the_defaults_they_do_not_name),
         cmocka_unit_test(test_decode_splits_fill_the_gpu),
         cmocka_unit_test(test_hopper_packs_few_query_rows),
+        cmocka_unit_test(test_split_combine_takes_the_family_argument),
         cmocka_unit_test(test_decode_splits_can_be_forced),
         cmocka_unit_test(test_decode_splits_only_the_window),
         cmocka_unit_test(test_tuned_winner_replaces_the_heuristic),
