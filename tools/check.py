@@ -820,12 +820,21 @@ def build_cases(head_dims, quick, matrix="all", seed=0, kv_dtype=None, q_dtype=N
                           rotate=library and rotate) for case in cases]
 
 
+def packs_gqa(family):
+    """Whether an FC_FORCE_VARIANT value asks for the sm90 kernel's GQA-packed rows (its g1)."""
+    return family is not None and family.startswith("sm90:") and "g1" in family.partition(":")[2]
+
+
 def family_takes(family, case):
     """Whether a forced family takes a case (None: the selector's choice takes every case): sm90
-    head dims in multiples of 32, sm80 and decode of 16, decode at most DECODE_ROWS packed query rows."""
+    head dims in multiples of 32 (its packed rows, g1: dense 16-bit GQA of 2 to 64 query heads a K/V
+    head), sm80 and decode of 16, decode at most DECODE_ROWS packed query rows."""
     s = case.shape
     if family in (None, "reference"):
         return True
+    if packs_gqa(family):
+        return (case.head_dim % 32 == 0 and not case.q_dtype and not case.kv_dtype
+                and 2 <= s.heads_q // s.heads_kv <= 64)
     if case.q_dtype:   # FP8 attention: the sm90 kernel (head_dim 64, 128, 192, 256) and reference
         return family == "sm90" and case.head_dim % 64 == 0
     if case.kv_dtype and family not in ("decode", "sm80"):   # FP8 K/V: decode, sm80 and reference

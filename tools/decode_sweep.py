@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
 
-SHAPES = ((64, 32, 8, 1, 8192, False), (8, 32, 8, 1, 32768, False))   # (B, Hq, Hkv, Sq, Sk, causal), D 128
+SHAPES = ((64, 32, 8, 1, 8192, False), (8, 32, 8, 1, 32768, False))   # (B, Hq, Hkv, Sq, Sk, causal)
 
 
 def shape_arg(text):
@@ -46,19 +46,19 @@ def context_for(config):
                                   "FC_TEMPLATE_DIR": templates}, no_disk_cache=True)
 
 
-def decode_inputs(shape, dtype):
-    """Fresh random q [B, Sq, Hq, 128], k and v [B, Sk, Hkv, 128] on the GPU."""
+def decode_inputs(shape, dtype, head_dim=128):
+    """Fresh random q [B, Sq, Hq, head_dim], k and v [B, Sk, Hkv, head_dim] on the GPU."""
     import torch
 
     batch, heads_q, heads_kv, seqlen_q, seqlen_k, _ = shape
-    q = torch.randn(batch, seqlen_q, heads_q, 128, dtype=dtype, device="cuda")
-    k = torch.randn(batch, seqlen_k, heads_kv, 128, dtype=dtype, device="cuda")
+    q = torch.randn(batch, seqlen_q, heads_q, head_dim, dtype=dtype, device="cuda")
+    k = torch.randn(batch, seqlen_k, heads_kv, head_dim, dtype=dtype, device="cuda")
     return q, k, torch.randn_like(k)
 
 
-def problem_of(shape, dtype):
+def problem_of(shape, dtype, head_dim=128):
     batch, heads_q, heads_kv, seqlen_q, seqlen_k, causal = shape
-    return bench.Problem("decode", dtype, batch, heads_q, heads_kv, seqlen_q, seqlen_k, 128, causal, "us", True)
+    return bench.Problem("decode", dtype, batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim, causal, "us", True)
 
 
 def launch_once(configs):
@@ -79,7 +79,8 @@ def main(argv=None):
     parser.add_argument("configs", nargs="*", default=["default"])
     parser.add_argument("--dtype", default="f16", choices=bench.DTYPE_NAMES)
     parser.add_argument("--shapes", nargs="+", type=shape_arg, default=list(SHAPES), metavar="B,Hq,Hkv,Sq,Sk[,causal]",
-                        help="head_dim 128; default: BENCH.md's two decode shapes")
+                        help="default: BENCH.md's two decode shapes")
+    parser.add_argument("--head-dim", type=int, default=128, help="default 128")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--once", action="store_true",
                         help="launch each configuration and cuDNN once on the first shape, untimed")
@@ -93,8 +94,8 @@ def main(argv=None):
     print(f"copy {copy:.0f} GB/s (read + write)", flush=True)
     rows = []
     for shape in args.shapes:
-        problem = problem_of(shape, args.dtype)
-        q, k, v = decode_inputs(shape, {"f16": torch.float16, "bf16": torch.bfloat16}[args.dtype])
+        problem = problem_of(shape, args.dtype, args.head_dim)
+        q, k, v = decode_inputs(shape, {"f16": torch.float16, "bf16": torch.bfloat16}[args.dtype], args.head_dim)
         peers = {}
         results = {}
         for name in bench.PEERS:
@@ -117,7 +118,8 @@ def main(argv=None):
                   f"{ratios}  {entry.get('check', '')} {entry.get('kernel', '')}", flush=True)
         batch, heads_q, heads_kv, seqlen_q, seqlen_k, causal = shape
         rows.append({"batch": batch, "heads_q": heads_q, "heads_kv": heads_kv, "seqlen_q": seqlen_q,
-                     "seqlen_k": seqlen_k, "causal": causal, "dtype": args.dtype, "copy_gbps": copy,
+                     "seqlen_k": seqlen_k, "causal": causal, "head_dim": args.head_dim, "dtype": args.dtype,
+                     "copy_gbps": copy,
                      "results": results})
         del q, k, v, peers
         torch.cuda.empty_cache()
