@@ -100,8 +100,11 @@ def test_plan_from_shapes_on_a_context_with_no_gpu():
     assert plan.reason and plan.splits >= 1
     decode = flashcore.plan(DECODE_Q, DECODE_KV, DECODE_KV, dtype="float16")   # 512 (batch, K/V head)s:
     assert decode.kernel.startswith("sm90_f16_d128_gqa_"), decode   # the Hopper kernel's packed rows
-    few = [(2, 1, 32, 128), (2, 8192, 8, 128), (2, 8192, 8, 128)]   # 16: the decode kernel's splits
-    assert flashcore.plan(*few, dtype="float16").kernel.startswith("decode_f16_d128_"), few
+    few = [(2, 1, 32, 128), (2, 8192, 8, 128), (2, 8192, 8, 128)]   # 16: their keys split across CTAs
+    split = flashcore.plan(*few, dtype="float16")
+    assert split.kernel.startswith("sm90_f16_d128_gqa_") and split.splits > 1, split
+    mha = [(2, 1, 8, 128), (2, 8192, 8, 128), (2, 8192, 8, 128)]   # nothing to pack: the decode kernel
+    assert flashcore.plan(*mha, dtype="float16").kernel.startswith("decode_f16_d128_"), mha
     odd = flashcore.plan((1, 100, 4, 80), (1, 300, 2, 80), (1, 300, 2, 80), dtype="f16",
                          softmax_scale=0.5, return_lse=True)
     assert "_d80_" in odd.kernel and not odd.kernel.startswith("sm90")
