@@ -156,7 +156,7 @@ enum fc_status fc_context_create(int device, const struct fc_options *options, s
     if (status == FC_OK && forced && *forced && fc_plan_override_parse(forced, &ctx->override)) {
         snprintf(ctx->create_message, sizeof ctx->create_message,
                  "FC_FORCE_VARIANT=%.200s: expected a family, optionally with tiles (m block_m, n block_n, "
-                 "s stages, w warps, p1 ping-pong, k decode splits): reference (e.g. reference:m16w4), sm80 "
+                 "s stages, w warps, p1 ping-pong, k splits of decode or sm90 g1): reference (e.g. reference:m16w4), sm80 "
                  "(e.g. sm80:m128n64w4), sm90 (e.g. sm90:m128n64s2w12p1), decode (e.g. decode:n64w4k8)", forced);
         status = FC_ERR_CONFIG;
     }

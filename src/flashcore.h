@@ -208,7 +208,7 @@ struct fc_attention_params {
 struct fc_plan_info {
     char kernel[96];   /**< readable variant name, e.g. "reference_f16_d128_causal_sm_90a" */
     char reason[256];  /**< why this kernel, and why faster ones were not taken */
-    int splits;        /**< CTAs along the keys per (batch, K/V head): above 1 for a split-KV decode */
+    int splits;        /**< CTAs along the keys per row block: above 1 for split-KV (decode, GQA-packed rows) */
 };
 
 /** Fills *options with the defaults. */

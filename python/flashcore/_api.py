@@ -37,7 +37,7 @@ class Plan(NamedTuple):
 
     kernel: str              # readable variant name, e.g. "sm90_f16_d128_causal_..._sm_90a"
     reason: str              # why this kernel, and why faster ones were not taken
-    splits: int              # CTAs along the keys per (batch, K/V head): > 1 for split-KV decode
+    splits: int              # CTAs along the keys per row block: > 1 for split-KV (decode, GQA-packed rows)
     device: Optional[int]    # the CUDA ordinal planned for; None: no GPU (FC_DEVICE_NONE)
 
     @property
@@ -170,7 +170,7 @@ def explain(q, k, v, *, causal=False, softmax_scale=None, return_lse=False, wind
              f"  kernel:   {chosen.kernel}",
              f"  features: {features}"]
     if chosen.splits > 1:
-        lines.append(f"  splits:   {chosen.splits} CTAs along the keys per (batch, K/V head), "
+        lines.append(f"  splits:   {chosen.splits} CTAs along the keys per row block, "
                      "then a combine kernel")
     lines.append(f"  why:      {chosen.reason}")
     if chosen.device is None:

@@ -455,7 +455,7 @@ int fcjit_explain(int argc, char **argv, const struct fcjit_globals *g)
         print_shape(&o);
         printf(" on %s (%s)\n  kernel:    %s\n", gpu, arch, kernel);
         if (plan.splits > 1)
-            printf("  splits:    %d CTAs along the keys per (batch, K/V head), then a combine kernel\n", plan.splits);
+            printf("  splits:    %d CTAs along the keys per row block, then a combine kernel\n", plan.splits);
         printf("  why:       %s\n", reason);
         printf("  grid:      %u CTAs of %u threads, %u bytes of dynamic shared memory", plan.grid, plan.threads,
                plan.smem_bytes);
