@@ -169,8 +169,9 @@ static const char *select_for(const struct fc_problem *problem, const struct fc_
     if (target->arch < 80 || problem->head_dim % 16 || !rows_tile(packed_rows))
         return NULL;
     if (fc_sm90_packs(problem, target)) {
-        *why_not = "the decode kernel leaves GQA-packed rows to the Hopper kernel, which splits their keys across "
-                   "CTAs where they leave SMs idle (B8 Hq32 Hkv8 Sq1 Sk32768: 253 against 325 us, H200)";
+        /* NOTE: short: fc_plan_info's 256 characters also hold the sm90 kernel's reason */
+        *why_not = "the decode kernel leaves GQA-packed rows to the Hopper kernel, which splits their keys where SMs "
+                   "would idle (B8 Hq32 Hkv8 Sq1 Sk32768: 253 against 325 us, H200)";
         return NULL;
     }
     /* NOTE: past one 16-row m-tile, only where K/V rows are whole 128-byte lines and long enough that

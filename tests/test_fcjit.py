@@ -84,6 +84,15 @@ def test_plan_names_kernel_and_reason(cli):
     code, out, _ = cli.run("--json", "plan", "--head-dim", "128", "--causal")
     plan = json.loads(out)
     assert code == EXIT_OK and plan["kernel"].startswith("sm90_f16_d128_causal"), plan
+    assert plan["splits"] == 1, plan
+    decode = ["plan", "--batch", "8", "--heads-q", "32", "--heads-kv", "8", "--seqlen-q", "1", "--seqlen-k", "32768",
+              "--head-dim", "128"]   # 64 row blocks of packed rows: their keys split, then combined
+    code, out, _ = cli.run("--json", *decode)
+    plan = json.loads(out)
+    assert code == EXIT_OK and "_gqa_" in plan["kernel"] and plan["splits"] == 2, plan
+    assert plan["reason"].endswith("H200))"), plan   # the whole reason, the decode kernel's inside it
+    code, out, _ = cli.run(*decode)
+    assert code == EXIT_OK and "splits: 2 CTAs along the keys per row block" in out, out
     code, _, err = cli.run("plan", "--head-dim", "100")
     assert code != EXIT_OK and "head_dim 100" in err, (code, err)
     code, _, err = cli.run("plan", "--heads-q", "8", "--heads-kv", "3")

@@ -381,12 +381,17 @@ int fcjit_plan(int argc, char **argv, const struct fcjit_globals *g)
     if (status != FC_OK)
         fprintf(stderr, "fcjit plan: %s: %s\n", fc_status_name(status), fc_context_errmsg(ctx));
     else if (g->json)
-        printf("{\"kernel\": \"%s\", \"reason\": \"%s\"}\n", info.kernel, info.reason);
+        printf("{\"kernel\": \"%s\", \"reason\": \"%s\", \"splits\": %d}\n", info.kernel, info.reason,
+               info.splits);
     else {
         char arch[FC_ARCH_NAME_MAX];
         fc_arch_name(o.arch, o.arch_specific, arch);
         print_shape(&o);
-        printf(" on %s\n  kernel: %s\n  why:    %s\n", arch, info.kernel, info.reason);
+        printf(" on %s\n  kernel: %s\n", arch, info.kernel);
+        if (info.splits > 1)   /* no GPU: planned for an H100's 132 SMs (src/plan_internal.h) */
+            printf("  splits: %d CTAs along the keys per row block, then a combine kernel (for 132 SMs)\n",
+                   info.splits);
+        printf("  why:    %s\n", info.reason);
     }
     fc_context_destroy(ctx);
     return fcjit_exit_for(status);
