@@ -472,6 +472,21 @@ static struct fc_plan plan_of(const struct fc_attention_params *p, struct fc_tar
     return plan;
 }
 
+/* p's plan forced by `forced` on target is refused (FC_ERR_UNSUPPORTED), its message naming `why`. */
+static void assert_forced_refused(const struct fc_attention_params *p, struct fc_target target, const char *forced,
+                                  const char *why)
+{
+    struct fc_problem problem;
+    struct fc_plan_override override;
+    struct fc_plan plan;
+    char msg[512] = "";
+    assert_int_equal(fc_problem_from_params(p, &problem, msg, sizeof msg), FC_OK);
+    assert_int_equal(fc_plan_override_parse(forced, &override), 0);
+    assert_int_equal(fc_plan_make(&problem, &target, &override, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
+    if (!strstr(msg, why))
+        fail_msg("%s: \"%s\" does not say \"%s\"", forced, msg, why);
+}
+
 /* The quick first call's plan (fc_plan_quick): a warp-specialized Hopper plan has one, the plain
  * schedule of one warpgroup in its quick form (32-key tiles, "_quick"), planned for the same problem
  * with its own grid; a plain plan, FP8 attention, other families have none. The quick form is the
@@ -676,19 +691,10 @@ static void test_hopper_packs_few_query_rows(void **state)
     assert_int_equal(fc_variant_check(&parsed, why, sizeof why), -1);
     assert_non_null(strstr(why, "pack_gqa"));
     /* a forced packing the kernel cannot take: a plain-schedule tile, more than 64 heads a K/V head */
-    struct fc_problem problem;
-    struct fc_plan forced_plan;
-    char msg[512];
-    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
-    assert_int_equal(fc_plan_override_parse("sm90:m64w4g1", &override), 0);
-    assert_int_equal(fc_plan_make(&problem, &H100, &override, NULL, &forced_plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
-    assert_non_null(strstr(msg, "warp-specialized"));
+    assert_forced_refused(&p, H100, "sm90:m64w4g1", "warp-specialized");
     p.heads_q = 128;
     p.heads_kv = 1;
-    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
-    assert_int_equal(fc_plan_override_parse("sm90:g1", &override), 0);
-    assert_int_equal(fc_plan_make(&problem, &H100, &override, NULL, &forced_plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
-    assert_non_null(strstr(msg, "up to 64 query heads per K/V head"));
+    assert_forced_refused(&p, H100, "sm90:g1", "up to 64 query heads per K/V head");
 }
 
 /* Each family's split-KV combine (src/split.c) takes the argument the launch passes both of its
@@ -797,13 +803,7 @@ static void test_decode_splits_can_be_forced(void **state)
     assert_int_equal(fc_plan_override_parse("decode:k0", &override), -1);
     p.seqlen_q = 256;   /* the sm90 kernel's unpacked rows take no split, and say so */
     p.seqlen_k = 8192;
-    struct fc_problem problem;
-    struct fc_plan plan;
-    char msg[512];
-    assert_int_equal(fc_problem_from_params(&p, &problem, msg, sizeof msg), FC_OK);
-    assert_int_equal(fc_plan_override_parse("sm90:g0k4", &override), 0);
-    assert_int_equal(fc_plan_make(&problem, &H100, &override, NULL, &plan, msg, sizeof msg), FC_ERR_UNSUPPORTED);
-    assert_non_null(strstr(msg, "GQA-packed rows (g1) only"));
+    assert_forced_refused(&p, H100, "sm90:g0k4", "GQA-packed rows (g1) only");
 }
 
 /* A tuned winner for the problem's nearest bucket replaces the heuristic's choice in the plan the
