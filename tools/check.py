@@ -136,8 +136,10 @@ SHAPES = (
     Shape(1, 33, 1500, 8, 8),
     Shape(2, 16, 2500, 64, 8),
     Shape(1, 9, 1700, 64, 8, "strided"),
-    # ... and those the Hopper kernel packs (a K/V head's query heads in each CTA's rows, where the
-    # CTAs fill 2/5 of the SMs): 64 rows a CTA, strided q; large-batch decode (64-key tiles)
+    # ... and the Hopper kernel's packed rows (a K/V head's query heads in each CTA's rows, which on
+    # sm_90a take every GQA shape above, their keys split where the row blocks leave SMs idle; the
+    # decode kernel through --families decode): 64 rows a CTA unsplit, strided q; large-batch decode
+    # (64-key tiles)
     Shape(8, 16, 3000, 32, 8, "strided"),
     Shape(72, 1, 1500, 32, 8),
 )
