@@ -32,9 +32,11 @@ static const struct { const char *variant; int max_head_dim; } SM90_FORCED[] = {
     {"sm90:m128n64s3w12", 192},  /* warp-specialized, three stages */
     {"sm90:m128n64w12p1", 256},  /* warp-specialized, two consumers taking turns (ping-pong) */
     {"sm90:m192n128w16p1", 64},  /* ... three consumers taking turns */
-    {"sm90:g1", 256},            /* GQA-packed rows (a K/V head's query heads in each tile), two consumers */
+    {"sm90:g1", 256},            /* GQA-packed rows (a K/V head's query heads in each tile), two consumers,
+                                    their keys split where the row blocks leave SMs idle */
     {"sm90:m64w8g1", 256},       /* ... one consumer */
     {"sm90:m64n64w8g1", 128},    /* ... of 64-key tiles (two CTAs an SM: large-batch decode) */
+    {"sm90:m64w8g1k3", 256},     /* ... three splits wherever there are tiles for them (empty ones too) */
 };
 #define SM90_FORCED_COUNT (sizeof SM90_FORCED / sizeof SM90_FORCED[0])
 static struct fc_context *sm90_ctx[SM90_FORCED_COUNT];

@@ -640,14 +640,15 @@ decode-quick)   # decode sanitizer, decode configurations vs the peers, ncu
 pack)   # GQA-packed rows on the Hopper kernel: correctness side by side, then the few-query shapes alone
     step precompile 120 "\$FCJIT --db \$DB precompile --arch sm_90a"
     export FC_TUNING_DB=$DB
-    for i in $(sed -n '/SM90_FORCED\[\] = {/,/^};/p' tests/test_gpu.c | grep '{"sm90' | grep -n 'g1"' | cut -d: -f1); do
+    for i in $(sed -n '/SM90_FORCED\[\] = {/,/^};/p' tests/test_gpu.c | grep '{"sm90' | grep -n 'g1\(k[0-9]*\)\?"' | cut -d: -f1); do
         step "sm90-schedule-$((i - 1))" 300 "FC_GPU_TESTS=test_sm90_kernel_matches_reference_over_awkward_shapes \
             FC_GPU_SM90_SCHEDULE=$((i - 1)) .carry/bin/test_gpu" &
     done
     step selected 300 "FC_GPU_TESTS=test_selected_kernels_match_reference_over_awkward_shapes .carry/bin/test_gpu" &
     step sanitize-pack 300 "SANITIZE_VARIANT=sm90:g1 SANITIZE_DIMS='64 128' sanitize && SANITIZE_VARIANT=sm90:m64w8g1 \
         SANITIZE_DIMS='128 256' SANITIZE_FLAGS='--heads-q 6' sanitize && SANITIZE_VARIANT=sm90:m64n64w8g1 \
-        SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--heads-q 16' sanitize" &
+        SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--heads-q 16' sanitize && SANITIZE_VARIANT=sm90:m64w8g1k3 \
+        SANITIZE_DIMS='64 128' SANITIZE_FLAGS='--heads-q 16 --seqlen-q 3 --seqlen-k 2000' sanitize" &
     wait
     step pack-sweep 300 "python3 tools/decode_sweep.py \${PACK_CONFIGS:-default decode sm90 sm90:g1 sm90:m64w8g1} \
         --dtype bf16 --json \$OUT/pack-sweep.json --shapes \${PACK_SHAPES:-8,32,8,16,16000,causal 8,64,8,16,16000,causal}"
