@@ -30,7 +30,8 @@
 #define SM_SMEM_BYTES 233472   /* shared memory of a Hopper SM (228 KB) */
 #define CTA_RESERVED_SMEM 1024 /* the driver's share of it per CTA */
 #define H100_SMS 132           /* the plan's SM count where the target's is unknown */
-#define SECOND_ENTRY "fc_second_kernel"   /* the module's second kernel: V's transposer (v_transposed) or the split-KV combine (pack_gqa) */
+/* the module's second kernel: V's transposer (v_transposed) or the split-KV combine (pack_gqa) */
+#define SECOND_ENTRY "fc_second_kernel"
 
 /* The warp-specialized schedule: a producer warpgroup beside block_m / 64 consumer warpgroups. */
 static int specialized(const struct fc_variant *v)
@@ -667,15 +668,14 @@ static int static_tail(const struct fc_problem *p, const struct fc_variant *v, i
     return last.tail;
 }
 
-/* GQA-packed rows: a CTA per block of packed_block_rows query rows of each (batch, K/V head), the
- * blocks fastest (fwd_sm90.cuh's packed_block_coordinates). */
-/* GQA-packed rows: a CTA a row block of a K/V head's query heads, and where those CTAs leave slots
- * of the GPU idle, the keys split across CTAs (split-KV, src/split.c: the wave-efficiency rule over
- * the key tiles the packed rows see, whole tiles a split, then the combine): a few query rows of a
- * few (batch, K/V head)s against a long cache, which one CTA each reads at 50-60 GB/s, then fill every
- * SM. NOTE: B8 Hq32 Hkv8 Sq1 Sk32768 head_dim 128, H200: 64 CTAs 287 us (88% of the copy figure),
- * two splits 253 us (100%; cuDNN 252); B4 138 against 282; Sq16 Sk16000 causal 137 against 149
- * (PERF_NOTES v42). */
+/* GQA-packed rows: a CTA a row block of a K/V head's query heads (packed_block_rows query rows of
+ * each (batch, K/V head), the blocks fastest: fwd_sm90.cuh's packed_block_coordinates), and where
+ * those CTAs leave slots of the GPU idle, the keys split across CTAs (split-KV, src/split.c: the
+ * wave-efficiency rule over the key tiles the packed rows see, whole tiles a split, then the
+ * combine): a few query rows of a few (batch, K/V head)s against a long cache, which one CTA each
+ * reads at 50-60 GB/s, then fill every SM. NOTE: B8 Hq32 Hkv8 Sq1 Sk32768 head_dim 128, H200: 64
+ * CTAs 287 us (88% of the copy figure), two splits 253 us (100%; cuDNN 252); B4 138 against 282
+ * unsplit (the decode kernel 169); Sq16 Sk16000 causal 137 against 149 (PERF_NOTES v42). */
 static enum fc_status packed_grid(const struct fc_problem *problem, const struct fc_target *target,
                                   struct fc_plan *plan, char *msg, size_t size)
 {
