@@ -137,10 +137,8 @@ static void draw_block(struct fc_check_run *run, int tensor, size_t block, size_
     const struct fc_attention_params *p = &run->params;
     const int fp8 = tensor == 0 ? run->q_bytes == 1 : run->kv_bytes == 1;
     const double unit = run->c.kv_descale > 0.f ? run->c.kv_descale : 1.0;   /* FP8: the codes' scale */
-    uint64_t z = ((uint64_t)tensor << 48 | block) * 0xbf58476d1ce4e5b9ull;   /* splitmix64's finalizer */
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     struct fc_random random;
-    fc_random_seed(&random, run->c.seed ^ z ^ (z >> 31));
+    fc_random_seed(&random, run->c.seed ^ fc_mix64((uint64_t)tensor << 48 | block));
     uint8_t *codes = tensor == 0 ? run->host_q8 : tensor == 1 ? run->host_k8 : run->host_v8;
     uint16_t *storage = tensor == 0 ? run->host_q : tensor == 1 ? run->host_k : run->host_v;
     const size_t first = block * DRAW_BLOCK, end = first + DRAW_BLOCK < elements ? first + DRAW_BLOCK : elements;

@@ -21,11 +21,7 @@
 
 int fc_rotation_sign(uint64_t seed, int d)
 {
-    uint64_t z = seed + (uint64_t)(d + 1) * 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return z >> 63 ? -1 : 1;
+    return fc_mix64(seed + (uint64_t)(d + 1) * 0x9e3779b97f4a7c15ull) >> 63 ? -1 : 1;
 }
 
 int fc_rotation_order(int head_dim)

@@ -119,15 +119,18 @@ static uint64_t next(struct fc_random *r)   /* xoshiro256** */
     return result;
 }
 
+uint64_t fc_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 void fc_random_seed(struct fc_random *r, uint64_t seed)
 {
     r->has_spare = 0;
-    for (int i = 0; i < 4; i++) {   /* splitmix64 */
-        uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        r->s[i] = z ^ (z >> 31);
-    }
+    for (int i = 0; i < 4; i++)   /* splitmix64 */
+        r->s[i] = fc_mix64(seed += 0x9e3779b97f4a7c15ull);
 }
 
 double fc_random_normal(struct fc_random *r)   /* Box-Muller; both values of a pair are used */

@@ -34,6 +34,9 @@ struct fc_random {
     int has_spare;
 };
 void fc_random_seed(struct fc_random *random, uint64_t seed);
+/** splitmix64's finalizer: a bijection of 64-bit words whose outputs for neighbouring inputs look
+ *  unrelated (seeds of independent streams, a rotation's signs). */
+uint64_t fc_mix64(uint64_t z);
 double fc_random_normal(struct fc_random *random);
 uint64_t fc_random_below(struct fc_random *random, uint64_t bound);
 
